@@ -1,0 +1,13 @@
+"""convexmetric: learning metrics and similarities from supervision.
+
+Every convex formulation exists twice — an exact CVXPY problem (``convexmetric.problems``)
+and a hand-written large-scale solver (``convexmetric.solvers``) — and the two are held
+against each other.
+"""
+
+from . import datasets
+from .lmnn import LMNN
+from .result import SolveResult
+
+__version__ = "0.1.0"
+__all__ = ["LMNN", "SolveResult", "datasets"]

@@ -1,0 +1,142 @@
+"""Input validation at the library boundary, with scikit-learn-style messages.
+
+Every public entry point validates once, here; inner code trusts its inputs.
+Messages name the argument, the allowed range and the value received:
+
+>>> check_scalar(0, "k", int, min_val=1, owner="LMNN")
+Traceback (most recent call last):
+...
+ValueError: The 'k' parameter of LMNN must be an int in the range [1, inf). Got 0 instead.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def _range_text(min_val, max_val, closed):
+    lo = "-inf" if min_val is None else repr(min_val)
+    hi = "inf" if max_val is None else repr(max_val)
+    left = "[" if closed in ("both", "left") and min_val is not None else "("
+    right = "]" if closed in ("both", "right") and max_val is not None else ")"
+    return f"{left}{lo}, {hi}{right}"
+
+
+def check_scalar(value, name, kind, *, min_val=None, max_val=None, closed="both", owner=None):
+    """Check a scalar parameter's type and range; return it (ints as ``int``).
+
+    ``kind`` is ``int`` or ``float`` (a float parameter accepts ints).
+    ``closed`` is one of "both", "left", "right", "neither".
+    """
+    who = f" of {owner}" if owner else ""
+    type_name = "an int" if kind is int else "a float"
+    rng = _range_text(min_val, max_val, closed)
+    msg = (
+        f"The '{name}' parameter{who} must be {type_name} in the range {rng}. "
+        f"Got {value!r} instead."
+    )
+    if kind is int:
+        ok_type = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    else:
+        ok_type = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if not ok_type:
+        raise ValueError(msg)
+    if not np.isfinite(float(value)):
+        raise ValueError(msg)
+    lo_closed = closed in ("both", "left")
+    hi_closed = closed in ("both", "right")
+    if min_val is not None and (value < min_val or (value == min_val and not lo_closed)):
+        raise ValueError(msg)
+    if max_val is not None and (value > max_val or (value == max_val and not hi_closed)):
+        raise ValueError(msg)
+    return int(value) if kind is int else float(value)
+
+
+def check_choice(value, name, choices, *, owner=None):
+    """Check that ``value`` is one of ``choices``."""
+    if value not in choices:
+        who = f" of {owner}" if owner else ""
+        opts = ", ".join(repr(c) for c in choices)
+        raise ValueError(
+            f"The '{name}' parameter{who} must be one of {opts}. Got {value!r} instead."
+        )
+    return value
+
+
+def check_matrix(X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=False):
+    """Return ``X`` as a finite float array of the given ``ndim``.
+
+    Raises ``ValueError`` naming ``name`` for wrong dimensionality, too few rows,
+    non-numeric data, NaN or inf.
+    """
+    try:
+        import scipy.sparse as sp
+
+        if sp.issparse(X):
+            if not allow_sparse:
+                raise ValueError(f"'{name}' must be a dense array; got a sparse matrix.")
+            X = sp.csr_matrix(X, dtype=dtype)
+            if not np.all(np.isfinite(X.data)):
+                raise ValueError(f"'{name}' contains NaN or inf.")
+            if X.shape[0] < min_rows:
+                raise ValueError(f"'{name}' must have at least {min_rows} rows; got {X.shape[0]}.")
+            return X
+    except ImportError:  # pragma: no cover
+        pass
+    try:
+        arr = np.asarray(X, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"'{name}' must be a numeric array: {exc}") from None
+    if arr.ndim != ndim:
+        raise ValueError(f"'{name}' must be a {ndim}-dimensional array; got shape {arr.shape}.")
+    if arr.shape[0] < min_rows:
+        raise ValueError(f"'{name}' must have at least {min_rows} rows; got {arr.shape[0]}.")
+    if ndim == 2 and arr.shape[1] < 1:
+        raise ValueError(f"'{name}' must have at least one column; got shape {arr.shape}.")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"'{name}' contains NaN or inf.")
+    return arr
+
+
+def check_labels(y, n, name="y"):
+    """Return ``y`` as a 1-d array of length ``n`` (any hashable labels)."""
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise ValueError(
+            f"'{name}' must be a 1-dimensional array of labels; got shape {arr.shape}."
+        )
+    if arr.shape[0] != n:
+        raise ValueError(f"'{name}' has {arr.shape[0]} labels but X has {n} rows; they must match.")
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise ValueError(f"'{name}' contains NaN or inf.")
+    return arr
+
+
+def check_indices(idx, n, name):
+    """Return ``idx`` as an int array with every entry in ``[0, n)``."""
+    arr = np.asarray(idx)
+    if arr.size and arr.dtype.kind not in "iu":
+        if arr.dtype.kind == "f" and np.all(np.isfinite(arr)) and np.all(arr == np.round(arr)):
+            arr = arr.astype(np.int64)
+        else:
+            raise ValueError(f"'{name}' must hold integer indices; got dtype {arr.dtype}.")
+    arr = arr.astype(np.int64, copy=False)
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        bad = arr[(arr < 0) | (arr >= n)].ravel()[0]
+        raise ValueError(f"'{name}' holds index {bad}, outside the range [0, {n}).")
+    return arr
+
+
+def check_square_kernel(K, n=None, name="K"):
+    """Return ``K`` as a finite symmetric ``n×n`` float array."""
+    K = check_matrix(K, name)
+    if K.shape[0] != K.shape[1]:
+        raise ValueError(f"'{name}' must be a square kernel matrix; got shape {K.shape}.")
+    if n is not None and K.shape[0] != n:
+        raise ValueError(f"'{name}' must be {n}×{n} to match the data; got shape {K.shape}.")
+    scale = max(1.0, float(np.abs(K).max()))
+    if not np.allclose(K, K.T, atol=1e-8 * scale):
+        raise ValueError(f"'{name}' must be symmetric.")
+    return K

@@ -1,0 +1,187 @@
+"""The LMNN estimator (Weinberger & Saul, JMLR 2009), scikit-learn style.
+
+>>> from convexmetric import LMNN, datasets
+>>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+>>> m = LMNN(k=3, mu=0.5).fit(Xtr, ytr)
+>>> m.metric_.shape, m.result_.status
+((4, 4), 'optimal')
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+
+from ._validation import check_choice, check_indices, check_labels, check_matrix, check_scalar
+from .neighbors import knn_predict, loo_error, target_neighbors
+from .problems import lmnn as P
+from .solvers.lmnn import solve as solve_large_scale
+from .solvers.lmnn_exact import solve_working_set
+
+
+class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
+    """Large margin nearest neighbour metric learning.
+
+    Learns a Mahalanobis metric ``M ⪰ 0`` minimising eq. (14): ``(1 − μ)`` times the
+    squared distances to each point's ``k`` target neighbours plus ``μ`` times the hinge
+    losses of impostors invading their perimeters (unit margin).
+
+    Parameters
+    ----------
+    k : int, default=3
+        Target neighbours per point (the k nearest same-class points, Euclidean).
+    mu : float in [0, 1], default=0.5
+        Weight of the push (hinge) term.
+    solver : {"subgradient", "exact"}, default="subgradient"
+        ``"subgradient"``: the large-scale active-set solver (App. A) with the smoothed
+        refinement; ``"exact"``: working-set SDPs solved by ``conic_solver``.
+    max_iter : int, default=3000
+        Subgradient iterations of the first phase.
+    refine : bool, default=True
+        Run the refinement stage after the subgradient phase (``solver="subgradient"``).
+    time_limit : float or None
+        Seconds; the best iterate so far is returned with status ``"user_limit"``.
+    conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The conic solver of the exact path.
+    n_neighbors : int or None
+        k of the kNN classifier in :meth:`predict` (default: ``k``).
+
+    Attributes
+    ----------
+    metric_ : ndarray (d, d)
+    components_ : ndarray (d, d), with ``metric_ = components_.T @ components_``
+    objective_ : float, eq. (14) at ``metric_``
+    result_ : SolveResult
+    targets_ : ndarray (n, k), target neighbours used
+    classes_ : ndarray
+    """
+
+    def __init__(
+        self,
+        k=3,
+        mu=0.5,
+        solver="subgradient",
+        max_iter=3000,
+        refine=True,
+        time_limit=None,
+        conic_solver="CLARABEL",
+        n_neighbors=None,
+    ):
+        self.k = k
+        self.mu = mu
+        self.solver = solver
+        self.max_iter = max_iter
+        self.refine = refine
+        self.time_limit = time_limit
+        self.conic_solver = conic_solver
+        self.n_neighbors = n_neighbors
+
+    def _validate_params(self):
+        name = type(self).__name__
+        check_scalar(self.k, "k", int, min_val=1, owner=name)
+        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
+            )
+        check_choice(
+            str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"), owner=name
+        )
+        if self.n_neighbors is not None:
+            check_scalar(self.n_neighbors, "n_neighbors", int, min_val=1, owner=name)
+
+    def fit(self, X, y, targets=None):
+        """Learn the metric from labelled data.
+
+        Parameters
+        ----------
+        X : array (n, d)
+        y : array (n,)
+        targets : int array (n, k), optional
+            Target neighbours supplied by the user (row i lists i's targets, all of
+            i's class); default: the k nearest same-class points.
+        """
+        self._validate_params()
+        X = check_matrix(X, "X", min_rows=2)
+        y = check_labels(y, X.shape[0])
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"'y' has a single class ({self.classes_[0]!r}); LMNN needs at least two "
+                "classes (impostors are points of other classes)."
+            )
+        counts = np.bincount(y_enc)
+        if targets is None:
+            if counts.min() <= self.k:
+                c = self.classes_[np.argmin(counts)]
+                raise ValueError(
+                    f"class {c!r} of 'y' has {counts.min()} members; with k={self.k} every "
+                    f"class needs at least k + 1 = {self.k + 1} (reduce 'k')."
+                )
+            T = target_neighbors(X, y_enc, self.k)
+        else:
+            T = check_indices(targets, X.shape[0], "targets")
+            if T.ndim != 2 or T.shape[0] != X.shape[0]:
+                raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
+            if np.any(y_enc[T] != y_enc[:, None]):
+                raise ValueError("'targets' must name points of the same class as each row.")
+            if np.any(T == np.arange(X.shape[0])[:, None]):
+                raise ValueError("'targets' must not name a point as its own target neighbour.")
+        mu = float(self.mu)
+        if self.solver == "exact":
+            res = solve_working_set(X, y_enc, T, mu, solver=str(self.conic_solver).upper())
+        else:
+            res = solve_large_scale(
+                X,
+                y_enc,
+                T,
+                mu,
+                max_iter=self.max_iter,
+                refine=self.refine,
+                time_limit=self.time_limit,
+            )
+        if res.status == "optimal_inaccurate" and self.solver == "subgradient":
+            import warnings
+
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(
+                f"LMNN stopped at max_iter={self.max_iter} before meeting its stopping rule; "
+                "increase 'max_iter'.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.metric_ = 0.5 * (res.matrix + res.matrix.T)
+        self.components_ = P.components_from_metric(self.metric_)
+        self.objective_ = float(res.objective)
+        self.result_ = res
+        self.n_iter_ = res.iterations
+        self.targets_ = T
+        self._X, self._y = X, y_enc
+        self.n_features_in_ = X.shape[1]
+        return self
+
+    def transform(self, X):
+        """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""
+        check_is_fitted(self, "components_")
+        X = check_matrix(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"'X' has {X.shape[1]} features but LMNN was fitted with {self.n_features_in_}."
+            )
+        return X @ self.components_.T
+
+    def predict(self, X):
+        """kNN labels under the learned metric (ties: reduce k until they break)."""
+        Z = self.transform(X)
+        kk = self.n_neighbors or self.k
+        pred = knn_predict(self._X @ self.components_.T, self._y, Z, kk)
+        return self.classes_[pred]
+
+    def loo_error(self):
+        """Leave-one-out kNN error on the training data under the learned metric."""
+        check_is_fitted(self, "components_")
+        return loo_error(self._X @ self.components_.T, self._y, self.n_neighbors or self.k)

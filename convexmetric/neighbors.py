@@ -1,0 +1,114 @@
+"""Target neighbours, blocked impostor search and kNN classification for LMNN.
+
+Assumptions: inputs are finite float arrays already validated at the boundary;
+distances are squared Euclidean distances between rows of a (possibly transformed)
+data matrix ``Z = X Lᵀ``, so ``‖z_i − z_j‖² = (x_i − x_j)ᵀ M (x_i − x_j)`` with
+``M = LᵀL``. No function here forms an n×n matrix for large n: distances are computed
+``block_size`` rows at a time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+DEFAULT_BLOCK = 512
+
+
+def _sqdist(A, B, A2=None, B2=None):
+    """Squared Euclidean distances between rows of A and rows of B (clipped at 0)."""
+    A2 = np.einsum("ij,ij->i", A, A) if A2 is None else A2
+    B2 = np.einsum("ij,ij->i", B, B) if B2 is None else B2
+    D = A2[:, None] + B2[None, :] - 2.0 * (A @ B.T)
+    np.maximum(D, 0.0, out=D)
+    return D
+
+
+def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
+    """The ``k`` nearest same-class points of every row of ``X`` (Euclidean).
+
+    Returns an ``(n, k)`` int array, nearest first. Ties are broken by index
+    (stable sort), so the result is deterministic. Every class must have more than
+    ``k`` members (checked by the caller).
+
+    >>> X = np.array([[0.], [1.], [3.], [10.], [11.], [13.]]); y = np.array([0, 0, 0, 1, 1, 1])
+    >>> target_neighbors(X, y, 1).ravel().tolist()
+    [1, 0, 1, 4, 3, 4]
+    """
+    n = X.shape[0]
+    out = np.empty((n, k), dtype=np.int64)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        Xc = X[idx]
+        sq = np.einsum("ij,ij->i", Xc, Xc)
+        for s in range(0, len(idx), block_size):
+            D = _sqdist(Xc[s : s + block_size], Xc, sq[s : s + block_size], sq)
+            rows = np.arange(D.shape[0])
+            D[rows, rows + s] = np.inf
+            nn = np.argsort(D, axis=1, kind="stable")[:, :k]
+            out[idx[s : s + block_size]] = idx[nn]
+    return out
+
+
+def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK):
+    """All differently labelled pairs ``(i, l)`` with ``‖z_i − z_l‖² < radius[i]``.
+
+    Returns ``(I, L, D)``: the pairs and their squared distances, sorted by ``i``.
+    Computed in row blocks; memory is ``O(block_size · n)``.
+    """
+    n = Z.shape[0]
+    sq = np.einsum("ij,ij->i", Z, Z)
+    I_out, L_out, D_out = [], [], []
+    for s in range(0, n, block_size):
+        e = min(n, s + block_size)
+        D = _sqdist(Z[s:e], Z, sq[s:e], sq)
+        mask = (D < radius[s:e, None]) & (y[s:e, None] != y[None, :])
+        ii, ll = np.nonzero(mask)
+        I_out.append(ii + s)
+        L_out.append(ll)
+        D_out.append(D[ii, ll])
+    if not I_out:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    return np.concatenate(I_out), np.concatenate(L_out), np.concatenate(D_out)
+
+
+def knn_predict(Z_train, y_train, Z_query, k, *, exclude_self=False, block_size=DEFAULT_BLOCK):
+    """kNN labels with the paper's tie rule: on a tie, reduce k until it breaks.
+
+    With ``exclude_self=True`` the query set is the training set and each point's own
+    row is left out (leave-one-out).
+    """
+    classes, y_enc = np.unique(y_train, return_inverse=True)
+    n_q = Z_query.shape[0]
+    kk = min(k, Z_train.shape[0] - (1 if exclude_self else 0))
+    pred = np.empty(n_q, dtype=np.int64)
+    sq_t = np.einsum("ij,ij->i", Z_train, Z_train)
+    for s in range(0, n_q, block_size):
+        e = min(n_q, s + block_size)
+        D = _sqdist(Z_query[s:e], Z_train, None, sq_t)
+        if exclude_self:
+            r = np.arange(e - s)
+            D[r, r + s] = np.inf
+        nn = np.argsort(D, axis=1, kind="stable")[:, :kk]
+        labels = y_enc[nn]
+        pred[s:e] = [_vote(row) for row in labels]
+    return classes[pred]
+
+
+def _vote(labels):
+    """Majority vote over neighbour labels (nearest first); ties reduce k."""
+    for m in range(len(labels), 0, -1):
+        counts = np.bincount(labels[:m])
+        top = np.flatnonzero(counts == counts.max())
+        if len(top) == 1:
+            return top[0]
+    return labels[0]  # pragma: no cover - m = 1 never ties
+
+
+def knn_error(Z_train, y_train, Z_test, y_test, k=3):
+    """Test error of kNN classification (paper's tie rule)."""
+    return float(np.mean(knn_predict(Z_train, y_train, Z_test, k) != np.asarray(y_test)))
+
+
+def loo_error(Z, y, k=3):
+    """Leave-one-out kNN training error."""
+    return float(np.mean(knn_predict(Z, y, Z, k, exclude_self=True) != np.asarray(y)))

@@ -1,0 +1,124 @@
+r"""LMNN's semidefinite program, eq. (14) of Weinberger & Saul (JMLR 2009).
+
+.. math::
+
+    \min_{M \succeq 0,\ \xi \ge 0}\ (1-\mu)\sum_{i,\,j\rightsquigarrow i} (x_i-x_j)^\top M (x_i-x_j)
+    + \mu \sum_{i,\,j\rightsquigarrow i,\,l} (1-y_{il})\,\xi_{ijl}
+
+    \text{s.t.}\quad (x_i-x_l)^\top M (x_i-x_l) - (x_i-x_j)^\top M (x_i-x_j) \ge 1 - \xi_{ijl}.
+
+Eliminating the slack gives the loss ε(M) of eq. (14), evaluated in numpy by
+:func:`objective`. A *triplet* ``(i, j, l)`` is one hinge term: ``j`` a target
+neighbour of ``i`` and ``l`` any point of another class. Note (misprint in the paper):
+§2.1 writes ``M = LᵀL`` while §3 writes ``M = LLᵀ``; with the transformation
+``x → Lx`` of eq. (1) only ``M = LᵀL`` is consistent, and that is what we use.
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from ..neighbors import impostor_pairs
+from .common import solve_problem
+
+
+def all_triplets(y, targets):
+    """Every hinge term ``(i, j, l)``: ``j`` a target of ``i``, ``y_l ≠ y_i``.
+
+    Returns three int arrays ``I, J, L``. Their number is ``k·Σ_i #{l : y_l ≠ y_i}``
+    (30,318 on the standard wine split with k = 3).
+    """
+    n, _k = targets.shape
+    I_list, J_list, L_list = [], [], []
+    for i in range(n):
+        others = np.flatnonzero(y != y[i])
+        for j in targets[i]:
+            I_list.append(np.full(len(others), i))
+            J_list.append(np.full(len(others), j))
+            L_list.append(others)
+    if not I_list:
+        e = np.empty(0, np.int64)
+        return e, e, e
+    return (np.concatenate(I_list), np.concatenate(J_list), np.concatenate(L_list))
+
+
+def pull_matrix(X, targets):
+    """``Σ_{i, j⇝i} C_ij`` with ``C_ij = (x_i − x_j)(x_i − x_j)ᵀ``."""
+    _n, k = targets.shape
+    U = np.repeat(X, k, axis=0) - X[targets.ravel()]
+    return U.T @ U
+
+
+def components_from_metric(M):
+    """``L`` with ``M = LᵀL`` (eigen-square-root; negative eigenvalues clipped)."""
+    w, V = np.linalg.eigh(0.5 * (M + M.T))
+    return (V * np.sqrt(np.maximum(w, 0.0))).T
+
+
+def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0):
+    """The positive hinge terms of eq. (14) at ``M``: ``(I, J, L, values)``.
+
+    With ``margin > 0`` the terms with ``1 + d(i, j) − d(i, l) > −margin`` are
+    returned (their values may then be negative).
+
+    Candidates are found by a blocked search under ``M`` (no n×n matrix), then every
+    value is recomputed from the differences ``z_i − z_j`` for accuracy. ``components``
+    (``L`` with ``M = LᵀL``) may be passed instead of ``M``.
+    """
+    Lc = components_from_metric(M) if components is None else components
+    Z = X @ Lc.T
+    diff = Z[:, None, :] - Z[targets]
+    Dt = np.einsum("ijk,ijk->ij", diff, diff)
+    radius = Dt.max(axis=1) + 1.0 + margin
+    tol = 1e-9 * (1.0 + radius)
+    I, L, _ = impostor_pairs(Z, y, radius + tol, block_size=block_size)
+    if len(I) == 0:
+        e = np.empty(0, np.int64)
+        return e, e, e, np.empty(0)
+    dil = np.einsum("ij,ij->i", Z[I] - Z[L], Z[I] - Z[L])
+    H = 1.0 + Dt[I] - dil[:, None]  # (pairs, k)
+    p, q = np.nonzero(H > -margin)
+    return I[p], targets[I[p], q], L[p], H[p, q]
+
+
+def objective(M, X, targets, y, mu):
+    """Eq. (14) at ``M``, over all hinge terms (numpy; blocked, no n×n matrix)."""
+    pull = float(np.sum(pull_matrix(X, targets) * M))
+    _, _, _, h = hinge_terms(M, X, targets, y)
+    return (1.0 - mu) * pull + mu * float(h.sum())
+
+
+def build(X, targets, mu, triplets):
+    """Eq. (14) as a CVXPY problem restricted to the hinge terms ``triplets``.
+
+    Returns ``(problem, M, slack)``. With ``triplets = all_triplets(y, targets)`` this
+    is the full SDP; a subset gives the working-set subproblems.
+    """
+    I, J, L = triplets
+    d = X.shape[1]
+    M = cp.Variable((d, d), PSD=True, name="M")
+    pull = (1.0 - mu) * cp.sum(cp.multiply(pull_matrix(X, targets), M))
+    if len(I) == 0:
+        return cp.Problem(cp.Minimize(pull)), M, None
+    U, V = X[I] - X[J], X[I] - X[L]
+    # (x_i − x_l)ᵀM(x_i − x_l) − (x_i − x_j)ᵀM(x_i − x_j) = A vec(M), column-major vec.
+    # A[t] = vec(C_il − C_ij) is symmetric, so row- and column-major vec agree.
+    A = (V[:, :, None] * V[:, None, :] - U[:, :, None] * U[:, None, :]).reshape(len(I), d * d)
+    slack = cp.Variable(len(I), nonneg=True, name="slack")
+    constraints = [A @ cp.vec(M, order="F") >= 1 - slack]
+    problem = cp.Problem(cp.Minimize(pull + mu * cp.sum(slack)), constraints)
+    return problem, M, slack
+
+
+def solve(X, y, targets, mu, *, triplets=None, solver="CLARABEL", **solver_opts):
+    """Solve eq. (14) exactly (all hinge terms unless ``triplets`` is given).
+
+    Returns ``(M, value, status, seconds)`` with ``M`` projected onto the PSD cone.
+    """
+    if triplets is None:
+        triplets = all_triplets(y, targets)
+    problem, M, _ = build(X, targets, mu, triplets)
+    status, seconds = solve_problem(problem, solver, **solver_opts)
+    Mv = 0.5 * (M.value + M.value.T)
+    return Mv, float(problem.value), status, seconds
