@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_choice, check_indices, check_labels, check_matrix, check_scalar
+from ._validation import check_choice, check_indices, check_scalar
 from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
 from .solvers.lmnn import solve as solve_large_scale
@@ -105,18 +106,22 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
             i's class); default: the k nearest same-class points.
         """
         self._validate_params()
-        X = check_matrix(X, "X", min_rows=2)
-        y = check_labels(y, X.shape[0])
+        n_x = X.shape[0] if hasattr(X, "shape") else len(X) if hasattr(X, "__len__") else None
+        n_y = len(y) if hasattr(y, "__len__") else None
+        if n_x is not None and n_y is not None and n_x != n_y:
+            raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
+        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(
-                f"'y' has a single class ({self.classes_[0]!r}); LMNN needs at least two "
+                f"'y' has a single class ({self.classes_[0].item()!r}); LMNN needs at least two "
                 "classes (impostors are points of other classes)."
             )
         counts = np.bincount(y_enc)
         if targets is None:
             if counts.min() <= self.k:
-                c = self.classes_[np.argmin(counts)]
+                c = self.classes_[np.argmin(counts)].item()
                 raise ValueError(
                     f"class {c!r} of 'y' has {counts.min()} members; with k={self.k} every "
                     f"class needs at least k + 1 = {self.k + 1} (reduce 'k')."
@@ -161,17 +166,12 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         self.n_iter_ = res.iterations
         self.targets_ = T
         self._X, self._y = X, y_enc
-        self.n_features_in_ = X.shape[1]
         return self
 
     def transform(self, X):
         """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""
         check_is_fitted(self, "components_")
-        X = check_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"'X' has {X.shape[1]} features but LMNN was fitted with {self.n_features_in_}."
-            )
+        X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_.T
 
     def predict(self, X):

@@ -1,0 +1,79 @@
+"""The click front end for LMNN, through CliRunner."""
+
+import json
+
+import numpy as np
+from click.testing import CliRunner
+
+from convexmetric.cli.main import main
+
+
+def test_datasets_lists_builtins():
+    res = CliRunner().invoke(main, ["datasets", "--json"])
+    assert res.exit_code == 0
+    info = json.loads(res.output)
+    assert {"iris", "wine", "breast_cancer", "digits", "zebra"} <= set(info)
+
+
+def test_validate_default_instance_json():
+    res = CliRunner().invoke(main, ["validate", "lmnn", "--json", "--no-plain"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["method"] == "lmnn" and out["instance"] == "iris"
+    assert set(out["exact"]) >= {"objective", "seconds", "status", "solver"}
+    sub = out["solvers"]["subgradient"]
+    assert set(sub) >= {"objective", "seconds", "status", "relative_gap"}
+    assert 0 <= sub["relative_gap"] <= 1e-4
+
+
+def test_solve_from_files_writes_atomically(tmp_path):
+    from convexmetric import datasets
+
+    X, y = datasets.load("iris")
+    np.save(tmp_path / "X.npy", X)
+    np.savetxt(tmp_path / "y.csv", y, delimiter=",", header="label", comments="")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(
+        main,
+        [
+            "solve", "lmnn", "--features", str(tmp_path / "X.npy"),
+            "--labels", str(tmp_path / "y.csv"), "--out", str(out), "--json",
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    report = json.loads(res.output)
+    assert report["status"] == "optimal" and report["knn_test_error"] <= 0.1
+    assert sorted(p.name for p in out.iterdir()) == ["components.npy", "metric.npy", "report.json"]
+    M = np.load(out / "metric.npy")
+    L = np.load(out / "components.npy")
+    assert np.allclose(L.T @ L, M)
+
+
+def test_library_errors_are_one_clean_line(tmp_path):
+    runner = CliRunner()
+    res = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--k", "0"])
+    assert res.exit_code != 0
+    assert "The 'k' parameter of LMNN must be an int" in res.output
+    assert "Traceback" not in res.output
+    np.save(tmp_path / "X.npy", np.zeros((5, 2)))
+    np.save(tmp_path / "y.npy", np.zeros(4))
+    res = runner.invoke(
+        main,
+        [
+            "solve",
+            "lmnn",
+            "--features",
+            str(tmp_path / "X.npy"),
+            "--labels",
+            str(tmp_path / "y.npy"),
+        ],
+    )
+    assert res.exit_code != 0 and "'labels' has 4 entries but 'features' has 5 rows" in res.output
+    res = runner.invoke(main, ["solve", "lmnn"])
+    assert res.exit_code != 0 and "no input" in res.output
+    # nothing half-written on failure
+    out = tmp_path / "never"
+    res = runner.invoke(
+        main, ["solve", "lmnn", "--dataset", "iris", "--mu", "2", "--out", str(out)]
+    )
+    assert res.exit_code != 0 and not out.exists()
