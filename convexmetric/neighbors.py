@@ -49,26 +49,39 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
     return out
 
 
-def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK):
-    """All differently labelled pairs ``(i, l)`` with ``‖z_i − z_l‖² < radius[i]``.
+def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):
+    """Differently labelled pairs ``(i, l)`` with ``‖z_i − z_l‖² < radius[i]``.
 
-    Returns ``(I, L, D)``: the pairs and their squared distances, sorted by ``i``.
-    Computed in row blocks; memory is ``O(block_size · n)``.
+    Returns ``(I, L)``, sorted by ``i``. The search runs class by class in row blocks
+    against the other classes (no n×n matrix; memory ``O(block_size · n)``), in single
+    precision with the radius widened by ``rtol`` (relative): a superset of the pairs,
+    which callers filter after recomputing distances in double precision.
     """
     n = Z.shape[0]
-    sq = np.einsum("ij,ij->i", Z, Z)
-    I_out, L_out, D_out = [], [], []
-    for s in range(0, n, block_size):
-        e = min(n, s + block_size)
-        D = _sqdist(Z[s:e], Z, sq[s:e], sq)
-        mask = (D < radius[s:e, None]) & (y[s:e, None] != y[None, :])
-        ii, ll = np.nonzero(mask)
-        I_out.append(ii + s)
-        L_out.append(ll)
-        D_out.append(D[ii, ll])
+    order = np.argsort(y, kind="stable")
+    Zs = np.ascontiguousarray(Z[order], dtype=np.float32)
+    ys = y[order]
+    sq = np.einsum("ij,ij->i", Zs, Zs, dtype=np.float64)
+    scale = float(sq.max(initial=0.0)) + 1.0
+    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
+    ends = np.r_[starts[1:], n]
+    I_out, L_out = [], []
+    for c0, c1 in zip(starts, ends):
+        for s in range(c0, c1, block_size):
+            e = min(c1, s + block_size)
+            G = Zs[s:e] @ Zs.T  # float32 GEMM
+            G *= -2.0
+            G += sq[None, :].astype(np.float32)
+            G[:, c0:c1] = np.inf  # same class: never an impostor
+            thr = radius[order[s:e]] * (1 + rtol) + rtol * scale - sq[s:e]
+            ii, ll = np.nonzero(G < thr[:, None].astype(np.float32))
+            I_out.append(order[ii + s])
+            L_out.append(order[ll])
     if not I_out:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
-    return np.concatenate(I_out), np.concatenate(L_out), np.concatenate(D_out)
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    I, L = np.concatenate(I_out), np.concatenate(L_out)
+    srt = np.argsort(I, kind="stable")
+    return I[srt], L[srt]
 
 
 def knn_predict(Z_train, y_train, Z_query, k, *, exclude_self=False, block_size=DEFAULT_BLOCK):

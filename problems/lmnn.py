@@ -71,15 +71,27 @@ def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0
     diff = Z[:, None, :] - Z[targets]
     Dt = np.einsum("ijk,ijk->ij", diff, diff)
     radius = Dt.max(axis=1) + 1.0 + margin
-    tol = 1e-9 * (1.0 + radius)
-    I, L, _ = impostor_pairs(Z, y, radius + tol, block_size=block_size)
-    if len(I) == 0:
+    I, L = impostor_pairs(Z, y, radius, block_size=block_size)
+    out_I, out_J, out_L, out_H = [], [], [], []
+    for s in range(0, len(I), 1 << 20):  # bounded memory for long candidate lists
+        Ic, Lc_ = I[s : s + (1 << 20)], L[s : s + (1 << 20)]
+        diff = Z[Ic] - Z[Lc_]
+        dil = np.einsum("ij,ij->i", diff, diff)
+        H = 1.0 + Dt[Ic] - dil[:, None]  # (pairs, k), exact in double precision
+        p, q = np.nonzero(H > -margin)
+        out_I.append(Ic[p])
+        out_J.append(targets[Ic[p], q])
+        out_L.append(Lc_[p])
+        out_H.append(H[p, q])
+    if not out_I:
         e = np.empty(0, np.int64)
         return e, e, e, np.empty(0)
-    dil = np.einsum("ij,ij->i", Z[I] - Z[L], Z[I] - Z[L])
-    H = 1.0 + Dt[I] - dil[:, None]  # (pairs, k)
-    p, q = np.nonzero(H > -margin)
-    return I[p], targets[I[p], q], L[p], H[p, q]
+    return (
+        np.concatenate(out_I),
+        np.concatenate(out_J),
+        np.concatenate(out_L),
+        np.concatenate(out_H),
+    )
 
 
 def objective(M, X, targets, y, mu):

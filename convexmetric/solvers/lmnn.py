@@ -58,7 +58,8 @@ class ActiveSetOracle:
     Parameters
     ----------
     check_every : int
-        Calls between full checks (the paper: every 10–20 iterations).
+        Calls between full checks; doubled while checks find nothing new (the paper:
+        every 10–20 iterations, depending on fluctuations of the active set).
     prune : float or None
         At a full check, listed triplets whose hinge argument is below ``−prune`` are
         dropped from the active list (they are re-found by later full checks if they
@@ -80,6 +81,7 @@ class ActiveSetOracle:
         self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
         self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
         self.calls = 0
+        self._next_check = 0
         self.full_checks = 0
         self.version = 0  #: bumped whenever the active list gains violated triplets
 
@@ -137,9 +139,11 @@ class ActiveSetOracle:
     def _hinge_args(self, M, components=None):
         """``z = 1 + d_M(i, j) − d_M(i, l)`` over the active list (full check first if due)."""
         Lc = components_from_metric(M) if components is None else components
-        checked = self.calls % self.check_every == 0
+        checked = self.calls >= self._next_check
         if checked:
-            self.full_check(M, Lc)
+            stable = self.full_check(M, Lc)
+            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"
+            self._next_check = self.calls + (2 * self.check_every if stable else self.check_every)
         self.calls += 1
         Z = self.X @ Lc.T
         a = Z[self.I] - Z[self.T[self.I, self.slot]]
@@ -287,7 +291,9 @@ def solve(
         X, y, targets, mu, check_every=check_every, prune=prune, block_size=block_size
     )
     M0 = np.eye(d) if M0 is None else M0
-    ps = phase1_settings or SubgradientSettings(max_iter=max_iter, rtol=1e-4, patience=20)
+    ps = phase1_settings or SubgradientSettings(
+        max_iter=max_iter, rtol=1e-4, patience=20, step_scale=0.3
+    )
     ps.time_limit = time_limit
     ps.callback = callback
     if phase1 == "components":

@@ -41,7 +41,8 @@ class SubgradientSettings:
     """Settings of :func:`projected_subgradient` (documented defaults)."""
 
     max_iter: int = 5000
-    step: float | None = None  #: initial step; default ``0.1·max(1,‖x₀‖)/‖g₀‖``
+    step: float | None = None  #: initial step; default ``step_scale·max(1,‖x₀‖)/‖g₀‖``
+    step_scale: float = 0.1  #: relative size of the first step when ``step`` is None
     step_rule: str = "adaptive"  #: "adaptive" (×grow / ×shrink) or "diminishing"
     grow: float = 1.01
     monotone: bool = True  #: adaptive rule: undo a step that raised the objective
@@ -103,7 +104,7 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
     x = cone.project(_copy(x0))
     f, g = oracle(x)
     gnorm = _norm(g)
-    alpha0 = s.step if s.step is not None else 0.1 * max(1.0, _norm(x)) / max(gnorm, 1e-12)
+    alpha0 = s.step if s.step is not None else s.step_scale * max(1.0, _norm(x)) / max(gnorm, 1e-12)
     alpha = alpha0
     best_x, best_f = _copy(x), f
     history = [float(f)]
