@@ -146,9 +146,11 @@ class ActiveSetOracle:
             self._next_check = self.calls + (2 * self.check_every if stable else self.check_every)
         self.calls += 1
         Z = self.X @ Lc.T
-        a = Z[self.I] - Z[self.T[self.I, self.slot]]
-        b = Z[self.I] - Z[self.L]
-        z = 1.0 + np.einsum("ij,ij->i", a, a) - np.einsum("ij,ij->i", b, b)
+        diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
+        Dt = np.einsum("ijk,ijk->ij", diff, diff)
+        zi = Z[self.I]
+        b = zi - Z[self.L]
+        z = 1.0 + Dt[self.I, self.slot] - np.einsum("ij,ij->i", b, b)
         if checked and self.prune is not None:
             z = self._prune(z)
         return z

@@ -52,7 +52,7 @@ class SmoothingSettings:
     stage_rtol: float = 1e-9  #: a stage ends when f_σ improves by less than this (relative)
     window: int = 20  #: ... over this many iterations
     rtol: float = 1e-6  #: a stage "stalls" if it improves the exact objective by less (relative)
-    stalls: int = 2  #: stop after this many stalled stages in a row
+    stalls: int = 1  #: stop after this many stalled stages in a row
     max_iter: int = 20000  #: total gradient evaluations
     gap_tol: float = 1e-6  #: stop when (objective − lower bound)/|objective| is below this
     recenter: bool = True  #: move the dual prox centre between stages (oracles with ``recenter``)
