@@ -69,7 +69,10 @@ REGISTRY = {
         _sk(_skd.load_breast_cancer),
         "Wisconsin diagnostic breast cancer (wdbc): 569 × 30, 2 classes (scikit-learn)",
     ),
-    "digits": (_sk(_skd.load_digits), "8×8 handwritten digits: 1797 × 64, 10 classes (scikit-learn)"),
+    "digits": (
+        _sk(_skd.load_digits),
+        "8×8 handwritten digits: 1797 × 64, 10 classes (scikit-learn)",
+    ),
     "zebra": (
         lambda random_state=0: zebra_stripes(random_state=random_state),
         "zebra stripes of LMNN Fig. 2: 2000 × 2, 2 classes (generated)",
@@ -145,6 +148,11 @@ def bag_of_features(
 
     rng = np.random.default_rng(random_state)
     n_groups = n_features // group_size
+    if not 1 <= class_groups <= n_groups:
+        raise ValueError(
+            f"'class_groups' must be in [1, {n_groups}] (n_features // group_size); "
+            f"got {class_groups}."
+        )
     members = rng.permutation(n_groups * group_size).reshape(n_groups, group_size)
     background = 1.0 / np.arange(1, n_groups + 1) ** 0.8
     background = background[rng.permutation(n_groups)] / background.sum()
@@ -171,4 +179,55 @@ def bag_of_features(
 REGISTRY["bow"] = (
     lambda random_state=0: bag_of_features(random_state=random_state),
     "sparse bag-of-features retrieval of AROMA §5: 1000 × 1000 CSR, ~27 non-zeros, 10 classes",
+)
+
+
+# --- Maurer (2008) §6.2: randomly rotated and/or scaled digits for transfer --------------------
+
+
+def transformed_digits(*, rotate=True, scale=True, size=16, copies=1, max_angle=180.0,
+                       scale_range=(0.75, 1.5), digits=None, random_state=0):
+    """scikit-learn's 8×8 digits, each randomly rotated and/or scaled (scipy.ndimage).
+
+    Every image is padded to 12×12, then resampled (bilinear, ``affine_transform``)
+    onto a ``size × size`` grid under a random rotation (uniform in
+    ``±max_angle`` degrees) and a random log-uniform scale in ``scale_range`` (a
+    factor of 2 by default, as in the paper). ``copies`` transforms are drawn per
+    image; ``digits`` keeps only those classes. Pixel vectors are not normalised
+    (Maurer's kernel normalises them). Returns ``(X, y)``, X of shape
+    ``(copies·n, size²)``.
+    """
+    from scipy import ndimage
+
+    d = _skd.load_digits()
+    imgs, y = d.images, np.asarray(d.target)
+    if digits is not None:
+        keep = np.isin(y, list(digits))
+        imgs, y = imgs[keep], y[keep]
+    rng = np.random.default_rng(random_state)
+    canvas = np.pad(imgs, ((0, 0), (2, 2), (2, 2)))
+    c_in, c_out = (12 - 1) / 2.0, (size - 1) / 2.0
+    X = np.empty((copies * len(y), size * size))
+    for k, (img, _) in enumerate((im, c) for c in range(copies) for im in canvas):
+        theta = np.deg2rad(rng.uniform(-max_angle, max_angle)) if rotate else 0.0
+        zoom = np.exp(rng.uniform(*np.log(scale_range))) if scale else 1.0
+        zoom *= size / 12.0
+        rot = np.array([[np.cos(theta), -np.sin(theta)], [np.sin(theta), np.cos(theta)]])
+        mat = rot / zoom  # output → input coordinates
+        offset = c_in - mat @ np.array([c_out, c_out])
+        X[k] = ndimage.affine_transform(img, mat, offset, (size, size), order=1).ravel()
+    return X, np.tile(y, copies)
+
+
+REGISTRY["rotated_digits"] = (
+    lambda random_state=0: transformed_digits(scale=False, random_state=random_state),
+    "Maurer §6.2: digits randomly rotated (scipy.ndimage): 1797 × 256, 10 classes",
+)
+REGISTRY["scaled_digits"] = (
+    lambda random_state=0: transformed_digits(rotate=False, random_state=random_state),
+    "Maurer §6.2: digits randomly scaled over a factor of 2: 1797 × 256, 10 classes",
+)
+REGISTRY["rotated_scaled_digits"] = (
+    lambda random_state=0: transformed_digits(random_state=random_state),
+    "Maurer §6.2: digits randomly rotated and scaled: 1797 × 256, 10 classes",
 )

@@ -112,7 +112,10 @@ def smoothed_descent(oracle, x0, cone, settings=None, *, solver_name="smoothed",
                     break
             f_exact = float(oracle.objective(x))
             history.append(f_exact)
-            stalls = stalls + 1 if best_f - f_exact <= s.rtol * max(abs(best_f), 1e-12) else 0
+            # a stage "stalls" when it barely improves the best exact objective; the first
+            # stage (largest σ) may not beat a good warm start and is never counted
+            stalled = best_f - f_exact <= s.rtol * max(abs(best_f), 1e-12)
+            stalls = stalls + 1 if stalled and sigma < s.sigma0 else 0
             if f_exact < best_f:
                 best_x, best_f = _copy(x), f_exact
             if s.callback is not None and s.callback(evals, f_exact, sigma):
