@@ -12,3 +12,4 @@ from .result import SolveResult
 __version__ = "0.1.0"
 __all__ = ["LMNN", "SolveResult", "datasets"]
 from .aroma import OASIS, DiagonalAROMA, FactoredAROMA  # noqa: F401
+from .maurer import HyperbolicPCA, OperatorSimilarity  # noqa: F401

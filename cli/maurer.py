@@ -1,0 +1,351 @@
+"""``convexmetric solve maurer`` and ``convexmetric validate maurer`` (Maurer, JMLR 2008).
+
+``solve maurer`` learns ``T`` from labelled pairs (drawn from the training part of the
+standard split by the balanced or the label oracle, or read from a pair CSV ``i,j,r``
+over ``--features``) and reports Maurer's §6 measures on the test part: empirical
+risk and balanced error on fresh balanced pairs, ROC area of the distance and 1-shot
+1-NN error for the input and for ``T``, and the sparsity of ``T``.
+``validate maurer`` solves eq. (5) with CVXPY and with the hand-written solvers on
+the same pairs and reports the relative gaps.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import click
+import numpy as np
+
+from .. import metrics
+from ..maurer import ORACLES, HyperbolicPCA, OperatorSimilarity
+from ..pairs import Pairs, balanced_pairs
+from ..problems import maurer as problem
+from ..solvers import maurer as solvers
+from ._common import (
+    DATASET_CHOICE,
+    emit,
+    library_errors,
+    load_array,
+    load_csv,
+    load_xy,
+    write_outputs,
+)
+from ._common import relative_gap as rgap
+
+
+def _read_pairs(path, X):
+    header, arr = load_csv(path)
+    if header is not None and [h.lower() for h in header] != ["i", "j", "r"]:
+        raise ValueError(f"pairs file {path!r} must have the header 'i,j,r'; got {header}.")
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"pairs file {path!r} must have three columns i,j,r.")
+    return Pairs.from_indices(X, arr[:, 0], arr[:, 1], arr[:, 2])
+
+
+def _inputs(dataset, features, labels, pairs_file, n_pairs, oracle, seed, split):
+    """``(train pairs, X_test or None, y_test or None, name)``; inputs scaled to diameter ≤ 1."""
+    if pairs_file is not None:
+        if features is None or dataset is not None:
+            raise ValueError("--pairs needs --features (the points its indices refer to).")
+        X = np.asarray(load_array(features, "features"), dtype=float)
+        if X.ndim != 2:
+            raise ValueError(f"'features' must be a 2-dimensional array; got shape {X.shape}.")
+        return _read_pairs(pairs_file, X / _diameter(X)), None, None, os.path.basename(features)
+    Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels, split=split)
+    scale = _diameter(Xtr)
+    if oracle not in ORACLES:
+        raise ValueError(f"unknown oracle {oracle!r}.")
+    train = ORACLES[oracle](Xtr / scale, ytr, n_pairs, random_state=seed)
+    return train, (None if Xte is None else Xte / scale), yte, name
+
+
+def _diameter(X):
+    X = np.asarray(X, dtype=float)
+    r = float(np.linalg.norm(X - X.mean(0), axis=1).max())
+    return 2.0 * r if r > 0 else 1.0
+
+
+def _common_options(f):
+    opts = [
+        click.option("--dataset", type=DATASET_CHOICE, default=None, help="A built-in data set."),
+        click.option(
+            "--features",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Features (.npy, .npz, .csv).",
+        ),
+        click.option("--labels", type=click.Path(exists=True, dir_okay=False), help="Labels file."),
+        click.option(
+            "--pairs",
+            "pairs_file",
+            type=click.Path(exists=True, dir_okay=False),
+            help="Pairs CSV with header i,j,r (row indices into --features).",
+        ),
+        click.option(
+            "--n-pairs",
+            type=int,
+            default=2000,
+            show_default=True,
+            help="Pairs drawn from labelled data.",
+        ),
+        click.option(
+            "--oracle",
+            type=click.Choice(["balanced", "labels"]),
+            default="balanced",
+            show_default=True,
+            help="Balanced oracle (§5.1) or label oracle (eq. 10).",
+        ),
+        click.option("--lam", type=float, default=0.005, show_default=True, help="λ > 0."),
+        click.option(
+            "--gamma", type=float, default=1.0, show_default=True, help="Margin γ₁ (similar pairs)."
+        ),
+        click.option(
+            "--gamma-neg",
+            type=float,
+            default=None,
+            help="Margin γ₋₁ (dissimilar pairs); default: --gamma.",
+        ),
+        click.option(
+            "--regularizer",
+            type=click.Choice(["hs", "trace"]),
+            default="hs",
+            show_default=True,
+            help="‖A‖₂ (Hilbert–Schmidt) or tr A.",
+        ),
+        click.option("--max-iter", type=int, default=100_000, show_default=True, help="SGD steps."),
+        click.option(
+            "--seed",
+            type=int,
+            default=0,
+            show_default=True,
+            help="Seed of the split, the pairs and the SGD.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+@click.command("maurer")
+@_common_options
+@click.option(
+    "--solver",
+    type=click.Choice(["sgd", "subgradient", "exact", "hpca"]),
+    default="sgd",
+    show_default=True,
+    help="Table 1 SGD, projected subgradient, CVXPY, or hyperbolic PCA (§4.2).",
+)
+@click.option(
+    "--kernel",
+    type=click.Choice(["linear", "maurer"]),
+    default="linear",
+    show_default=True,
+    help="Linear, or Maurer's normalised Gaussian kernel (§6.1).",
+)
+@click.option("--learning-rate", type=float, default=0.01, show_default=True, help="SGD θ.")
+@click.option(
+    "--n-components",
+    type=int,
+    default=None,
+    help="SGD vectors d (default min(m, 100)); hyperbolic PCA dimension (default 10).",
+)
+@click.option("--c", "c", type=float, default=2.0, show_default=True, help="Hyperbolic PCA c > 1.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory for coef.npy, singular_values.npy and report.json.",
+)
+def SOLVE(
+    dataset,
+    features,
+    labels,
+    pairs_file,
+    n_pairs,
+    oracle,
+    lam,
+    gamma,
+    gamma_neg,
+    regularizer,
+    max_iter,
+    seed,
+    as_json,
+    solver,
+    kernel,
+    learning_rate,
+    n_components,
+    c,
+    out,
+):
+    """Learn a similarity operator T (Maurer 2008) and evaluate it on the test part."""
+    with library_errors():
+        train, Xte, yte, name = _inputs(
+            dataset, features, labels, pairs_file, n_pairs, oracle, seed, split=True
+        )
+        if solver == "hpca":
+            model = HyperbolicPCA(
+                n_components=n_components or 10, c=c, kernel=kernel, random_state=seed
+            )
+        else:
+            model = OperatorSimilarity(
+                lam=lam,
+                gamma=gamma,
+                gamma_neg=gamma_neg,
+                regularizer=regularizer,
+                solver=solver,
+                kernel=kernel,
+                n_components=n_components,
+                learning_rate=learning_rate,
+                max_iter=max_iter,
+                random_state=seed,
+            )
+        t0 = time.perf_counter()
+        model.fit(train)
+        seconds = time.perf_counter() - t0
+        report = {
+            "method": "hyperbolic_pca" if solver == "hpca" else "maurer",
+            "dataset": name,
+            "params": {
+                "solver": solver,
+                "kernel": kernel,
+                "lam": lam,
+                "gamma": gamma,
+                "gamma_neg": gamma_neg,
+                "regularizer": regularizer,
+                "n_pairs": len(train),
+                "seed": seed,
+            },
+            "seconds": seconds,
+            "objective": model.objective_,
+            "sparsity": metrics.sparsity(model.singular_values_),
+        }
+        if solver != "hpca":
+            report["train_risk"] = model.train_risk_
+            report["status"] = model.result_.status
+        if Xte is not None:
+            report["test"] = _evaluate(model, Xte, yte, seed)
+        if out:
+            write_outputs(
+                out, {"coef": model.coef_, "singular_values": model.singular_values_}, report
+            )
+    lines = [
+        f"{report['method']} ({solver}, {kernel}) on {name}: objective "
+        f"{report['objective']:.6g}, sparsity {report['sparsity']}, {seconds:.2f} s"
+    ]
+    if "test" in report:
+        t = report["test"]
+        lines.append(f"test: risk {t['risk']:.4f}, balanced error {t['balanced_error']:.4f}")
+        lines.append(
+            f"ROC area input {t['roc_area_input']:.4f} -> T {t['roc_area_T']:.4f}; "
+            f"1-shot error input {t['one_shot_error_input']:.4f} -> T "
+            f"{t['one_shot_error_T']:.4f}"
+        )
+    emit(report, as_json, lines)
+
+
+def _evaluate(model, Xte, yte, seed, n_draws=100):
+    test = balanced_pairs(Xte, yte, 2000, random_state=seed + 1)
+    d2 = model.pair_distances(test)
+    Z = model.transform(Xte)
+    Xn = Xte / np.maximum(np.linalg.norm(Xte, axis=1, keepdims=True), 1e-300)
+    return {
+        "risk": metrics.pair_risk(d2, test.r),
+        "balanced_error": metrics.balanced_pair_error(d2, test.r),
+        "roc_area_input": metrics.distance_roc_auc(Xn, yte),
+        "roc_area_T": metrics.distance_roc_auc(Z, yte),
+        "one_shot_error_input": metrics.one_shot_error(Xn, yte, n_draws=n_draws, random_state=seed),
+        "one_shot_error_T": metrics.one_shot_error(Z, yte, n_draws=n_draws, random_state=seed),
+    }
+
+
+@click.command("maurer")
+@_common_options
+@click.option(
+    "--solver",
+    "conic",
+    type=click.Choice(["CLARABEL", "SCS"]),
+    default="CLARABEL",
+    show_default=True,
+    help="Conic solver of the exact problem.",
+)
+def VALIDATE(
+    dataset,
+    features,
+    labels,
+    pairs_file,
+    n_pairs,
+    oracle,
+    lam,
+    gamma,
+    gamma_neg,
+    regularizer,
+    max_iter,
+    seed,
+    as_json,
+    conic,
+):
+    """Solve eq. (5) exactly and with the large-scale solvers; report the relative gaps.
+
+    Without inputs: 300 balanced pairs of the iris training part.
+    """
+    with library_errors():
+        if dataset is None and features is None:
+            dataset, n_pairs = "iris", min(n_pairs, 300)
+        train, _, _, name = _inputs(
+            dataset, features, labels, pairs_file, n_pairs, oracle, seed, split=False
+        )
+        train.require_both()
+        U, r = train.differences, train.r
+        if U.shape[1] > 40:
+            raise ValueError(
+                f"the exact problem has {U.shape[1]} features; validate instances "
+                "with at most 40 (A has D² entries)."
+            )
+        args = (U, r, lam, gamma, gamma_neg, regularizer)
+        A, val, status, sec = problem.solve(*args, solver=conic)
+        numpy_val = problem.objective(A, *args)
+        runs = {
+            "subgradient": solvers.solve_projected(*args, refine=False),
+            "subgradient+smoothing": solvers.solve_projected(*args),
+            "sgd": solvers.sgd(
+                solvers.LinearBackend(U), *args[1:], max_iter=max_iter, random_state=seed
+            ),
+        }
+        report = {
+            "method": "maurer",
+            "instance": {
+                "dataset": name,
+                "pairs": len(r),
+                "features": U.shape[1],
+                "lam": lam,
+                "gamma": gamma,
+                "gamma_neg": gamma_neg,
+                "regularizer": regularizer,
+            },
+            "exact": {
+                "objective": val,
+                "seconds": sec,
+                "status": status,
+                "solver": conic,
+                "numpy_objective": numpy_val,
+            },
+            "solvers": {
+                k: {
+                    "objective": v.objective,
+                    "seconds": v.seconds,
+                    "status": v.status,
+                    "relative_gap": rgap(v.objective, val),
+                }
+                for k, v in runs.items()
+            },
+        }
+    lines = [
+        f"maurer on {name}: {len(r)} pairs, {U.shape[1]} features",
+        f"exact ({conic}, {status}): {val:.8g} in {sec:.2f} s (numpy {numpy_val:.8g})",
+    ]
+    lines += [
+        f"{k:22s} {v['objective']:.8g}  gap {v['relative_gap']:.2e}  {v['seconds']:.2f} s"
+        for k, v in report["solvers"].items()
+    ]
+    emit(report, as_json, lines)

@@ -1,0 +1,197 @@
+"""Maurer (JMLR 2008): pairs and oracles, estimators, metrics, transfer, bad input, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convexmetric import metrics
+from convexmetric.cli.maurer import SOLVE, VALIDATE
+from convexmetric.datasets import load, transformed_digits
+from convexmetric.kernels import maurer_kernel
+from convexmetric.maurer import HyperbolicPCA, OperatorSimilarity
+from convexmetric.pairs import Pairs, balanced_pairs, label_pairs
+from convexmetric.problems import maurer as P
+
+
+@pytest.fixture(scope="module")
+def iris():
+    X, y = load("iris")
+    return X / (2 * np.linalg.norm(X - X.mean(0), axis=1).max()), y
+
+
+def test_oracles_are_seeded_and_label_consistent(iris):
+    X, y = iris
+    for oracle in (balanced_pairs, label_pairs):
+        a, b = oracle(X, y, 500, random_state=4), oracle(X, y, 500, random_state=4)
+        assert np.array_equal(a.i, b.i) and np.array_equal(a.j, b.j)
+        assert np.array_equal(a.r, np.where(y[a.i] == y[a.j], 1.0, -1.0))
+    # the balanced oracle: a fair coin; the label oracle: P(similar) = Σ p_c² = 1/3 on iris
+    assert abs(np.mean(balanced_pairs(X, y, 4000, random_state=0).r > 0) - 0.5) < 0.03
+    assert abs(np.mean(label_pairs(X, y, 4000, random_state=0).r > 0) - 1 / 3) < 0.03
+
+
+def test_pairs_from_arrays():
+    p = Pairs([[0.0, 1.0]], [[1.0, 1.0]], [-1])
+    assert p.differences.tolist() == [[-1.0, 0.0]] and len(p) == 1
+
+
+@pytest.mark.parametrize("solver", ["exact", "subgradient", "sgd"])
+def test_estimator_solvers_agree(iris, solver):
+    pairs = balanced_pairs(*iris, 300, random_state=0)
+    exact = OperatorSimilarity(lam=0.05, solver="exact").fit(pairs)
+    m = OperatorSimilarity(lam=0.05, solver=solver, max_iter=40_000, random_state=0).fit(pairs)
+    assert m.objective_ == pytest.approx(m.result_.objective, rel=1e-6)
+    assert (m.objective_ - exact.objective_) / exact.objective_ <= (
+        2e-2 if solver == "sgd" else 1e-3
+    )
+    assert np.linalg.eigvalsh(m.metric_)[0] >= -1e-10
+    Z = m.transform(pairs.points)
+    d2 = np.sum((Z[pairs.i] - Z[pairs.j]) ** 2, axis=1)
+    np.testing.assert_allclose(d2, P.quadratic_forms(m.metric_, pairs.differences), atol=1e-9)
+    np.testing.assert_array_equal(m.predict_pairs(pairs), np.sign(1 - d2))
+
+
+def test_kernel_exact_and_sgd_agree():
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.standard_normal((12, 6))) + np.repeat(np.eye(3), 4, axis=0)[:, [0, 1, 2] * 2]
+    y = np.repeat([0, 1, 2], 4)
+    pairs = label_pairs(X, y, 150, random_state=0)
+    exact = OperatorSimilarity(lam=0.05, kernel="maurer", solver="exact").fit(pairs)
+    sgd = OperatorSimilarity(lam=0.05, kernel="maurer", max_iter=60_000, random_state=0).fit(pairs)
+    assert 0 <= (sgd.objective_ - exact.objective_) / exact.objective_ <= 2e-2
+    assert sgd.transform(X).shape[0] == 12 and sgd.metric_.shape == (12, 12)
+
+
+def test_determinism(iris):
+    a = OperatorSimilarity(max_iter=5000, n_pairs=200, random_state=7).fit(*iris)
+    b = OperatorSimilarity(max_iter=5000, n_pairs=200, random_state=7).fit(*iris)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+def test_hyperbolic_pca_maximises_the_empirical_form(iris):
+    pairs = balanced_pairs(*iris, 400, random_state=0)
+    h = HyperbolicPCA(n_components=2, c=3.0).fit(pairs)
+    eta = np.where(pairs.r > 0, -1.0, 1 / 8)
+    U = pairs.differences
+    A_hat = (U.T * eta) @ U / len(pairs)
+    np.testing.assert_allclose(h.empirical_operator_, A_hat)
+    Pm = h.metric_ / 9  # T = cP
+    np.testing.assert_allclose(Pm @ Pm, Pm, atol=1e-12)  # a projection
+    assert np.sum(Pm * A_hat) == pytest.approx(h.objective_)  # ⟨P, Â⟩ = top eigenvalues (Prop. 17)
+    rng = np.random.default_rng(0)
+    for _ in range(20):  # no other 2-dimensional projection does better
+        Q, _ = np.linalg.qr(rng.standard_normal((4, 2)))
+        assert np.sum((Q @ Q.T) * A_hat) <= h.objective_ + 1e-12
+    hk = HyperbolicPCA(n_components=2, c=3.0, kernel="linear").fit(pairs)
+    np.testing.assert_allclose(hk.objective_, h.objective_)
+
+
+def test_metrics_hand_computed():
+    assert metrics.pair_risk([0.5, 1.0, 3.0], [1, 1, 1]) == pytest.approx(2 / 3)
+    assert metrics.balanced_pair_error([0.5, 2.0, 0.9, 1.5], [1, 1, -1, -1]) == 0.5
+    assert metrics.distance_roc_auc(np.array([[0.0], [1.0], [3.0]]), [0, 0, 1]) == 1.0
+    assert metrics.distance_roc_auc(np.array([[0.0], [2.0], [1.0]]), [0, 0, 1]) == 0.0
+    assert metrics.sparsity([1.0, 0.03, 0.01]) == 2
+    assert maurer_kernel(np.array([[1.0, 0.0]]), np.array([[0.0, 2.0]]))[0, 0] == pytest.approx(
+        0.5 * np.exp(-8.0)
+    )
+
+
+def test_transfer_on_rotated_digits():
+    """Table 2 in miniature: T from rotated 0–4 helps on rotated 5–8 (9 omitted)."""
+    Xtr, ytr = transformed_digits(scale=False, digits=[0, 1, 2, 3, 4], random_state=0)
+    Xte, yte = transformed_digits(scale=False, digits=[5, 6, 7, 8], random_state=1)
+    Xte, yte = Xte[::2], yte[::2]
+    pairs = balanced_pairs(Xtr, ytr, 5000, random_state=0)
+    m = OperatorSimilarity(kernel="maurer", max_iter=20_000, random_state=0).fit(pairs)
+    Xn = Xte / np.linalg.norm(Xte, axis=1, keepdims=True)
+    Z = m.transform(Xte)
+    assert metrics.distance_roc_auc(Z, yte) > metrics.distance_roc_auc(Xn, yte) + 0.05
+    e_in = metrics.one_shot_error(Xn, yte, n_draws=30, random_state=0)
+    assert metrics.one_shot_error(Z, yte, n_draws=30, random_state=0) < e_in - 0.05
+    assert 1 <= metrics.sparsity(m.singular_values_) <= 100  # d = 100 vectors
+
+
+BAD = [
+    ({"lam": 0.0}, "'lam' parameter of OperatorSimilarity"),
+    ({"lam": -1}, "'lam'"),
+    ({"gamma": 0}, "'gamma'"),
+    ({"gamma_neg": -2.0}, "'gamma_neg'"),
+    ({"regularizer": "l1"}, "'regularizer'"),
+    ({"solver": "newton"}, "'solver'"),
+    ({"learning_rate": np.nan}, "'learning_rate'"),
+]
+
+
+@pytest.mark.parametrize(("params", "match"), BAD)
+def test_bad_parameters(iris, params, match):
+    with pytest.raises(ValueError, match=match):
+        OperatorSimilarity(n_pairs=50, max_iter=10, **params).fit(*iris)
+
+
+def test_bad_pairs():
+    X = np.zeros((3, 2))
+    with pytest.raises(ValueError, match="'r'"):
+        Pairs.from_indices(X, [0, 1], [1, 2], [1, 0])
+    with pytest.raises(ValueError, match="only similar"):
+        OperatorSimilarity().fit(Pairs.from_indices(X, [0, 1], [1, 2], [1, 1]))
+    with pytest.raises(ValueError, match="'x'"):
+        Pairs([[np.inf, 0.0]], [[0.0, 0.0]], [1])
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        balanced_pairs(np.eye(3), [1, 1, 1], 5)
+    with pytest.raises(ValueError, match="'c' parameter of HyperbolicPCA"):
+        HyperbolicPCA(c=1.0).fit(np.eye(4), [0, 0, 1, 1])
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.floats(allow_nan=True, allow_infinity=True), min_size=3, max_size=3))
+def test_r_outside_plus_minus_one_is_rejected(vals):
+    X = np.zeros((4, 2))
+    if all(v in (-1.0, 1.0) for v in vals):
+        assert len(Pairs.from_indices(X, [0, 1, 2], [1, 2, 3], vals)) == 3
+    else:
+        with pytest.raises(ValueError, match="'r'"):
+            Pairs.from_indices(X, [0, 1, 2], [1, 2, 3], vals)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["lam", "gamma"]))
+def test_nonpositive_or_nonfinite_scalars_are_rejected(value, name):
+    X, y = np.eye(4), [0, 0, 1, 1]
+    if np.isfinite(value) and value > 0:
+        return
+    with pytest.raises(ValueError, match=f"'{name}'"):
+        OperatorSimilarity(n_pairs=20, max_iter=10, **{name: value}).fit(X, y)
+
+
+def test_cli_validate_default_instance():
+    res = CliRunner().invoke(VALIDATE, ["--json", "--max-iter", "20000"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["method"] == "maurer" and out["exact"]["status"] == "optimal"
+    assert out["exact"]["numpy_objective"] == pytest.approx(out["exact"]["objective"], rel=1e-6)
+    assert out["solvers"]["subgradient+smoothing"]["relative_gap"] <= 1e-3
+
+
+def test_cli_solve_dataset_and_pair_file(tmp_path):
+    res = CliRunner().invoke(
+        SOLVE, ["--dataset", "wine", "--max-iter", "3000", "--json", "--out", str(tmp_path / "o")]
+    )
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.output)
+    assert {"roc_area_input", "roc_area_T", "one_shot_error_T"} <= set(rep["test"])
+    assert (tmp_path / "o" / "coef.npy").exists() and (tmp_path / "o" / "report.json").exists()
+    np.save(tmp_path / "X.npy", np.array([[0.0, 0], [0, 1], [5, 0], [5, 1]]))
+    (tmp_path / "p.csv").write_text("i,j,r\n0,1,1\n2,3,1\n0,2,-1\n1,3,-1\n")
+    args = ["--features", str(tmp_path / "X.npy"), "--pairs", str(tmp_path / "p.csv")]
+    res = CliRunner().invoke(VALIDATE, [*args, "--lam", "0.1", "--max-iter", "2000"])
+    assert res.exit_code == 0, res.output
+    (tmp_path / "bad.csv").write_text("i,j,r\n0,1,2\n")
+    res = CliRunner().invoke(
+        SOLVE, ["--features", str(tmp_path / "X.npy"), "--pairs", str(tmp_path / "bad.csv")]
+    )
+    assert res.exit_code != 0 and "'r'" in res.output and "Traceback" not in res.output
