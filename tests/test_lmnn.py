@@ -195,6 +195,7 @@ def test_knn_tie_rule_reduces_k():
     assert knn_predict(Z, np.array([1, 1, 2, 2]), np.array([[0.0]]), 4).tolist() == [1]
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_check_estimator():
     check_estimator(LMNN(k=1, max_iter=100, refine=False))
 
