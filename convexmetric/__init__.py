@@ -13,3 +13,4 @@ __version__ = "0.1.0"
 __all__ = ["LMNN", "SolveResult", "datasets"]
 from .aroma import OASIS, DiagonalAROMA, FactoredAROMA  # noqa: F401
 from .maurer import HyperbolicPCA, OperatorSimilarity  # noqa: F401
+from .poe import MKPOE, POE  # noqa: F401

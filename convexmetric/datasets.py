@@ -231,3 +231,39 @@ REGISTRY["rotated_scaled_digits"] = (
     lambda random_state=0: transformed_digits(random_state=random_state),
     "Maurer §6.2: digits randomly rotated and scaled: 1797 × 256, 10 classes",
 )
+
+
+def _digits_taxonomy(random_state=0):
+    from .taxonomy import load_digit_subset
+
+    return load_digit_subset(20, random_state=random_state)
+
+
+REGISTRY["digits_taxonomy"] = (
+    _digits_taxonomy,
+    "McFee & Lanckriet §5.1 on digits: 200 × 64 (20 per class); comparisons, views and "
+    "noise kernels from convexmetric.taxonomy.make_taxonomy",
+)
+
+
+def concentric_circles(n_per_circle=40, *, r_inner=1.0, r_outer=1.1, jitter=0.1, random_state=0):
+    """Two concentric circles, one class each: the toy data of LMNN Fig. 7 (§5.2).
+
+    Points are spaced evenly in angle (each angle jittered by ``jitter`` of the
+    spacing); the radial gap is below the angular spacing, so every point's Euclidean
+    nearest neighbour lies on the other circle (leave-one-out 1-NN error 100%).
+    """
+    rng = np.random.default_rng(random_state)
+    base = np.arange(n_per_circle)
+    pts, labels = [], []
+    for c, r in enumerate((r_inner, r_outer)):
+        t = 2 * np.pi * (base + rng.uniform(-jitter, jitter, n_per_circle)) / n_per_circle
+        pts.append(np.c_[r * np.cos(t), r * np.sin(t)])
+        labels.append(np.full(n_per_circle, c))
+    return np.concatenate(pts), np.concatenate(labels)
+
+
+REGISTRY["circles"] = (
+    lambda random_state=0: concentric_circles(random_state=random_state),
+    "concentric circles of LMNN Fig. 7: 80 × 2, 2 classes (generated)",
+)

@@ -72,8 +72,8 @@ __all__ += ["EmpiricalKernelMap", "maurer_kernel"]
 # --- partial order embedding (McFee & Lanckriet 2011): kernels and their checks ----------
 __all__ += [
     "check_kernel",
-    "normalize_kernel",
     "noise_kernels",
+    "normalize_kernel",
     "project_psd",
     "rbf_kernel",
     "sphere_points",

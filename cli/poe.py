@@ -1,0 +1,298 @@
+"""``convexmetric solve poe``, ``convexmetric validate poe`` and ``convexmetric filter``.
+
+One ``poe`` command covers LPOE, KPOE and MKPOE (``--kind linear|kernel|multi``) and
+their diagonal LPs (``--diagonal``). Comparisons are CSV files with the header row
+``i,j,k,l``; features and kernels are ``.npy``/``.npz``/``.csv`` files.
+"""
+
+from __future__ import annotations
+
+import time
+
+import click
+
+from ..comparisons import Comparisons
+from ..graph import filter_comparisons
+from ..metrics import gauc
+from ..poe import MKPOE, POE
+from ..problems import poe as P
+from ..result import relative_gap
+from ..solvers import poe as large_scale
+from ..taxonomy import make_taxonomy
+from ._common import emit, library_errors, load_array, write_outputs
+
+KINDS = ("linear", "kernel", "multi")
+
+
+def _built_in(kind, n_per_class, n_comparisons, seed):
+    """The taxonomy instance of §5.1 on digits, as (comparisons, data, description)."""
+    T = make_taxonomy(
+        n_per_class, n_train_comparisons=n_comparisons, n_test_comparisons=10, random_state=seed
+    )
+    Ks = T.train_kernels()
+    if kind == "linear":
+        pooled = T.X[T.train].reshape(-1, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(len(T.train), -1)
+        data = pooled / 16.0
+    elif kind == "kernel":
+        data = Ks[0]
+    else:
+        data = [Ks[0], Ks[1], Ks[5]]  # pixels, rows, one noise kernel
+    return T.train_comparisons, data, f"digits_taxonomy(n={len(T.train)}, m={n_comparisons})"
+
+
+def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
+    if dataset is not None:
+        if comparisons or features or kernels:
+            raise ValueError("give either --dataset or files (--comparisons ...), not both.")
+        return _built_in(kind, 20, n_comparisons, seed)
+    if comparisons is None:
+        raise ValueError("no input: give --dataset NAME or --comparisons FILE with data.")
+    C = Comparisons.read_csv(comparisons)
+    if kind == "linear":
+        if features is None:
+            raise ValueError("--kind linear needs --features FILE.")
+        return C, load_array(features, "features"), comparisons
+    if not kernels:
+        raise ValueError(f"--kind {kind} needs --kernel FILE (repeat it for --kind multi).")
+    Ks = [load_array(path, "kernel") for path in kernels]
+    if kind == "kernel":
+        if len(Ks) != 1:
+            raise ValueError("--kind kernel takes exactly one --kernel; use --kind multi.")
+        return C, Ks[0], comparisons
+    return C, Ks, comparisons
+
+
+def _model(kind, beta, diagonal, solver):
+    if kind == "multi":
+        return MKPOE(beta=beta, diagonal=diagonal, solver=solver)
+    return POE(
+        beta=beta,
+        kernel=None if kind == "linear" else "precomputed",
+        diagonal=diagonal,
+        solver=solver,
+    )
+
+
+_kind = click.option(
+    "--kind",
+    type=click.Choice(KINDS),
+    default="kernel",
+    show_default=True,
+    help="LPOE on features, KPOE on one kernel, or MKPOE on several.",
+)
+_diag = click.option("--diagonal", is_flag=True, help="The diagonal LP of §4.4.")
+_beta = click.option(
+    "--beta",
+    type=float,
+    default=100.0,
+    show_default=True,
+    help="Loss weight β (objective tr(WR) + β/|C| Σ ξ).",
+)
+_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+_seed = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+
+
+@click.command("poe")
+@_kind
+@_diag
+@_beta
+@click.option(
+    "--comparisons",
+    type=click.Path(exists=True, dir_okay=False),
+    help="CSV of comparisons with the header row i,j,k,l.",
+)
+@click.option(
+    "--features",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Features (rows are items) for --kind linear.",
+)
+@click.option(
+    "--kernel",
+    "kernels",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="A kernel matrix file; repeat for --kind multi.",
+)
+@click.option(
+    "--dataset",
+    type=click.Choice(["digits_taxonomy"]),
+    help="Built-in taxonomy comparisons on digits (§5.1).",
+)
+@click.option(
+    "--n-comparisons",
+    type=int,
+    default=1000,
+    show_default=True,
+    help="Comparisons drawn for --dataset.",
+)
+@click.option(
+    "--solver",
+    type=click.Choice(["subgradient", "exact", "CLARABEL", "SCS"]),
+    default="subgradient",
+    show_default=True,
+    help="Large-scale solver or exact SDP/LP.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory for W*.npy, embedding.npy and report.json (written atomically).",
+)
+@_json
+@_seed
+def SOLVE(
+    kind,
+    diagonal,
+    beta,
+    comparisons,
+    features,
+    kernels,
+    dataset,
+    n_comparisons,
+    solver,
+    out,
+    as_json,
+    seed,
+):
+    """Learn a partial order embedding (LPOE / KPOE / MKPOE) from relative comparisons."""
+    with library_errors():
+        C, data, name = _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons)
+        model = _model(kind, beta, diagonal, solver).fit(C, data)
+        Z = model.transform(data)
+        report = {
+            "method": "poe",
+            "kind": kind,
+            "diagonal": diagonal,
+            "instance": name,
+            "comparisons": len(C),
+            "objective": model.objective_,
+            "training_gauc": gauc(Z, C),
+            "result": model.result_.summary(),
+        }
+        if kind == "multi":
+            report["kernel_weights"] = model.kernel_weights_.tolist()
+        if out:
+            Ws = model.W_ if kind == "multi" else [model.W_]
+            arrays = {f"W{p}" if len(Ws) > 1 else "W": W for p, W in enumerate(Ws)}
+            write_outputs(out, {**arrays, "embedding": Z}, report)
+    emit(
+        report,
+        as_json,
+        [
+            f"poe ({kind}{', diagonal' if diagonal else ''}) on {name}: {len(C)} comparisons",
+            f"objective {model.objective_:.6g} ({model.result_.status}, {model.result_.solver}, "
+            f"{model.result_.seconds:.2f} s), training GAUC {report['training_gauc']:.4f}",
+        ],
+    )
+
+
+@click.command("poe")
+@_kind
+@_diag
+@_beta
+@click.option(
+    "--n-per-class",
+    type=int,
+    default=5,
+    show_default=True,
+    help="Digits per class in the default instance (80% are used).",
+)
+@click.option(
+    "--n-comparisons",
+    type=int,
+    default=500,
+    show_default=True,
+    help="Comparisons in the default instance.",
+)
+@click.option(
+    "--solver",
+    "exact_solver",
+    type=click.Choice(["CLARABEL", "SCS"]),
+    default="CLARABEL",
+    show_default=True,
+    help="The exact conic solver.",
+)
+@_json
+@_seed
+def VALIDATE(kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_json, seed):
+    """Solve one POE instance exactly and with the large-scale solver; report the gap."""
+    with library_errors():
+        C, data, name = _built_in(kind, n_per_class, n_comparisons, seed)
+        if kind == "linear":
+            blocks, kernels = P.lpoe_blocks(data), None
+        else:
+            kernels = data if kind == "multi" else [data]
+            blocks = P.kernel_blocks(kernels)
+        _, value, status, seconds = P.solve(blocks, C, beta, diagonal=diagonal, solver=exact_solver)
+        t0 = time.perf_counter()
+        if kernels is None:
+            res = large_scale.solve(blocks, C, beta, diagonal=diagonal)
+        else:
+            res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal)
+        sub_seconds = time.perf_counter() - t0
+        sub_obj = P.objective(res.matrices, blocks, C, beta)
+        report = {
+            "method": "poe",
+            "instance": f"{name}, kind={kind}, diagonal={diagonal}, beta={beta}",
+            "exact": {
+                "objective": value,
+                "seconds": seconds,
+                "status": status,
+                "solver": exact_solver,
+            },
+            "solvers": {
+                res.solver: {
+                    "objective": sub_obj,
+                    "seconds": sub_seconds,
+                    "status": res.status,
+                    "relative_gap": relative_gap(sub_obj, value),
+                }
+            },
+        }
+    emit(
+        report,
+        as_json,
+        [
+            f"validate poe on {report['instance']}",
+            f"  exact ({exact_solver}): {value:.8g} ({status}, {seconds:.2f} s)",
+            f"  {res.solver}: {sub_obj:.8g} ({res.status}, {sub_seconds:.2f} s), relative gap "
+            f"{relative_gap(sub_obj, value):.2e}",
+        ],
+    )
+
+
+@click.command("filter")
+@click.argument("comparisons", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the filtered comparisons here (CSV, header i,j,k,l).",
+)
+@_seed
+@_json
+def FILTER(comparisons, out, seed, as_json):
+    """Filter relative comparisons (§2.2): duplicates, length-2 cycles, a maximal acyclic
+    subset (Alg. 1, seeded), transitive reduction; report what each stage removed."""
+    with library_errors():
+        C = Comparisons.read_csv(comparisons)
+        t0 = time.perf_counter()
+        rep = filter_comparisons(C, random_state=seed)
+        report = {
+            "file": comparisons,
+            "seconds": time.perf_counter() - t0,
+            **rep.summary(),
+            "removed": {s.name: s.removed.tolist() for s in rep.stages},
+        }
+        if out:
+            rep.comparisons.to_csv(out)
+    lines = [f"{report['input']} comparisons read from {comparisons}"]
+    lines += [
+        f"  {s['stage']:22s} removed {s['removed']:7d}, {s['remaining']:7d} remain"
+        for s in report["stages"]
+    ]
+    lines.append(f"{report['output']} comparisons kept" + (f", written to {out}" if out else ""))
+    emit(report, as_json, lines)
+
+
+EXTRA = [FILTER]
