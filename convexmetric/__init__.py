@@ -14,3 +14,4 @@ __all__ = ["LMNN", "SolveResult", "datasets"]
 from .aroma import OASIS, DiagonalAROMA, FactoredAROMA  # noqa: F401
 from .maurer import HyperbolicPCA, OperatorSimilarity  # noqa: F401
 from .poe import MKPOE, POE  # noqa: F401
+from .ssne import SSNE  # noqa: F401

@@ -1,0 +1,125 @@
+"""``convexmetric solve ssne``: fit an SSNE embedding and report its kNN error.
+
+SSNE is not convex, so there is no exact solve and no ``validate ssne``; the report
+carries the objective history instead.
+"""
+
+from __future__ import annotations
+
+import click
+import numpy as np
+
+from ..neighbors import knn_error
+from ..ssne import SSNE
+from ._common import (
+    DATASET_CHOICE,
+    emit,
+    library_errors,
+    load_array,
+    load_csv,
+    load_xy,
+    write_outputs,
+)
+
+
+def _load_pairs(path):
+    """Pairs CSV with header ``i,j,r`` (or .npy/.npz of shape (Q, 3)) -> (idx, s)."""
+    if path.lower().endswith(".csv"):
+        header, arr = load_csv(path)
+        if header is not None and [h.lower() for h in header] != ["i", "j", "r"]:
+            raise ValueError(f"pairs file {path!r} must have the header i,j,r; got {header}.")
+    else:
+        arr = np.asarray(load_array(path, "pairs"), dtype=float)
+    if arr.ndim != 2 or arr.shape[1] != 3:
+        raise ValueError(f"'pairs' must have three columns i,j,r; got shape {arr.shape}.")
+    return arr[:, :2], arr[:, 2]
+
+
+@click.command("ssne")
+@click.option("--dataset", type=DATASET_CHOICE, help="A built-in data set (standard split).")
+@click.option(
+    "--features",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Features file (.npy, .npz, .csv); rows are points.",
+)
+@click.option(
+    "--labels",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Labels file, one per row of --features (standard split).",
+)
+@click.option(
+    "--pairs",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Pairs CSV with header i,j,r (r in [-1, 1]) indexing rows of --features.",
+)
+@click.option(
+    "--n-components", default=16, show_default=True, type=int, help="M, the embedding dimension."
+)
+@click.option(
+    "--lam",
+    default=100.0,
+    show_default=True,
+    type=float,
+    help="Weight of the mean squared loss against the group norm.",
+)
+@click.option("--epochs", default=40, show_default=True, type=int, help="Passes over the pairs.")
+@click.option("--restarts", default=1, show_default=True, type=int, help="Seeded restarts.")
+@click.option("--k", default=3, show_default=True, type=int, help="k of the kNN evaluation.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Directory for W.npy and report.json (written atomically).",
+)
+def SOLVE(
+    dataset, features, labels, pairs, n_components, lam, epochs, restarts, k, seed, as_json, out
+):
+    """Learn an SSNE embedding onto the sphere (Batra & Shakhnarovich, eq. 3)."""
+    with library_errors():
+        model = SSNE(
+            n_components=n_components,
+            lam=lam,
+            n_epochs=epochs,
+            n_restarts=restarts,
+            random_state=seed,
+        )
+        report = {"method": "ssne", "n_components": n_components, "lam": lam}
+        if pairs is not None:
+            if features is None or dataset is not None or labels is not None:
+                raise ValueError("--pairs goes with --features only (no --dataset, no --labels).")
+            X = np.asarray(load_array(features, "features"), dtype=float)
+            idx, s = _load_pairs(pairs)
+            model.fit(X, s, pairs=idx)
+            report.update(instance=str(features), n_points=int(X.shape[0]), n_pairs=len(s))
+        else:
+            Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
+            model.fit(Xtr, ytr)
+            Ztr, Zte = model.transform(Xtr), model.transform(Xte)
+            report.update(
+                instance=name,
+                n_train=int(Xtr.shape[0]),
+                k=k,
+                knn_test_error=knn_error(Ztr, ytr, Zte, yte, k),
+                euclidean_knn_test_error=knn_error(Xtr, ytr, Xte, yte, k),
+            )
+        report.update(model.result_.summary())
+        report["active_components"] = model.active_components_.tolist()
+        report["history"] = [float(v) for v in model.result_.history]
+        report["restart_objectives"] = model.result_.info["restart_objectives"]
+        if out is not None:
+            write_outputs(out, {"W": model.W_}, report)
+    lines = [
+        f"SSNE on {report['instance']}: M={n_components}, lam={lam:g}; objective "
+        f"{report['objective']:.6g} ({report['status']}, {report['iterations']} epochs, "
+        f"{report['seconds']:.2f} s); {len(report['active_components'])} active columns",
+    ]
+    if "knn_test_error" in report:
+        lines.append(
+            f"  {k}-NN test error: {report['knn_test_error']:.2%} "
+            f"(Euclidean {report['euclidean_knn_test_error']:.2%})"
+        )
+    if out is not None:
+        lines.append(f"  wrote {out}/W.npy, report.json")
+    emit(report, as_json, lines)
