@@ -56,7 +56,7 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
-def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0):
+def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0, search=None):
     """The positive hinge terms of eq. (14) at ``M``: ``(I, J, L, values)``.
 
     With ``margin > 0`` the terms with ``1 + d(i, j) − d(i, l) > −margin`` are
@@ -64,14 +64,24 @@ def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0
 
     Candidates are found by a blocked search under ``M`` (no n×n matrix), then every
     value is recomputed from the differences ``z_i − z_j`` for accuracy. ``components``
-    (``L`` with ``M = LᵀL``) may be passed instead of ``M``.
+    (``L`` with ``M = LᵀL``) may be passed instead of ``M``. ``search`` chooses the
+    candidate search: ``None``/``"brute"`` (blocked), ``"balltree"``/``"kdtree"`` (one
+    tree per class, :mod:`convexmetric.balltree`), or a callable
+    ``search(Z, y, radius, block_size=...) -> (I, L)``; all give the same terms.
     """
     Lc = components_from_metric(M) if components is None else components
     Z = X @ Lc.T
     diff = Z[:, None, :] - Z[targets]
     Dt = np.einsum("ijk,ijk->ij", diff, diff)
     radius = Dt.max(axis=1) + 1.0 + margin
-    I, L = impostor_pairs(Z, y, radius, block_size=block_size)
+    if search is None or search == "brute":
+        I, L = impostor_pairs(Z, y, radius, block_size=block_size)
+    elif isinstance(search, str):
+        from ..balltree import impostor_pairs_tree
+
+        I, L = impostor_pairs_tree(Z, y, radius, tree=search)
+    else:
+        I, L = search(Z, y, radius, block_size=block_size)
     out_I, out_J, out_L, out_H = [], [], [], []
     for s in range(0, len(I), 1 << 20):  # bounded memory for long candidate lists
         Ic, Lc_ = I[s : s + (1 << 20)], L[s : s + (1 << 20)]

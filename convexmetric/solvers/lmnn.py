@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from ..cones import FullSpace, PSDCone
 from ..problems.lmnn import components_from_metric, hinge_terms, pull_matrix
 from ..result import SolveResult
+from .lmnn_refine import refine_components
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
 
@@ -64,14 +65,24 @@ class ActiveSetOracle:
         At a full check, listed triplets whose hinge argument is below ``−prune`` are
         dropped from the active list (they are re-found by later full checks if they
         come back). ``None`` keeps the list growing as in the paper.
+    search : {"brute", "balltree", "kdtree", "auto"} or callable, default="brute"
+        Impostor search of the full checks (§6); ``"auto"`` measures brute force and
+        ball trees on the first checks and keeps the faster (same results either way).
     """
 
-    def __init__(self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512):
+    def __init__(
+        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute"
+    ):
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.n, self.k = targets.shape
         self.check_every = check_every
         self.prune = prune
         self.block_size = block_size
+        if search == "auto":
+            from ..balltree import ImpostorSearch
+
+            search = ImpostorSearch("auto")
+        self.search = search
         self.C_pull = pull_matrix(X, targets)
         d = X.shape[1]
         self.I = self.J = self.L = self.slot = np.empty(0, np.int64)
@@ -124,7 +135,13 @@ class ActiveSetOracle:
     def full_check(self, M, components=None):
         """Search all triplets at ``M``; merge violations; return True if none were new."""
         I, J, L, _ = hinge_terms(
-            M, self.X, self.T, self.y, block_size=self.block_size, components=components
+            M,
+            self.X,
+            self.T,
+            self.y,
+            block_size=self.block_size,
+            components=components,
+            search=self.search,
         )
         self.full_checks += 1
         changed = self._merge(I, J, L)
@@ -229,7 +246,13 @@ class ActiveSetOracle:
     def objective(self, M, components=None):
         """Eq. (14) at M over all triplets (exact)."""
         _, _, _, h = hinge_terms(
-            M, self.X, self.T, self.y, block_size=self.block_size, components=components
+            M,
+            self.X,
+            self.T,
+            self.y,
+            block_size=self.block_size,
+            components=components,
+            search=self.search,
         )
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
 
@@ -276,6 +299,7 @@ def solve(
     callback=None,
     phase1_settings=None,
     refine_settings=None,
+    search="brute",
 ):
     """Minimise eq. (14) with the large-scale solver; return a :class:`SolveResult`.
 
@@ -284,13 +308,25 @@ def solve(
     factor ``L`` (``phase1="components"``, fast and well scaled) or on ``M`` with
     projection onto the PSD cone (``phase1="metric"``, Alg. 1 verbatim). It stalls
     about 1e-3 (relative) above the optimum, at the kinks of the hinge. Phase 2
-    (``refine=True``) continues on ``M`` with the smoothed, accelerated stage of
-    :mod:`.smoothing` and certifies a lower bound from the dual estimate.
+    (``refine=True``) minimises the smoothed objective by L-BFGS in ``L`` with
+    continuation and dual recentring (:mod:`.lmnn_refine`; ``refine="fista"`` runs
+    the first-order stage of :mod:`.smoothing` on ``M`` instead) and certifies a lower
+    bound from the dual estimate. ``refine_settings``: keyword arguments of
+    :func:`.lmnn_refine.refine_components` (or a ``SmoothingSettings`` for "fista").
+    ``search`` selects the impostor search of the full checks (see
+    :class:`ActiveSetOracle`).
     """
     t0 = time.perf_counter()
     d = X.shape[1]
     oracle = ActiveSetOracle(
-        X, y, targets, mu, check_every=check_every, prune=prune, block_size=block_size
+        X,
+        y,
+        targets,
+        mu,
+        check_every=check_every,
+        prune=prune,
+        block_size=block_size,
+        search=search,
     )
     M0 = np.eye(d) if M0 is None else M0
     ps = phase1_settings or SubgradientSettings(
@@ -313,9 +349,18 @@ def solve(
     info = {"phase1_objective": res.objective, "phase1_iterations": res.iterations}
     remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
     if refine and status != "user_limit" and (remaining is None or remaining > 0):
-        rs = refine_settings or SmoothingSettings()
-        rs.time_limit, rs.callback = remaining, callback
-        res2 = smoothed_descent(oracle, M1, PSDCone(), rs)
+        if refine == "fista":  # first-order smoothed stage on M (see .smoothing)
+            rs = refine_settings or SmoothingSettings()
+            rs.time_limit, rs.callback = remaining, callback
+            res2 = smoothed_descent(oracle, M1, PSDCone(), rs)
+        else:  # smoothed L-BFGS in the factor L (default)
+            res2 = refine_components(
+                oracle,
+                components_from_metric(M1),
+                time_limit=remaining,
+                callback=callback,
+                **(refine_settings or {}),
+            )
         history += res2.history
         iterations += res2.iterations
         status, lower = res2.status, res2.lower_bound
@@ -326,6 +371,7 @@ def solve(
         active_list=len(oracle.keys),
         active=int(np.count_nonzero(oracle.mask["sub"])),
         full_checks=oracle.full_checks,
+        search=str(getattr(oracle.search, "choice", oracle.search)),
     )
     return SolveResult(
         matrix=best_M,
