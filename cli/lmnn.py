@@ -39,6 +39,48 @@ _inputs = [
 ]
 
 
+_extension_options = [
+    click.option(
+        "--variant",
+        type=click.Choice(["single", "multi", "kernel"]),
+        default="single",
+        show_default=True,
+        help="One metric (eq. 14), one per cluster (§5.2), or kernel LMNN (§5.3).",
+    ),
+    click.option(
+        "--n-clusters", type=int, default=None, help="multi: k-means clusters (default: labels)."
+    ),
+    click.option(
+        "--kernel",
+        type=click.Choice(["rbf", "linear"]),
+        default="rbf",
+        show_default=True,
+        help="kernel: the kernel function.",
+    ),
+    click.option("--gamma", type=float, default=None, help="kernel: RBF width (default 'scale')."),
+    click.option(
+        "--n-passes", type=int, default=1, show_default=True, help="Multi-pass LMNN (§5.1)."
+    ),
+    click.option("--n-components", type=int, default=None, help="Output dimensionality r (§5.4)."),
+    click.option(
+        "--reduction",
+        type=click.Choice(["S", "R"]),
+        default="S",
+        show_default=True,
+        help="With --n-components: LMNN-S (eigen-directions) or LMNN-R (rectangular L).",
+    ),
+    click.option("--pca", type=int, default=None, help="PCA to this many dimensions first."),
+    click.option(
+        "--search",
+        type=click.Choice(["brute", "balltree", "kdtree", "auto"]),
+        default="brute",
+        show_default=True,
+        help="Impostor search (§6): blocked brute force, trees, or measured choice.",
+    ),
+    click.option("--energy", is_flag=True, help="Also report energy-based test error (eq. 15)."),
+]
+
+
 def _apply(options):
     def deco(f):
         for opt in reversed(options):
@@ -48,7 +90,7 @@ def _apply(options):
     return deco
 
 
-@click.command("lmnn")
+@click.command("lmnn", short_help="Learn an LMNN metric (eq. 14) and report kNN errors.")
 @_apply(_inputs)
 @click.option(
     "--solver",
@@ -69,8 +111,17 @@ def _apply(options):
     default=None,
     help="Directory for metric.npy, components.npy and report.json (written atomically).",
 )
-def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out):
-    """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors."""
+@_apply(_extension_options)
+def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, **ext):
+    """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors.
+
+    Extensions (§5–6): --variant multi|kernel, --n-passes, --n-components with
+    --reduction S|R, --pca, --search, --energy.
+    """
+    if ext["variant"] != "single" or _extension_requested(ext):
+        return _solve_extension(
+            dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, ext
+        )
     with library_errors():
         Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
         model = LMNN(k=k, mu=mu, solver=solver, max_iter=max_iter, time_limit=time_limit)
@@ -103,14 +154,16 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     emit(report, as_json, lines)
 
 
-@click.command("lmnn")
+@click.command(
+    "lmnn", short_help="Solve eq. (14) exactly and with the large-scale solver; report the gaps."
+)
 @_apply(_inputs)
 @click.option(
     "--conic-solver",
     type=click.Choice(["SCS", "CLARABEL"]),
-    default="SCS",
-    show_default=True,
-    help="Conic solver for the plain CVXPY solve of the full SDP.",
+    default=None,
+    help="Conic solver for the plain CVXPY solve of the full SDP "
+    "[default: SCS; CLARABEL for --variant multi/kernel].",
 )
 @click.option(
     "--plain/--no-plain",
@@ -118,8 +171,64 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     help="Also solve the full SDP with plain CVXPY "
     "(default: only when it has at most 25,000 hinge terms).",
 )
-def VALIDATE(dataset, features, labels, k, mu, as_json, conic_solver, plain):
+@click.option(
+    "--variant",
+    type=click.Choice(["single", "multi", "kernel"]),
+    default="single",
+    show_default=True,
+    help="Which SDP: eq. (14), the multi-metric SDP (§5.2) or kernel LMNN (§5.3).",
+)
+@click.option(
+    "--n-clusters", type=int, default=None, help="multi: k-means clusters (default: labels)."
+)
+@click.option(
+    "--kernel",
+    type=click.Choice(["rbf", "linear"]),
+    default="rbf",
+    show_default=True,
+    help="kernel: the kernel function.",
+)
+@click.option("--gamma", type=float, default=None, help="kernel: RBF width (default 'scale').")
+@click.option(
+    "--per-class",
+    type=int,
+    default=10,
+    show_default=True,
+    help="multi/kernel: points per class of the small instance solved exactly.",
+)
+def VALIDATE(
+    dataset,
+    features,
+    labels,
+    k,
+    mu,
+    as_json,
+    conic_solver,
+    plain,
+    variant,
+    n_clusters,
+    kernel,
+    gamma,
+    per_class,
+):
     """Solve eq. (14) exactly and with the large-scale solver; report the relative gaps."""
+    if variant != "single":
+        conic_solver = conic_solver or "CLARABEL"
+        return _validate_extension(
+            dataset,
+            features,
+            labels,
+            k,
+            mu,
+            as_json,
+            conic_solver,
+            variant,
+            n_clusters,
+            kernel,
+            gamma,
+            per_class,
+        )
+    conic_solver = conic_solver or "SCS"
     with library_errors():
         if dataset is None and features is None:
             dataset = "iris"
@@ -176,6 +285,109 @@ def VALIDATE(dataset, features, labels, k, mu, as_json, conic_solver, plain):
         f"{exact.seconds:.2f} s",
     ]
     for key, r in report["solvers"].items():
+        lines.append(
+            f"  {key}: objective {r['objective']:.10g}, status {r['status']}, "
+            f"{r['seconds']:.2f} s, relative gap {r['relative_gap']:.2e}"
+        )
+    emit(report, as_json, lines)
+
+
+def _extension_requested(ext):
+    return (
+        ext["n_passes"] != 1
+        or ext["n_components"] is not None
+        or ext["pca"] is not None
+        or ext["search"] != "brute"
+        or ext["energy"]
+    )
+
+
+def _solve_extension(
+    dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, ext
+):
+    from .lmnn_ext import fit_variant
+
+    with library_errors():
+        Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
+        opts = dict(ext, max_iter=max_iter, time_limit=time_limit, solver=solver)
+        model, extra = fit_variant(
+            Xtr, ytr, Xte, yte, variant=ext["variant"], k=k, mu=mu, opts=opts
+        )
+        report = {
+            "method": "lmnn",
+            "instance": name,
+            "n_train": int(Xtr.shape[0]),
+            "n_features": int(Xtr.shape[1]),
+            "k": k,
+            "mu": mu,
+            **model.result_.summary(),
+            **extra,
+            "euclidean_knn_test_error": knn_error(Xtr, ytr, Xte, yte, k),
+        }
+        if out is not None:
+            arrays = {"components": model.components_}
+            for attr in ("metric_", "metrics_", "A_"):
+                if hasattr(model, attr):
+                    arrays[attr.rstrip("_")] = getattr(model, attr)
+            write_outputs(out, arrays, report)
+    lines = [
+        f"LMNN ({report['variant']}) on {name}: {Xtr.shape[0]} training points × "
+        f"{Xtr.shape[1]} features, k={k}, mu={mu}",
+        f"  solver {report['solver']}: objective {report['objective']:.8g}, status "
+        f"{report['status']}, {report['seconds']:.2f} s",
+        f"  {k}-NN test error: {report['knn_test_error']:.2%} "
+        f"(Euclidean {report['euclidean_knn_test_error']:.2%})",
+    ]
+    if "energy_test_error" in report:
+        lines.append(f"  energy-based test error: {report['energy_test_error']:.2%}")
+    emit(report, as_json, lines)
+
+
+def _validate_extension(
+    dataset,
+    features,
+    labels,
+    k,
+    mu,
+    as_json,
+    conic_solver,
+    variant,
+    n_clusters,
+    kernel,
+    gamma,
+    per_class,
+):
+    from .lmnn_ext import small_instance, validate_variant
+
+    with library_errors():
+        if dataset is None and features is None:
+            dataset = "iris"
+        Xtr, ytr, _, _, name = load_xy(dataset, features, labels)
+        X, y = small_instance(Xtr, ytr, per_class)
+        exact, solvers = validate_variant(
+            X,
+            y,
+            variant=variant,
+            k=k,
+            mu=mu,
+            n_clusters=n_clusters,
+            conic_solver=conic_solver,
+            kernel=kernel,
+            gamma=gamma,
+        )
+        report = {
+            "method": "lmnn",
+            "variant": variant,
+            "instance": f"{name} ({per_class} per class, n={len(y)})",
+            "exact": exact,
+            "solvers": solvers,
+        }
+    lines = [
+        f"LMNN {variant} SDP on {report['instance']} (k={k}, mu={mu})",
+        f"  exact ({exact['solver']}): objective {exact['objective']:.10g}, status "
+        f"{exact['status']}, {exact['seconds']:.2f} s",
+    ]
+    for key, r in solvers.items():
         lines.append(
             f"  {key}: objective {r['objective']:.10g}, status {r['status']}, "
             f"{r['seconds']:.2f} s, relative gap {r['relative_gap']:.2e}"

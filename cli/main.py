@@ -14,7 +14,7 @@ import click
 from .. import datasets
 
 #: cli modules that define ``SOLVE`` and/or ``VALIDATE`` click commands (and maybe ``EXTRA``).
-METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "poe", "ssne"]
+METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe"]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -259,7 +259,9 @@ def _evaluate(model, Xte, yte, seed, n_draws=100):
     }
 
 
-@click.command("maurer")
+@click.command(
+    "maurer", short_help="Solve eq. (5) exactly and with the large-scale solvers; report the gaps."
+)
 @_common_options
 @click.option(
     "--solver",

@@ -6,12 +6,27 @@ against each other.
 """
 
 from . import datasets
+from .aroma import OASIS, DiagonalAROMA, FactoredAROMA
 from .lmnn import LMNN
+from .lmnn_extensions import KernelLMNN, MultiMetricLMNN
+from .maurer import HyperbolicPCA, OperatorSimilarity
+from .poe import MKPOE, POE
 from .result import SolveResult
+from .ssne import SSNE
 
 __version__ = "0.1.0"
-__all__ = ["LMNN", "SolveResult", "datasets"]
-from .aroma import OASIS, DiagonalAROMA, FactoredAROMA  # noqa: F401
-from .maurer import HyperbolicPCA, OperatorSimilarity  # noqa: F401
-from .poe import MKPOE, POE  # noqa: F401
-from .ssne import SSNE  # noqa: F401
+__all__ = [
+    "LMNN",
+    "MKPOE",
+    "OASIS",
+    "POE",
+    "SSNE",
+    "DiagonalAROMA",
+    "FactoredAROMA",
+    "HyperbolicPCA",
+    "KernelLMNN",
+    "MultiMetricLMNN",
+    "OperatorSimilarity",
+    "SolveResult",
+    "datasets",
+]

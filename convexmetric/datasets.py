@@ -185,8 +185,17 @@ REGISTRY["bow"] = (
 # --- Maurer (2008) §6.2: randomly rotated and/or scaled digits for transfer --------------------
 
 
-def transformed_digits(*, rotate=True, scale=True, size=16, copies=1, max_angle=180.0,
-                       scale_range=(0.75, 1.5), digits=None, random_state=0):
+def transformed_digits(
+    *,
+    rotate=True,
+    scale=True,
+    size=16,
+    copies=1,
+    max_angle=180.0,
+    scale_range=(0.75, 1.5),
+    digits=None,
+    random_state=0,
+):
     """scikit-learn's 8×8 digits, each randomly rotated and/or scaled (scipy.ndimage).
 
     Every image is padded to 12×12, then resampled (bilinear, ``affine_transform``)

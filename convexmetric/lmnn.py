@@ -15,6 +15,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_choice, check_indices, check_scalar
+from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
 from .solvers.lmnn import solve as solve_large_scale
@@ -47,6 +48,21 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         The conic solver of the exact path.
     n_neighbors : int or None
         k of the kNN classifier in :meth:`predict` (default: ``k``).
+    n_passes : int, default=1
+        Multi-pass LMNN (§5.1): after each pass the target neighbours are re-selected
+        under the learned metric and the next pass starts from it.
+    n_components : int or None
+        Output dimensionality ``r`` (§5.4); ``None`` keeps all ``d``.
+    reduction : {"S", "R"}, default="S"
+        With ``n_components``: LMNN-S (leading eigen-directions of the learned metric)
+        or LMNN-R (rectangular ``L`` optimised directly from the LMNN-S start;
+        non-convex).
+    pca : int or None
+        Project the inputs onto this many leading principal axes before training
+        (the learned transform is composed with the projection).
+    search : {"brute", "balltree", "kdtree", "auto"}, default="brute"
+        Impostor search of the large-scale solver (§6); all give the same result,
+        ``"auto"`` picks the faster by measuring.
 
     Attributes
     ----------
@@ -68,6 +84,11 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         time_limit=None,
         conic_solver="CLARABEL",
         n_neighbors=None,
+        n_passes=1,
+        n_components=None,
+        reduction="S",
+        pca=None,
+        search="brute",
     ):
         self.k = k
         self.mu = mu
@@ -77,6 +98,11 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         self.time_limit = time_limit
         self.conic_solver = conic_solver
         self.n_neighbors = n_neighbors
+        self.n_passes = n_passes
+        self.n_components = n_components
+        self.reduction = reduction
+        self.pca = pca
+        self.search = search
 
     def _validate_params(self):
         name = type(self).__name__
@@ -93,6 +119,9 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         )
         if self.n_neighbors is not None:
             check_scalar(self.n_neighbors, "n_neighbors", int, min_val=1, owner=name)
+        check_scalar(self.n_passes, "n_passes", int, min_val=1, owner=name)
+        check_choice(self.reduction, "reduction", ("S", "R"), owner=name)
+        check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -119,6 +148,16 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
                 "classes (impostors are points of other classes)."
             )
         counts = np.bincount(y_enc)
+        X_raw, axes = X, None
+        name = type(self).__name__
+        if self.pca is not None:
+            check_scalar(self.pca, "pca", int, min_val=1, max_val=min(X.shape), owner=name)
+            axes = pca_axes(X, self.pca)[0]
+            X = X @ axes.T
+        if self.n_components is not None:
+            check_scalar(
+                self.n_components, "n_components", int, min_val=1, max_val=X.shape[1], owner=name
+            )
         if targets is None:
             if counts.min() <= self.k:
                 c = self.classes_[np.argmin(counts)].item()
@@ -136,18 +175,11 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
             if np.any(T == np.arange(X.shape[0])[:, None]):
                 raise ValueError("'targets' must not name a point as its own target neighbour.")
         mu = float(self.mu)
-        if self.solver == "exact":
-            res = solve_working_set(X, y_enc, T, mu, solver=str(self.conic_solver).upper())
-        else:
-            res = solve_large_scale(
-                X,
-                y_enc,
-                T,
-                mu,
-                max_iter=self.max_iter,
-                refine=self.refine,
-                time_limit=self.time_limit,
-            )
+        res = None
+        for p in range(self.n_passes):
+            if p > 0:  # §5.1: re-select targets under the metric of the previous pass
+                T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
+            res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
         if res.status == "optimal_inaccurate" and self.solver == "subgradient":
             import warnings
 
@@ -159,14 +191,41 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        self.metric_ = 0.5 * (res.matrix + res.matrix.T)
-        self.components_ = P.components_from_metric(self.metric_)
+        M = 0.5 * (res.matrix + res.matrix.T)
+        Lc = P.components_from_metric(M)
         self.objective_ = float(res.objective)
+        if self.n_components is not None:
+            Lc = leading_components(M, self.n_components)
+            if self.reduction == "R":
+                res = solve_rectangular(
+                    X, y_enc, T, mu, self.n_components, L0=Lc, search=self.search
+                )
+                Lc = res.matrix
+            self.objective_ = P.objective(Lc.T @ Lc, X, T, y_enc, mu)
+        if axes is not None:
+            Lc = Lc @ axes
+        self.components_ = Lc
+        self.metric_ = Lc.T @ Lc if (axes is not None or self.n_components) else M
         self.result_ = res
         self.n_iter_ = res.iterations
         self.targets_ = T
-        self._X, self._y = X, y_enc
+        self._X, self._y = X_raw, y_enc
         return self
+
+    def _solve_pass(self, X, y_enc, T, mu, M0):
+        if self.solver == "exact":
+            return solve_working_set(X, y_enc, T, mu, solver=str(self.conic_solver).upper())
+        return solve_large_scale(
+            X,
+            y_enc,
+            T,
+            mu,
+            M0=M0,
+            max_iter=self.max_iter,
+            refine=self.refine,
+            time_limit=self.time_limit,
+            search=self.search,
+        )
 
     def transform(self, X):
         """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""

@@ -1,0 +1,101 @@
+"""The LMNN extensions behind ``solve lmnn --variant …`` and ``validate lmnn --variant …``.
+
+Not a command module of its own: :mod:`convexmetric.cli.lmnn` delegates here.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..energy import energy_predict
+from ..lmnn import LMNN
+from ..lmnn_extensions import KernelLMNN, MultiMetricLMNN
+from ..neighbors import knn_error
+from ..problems import lmnn_kernel as PK
+from ..problems import lmnn_multi as PM
+from ..result import relative_gap
+from ..solvers import lmnn_kernel as SK
+from ..solvers import lmnn_multi as SM
+from ..solvers.lmnn import solve as solve_linear
+
+
+def fit_variant(Xtr, ytr, Xte, yte, *, variant, k, mu, opts):
+    """Fit the chosen variant; return ``(model, report)`` with kNN (and energy) test errors."""
+    if variant == "multi":
+        model = MultiMetricLMNN(
+            k=k, mu=mu, n_clusters=opts["n_clusters"], max_iter=opts["max_iter"], random_state=0
+        ).fit(Xtr, ytr)
+        report = {"variant": "multi", "n_metrics": int(model.metrics_.shape[0])}
+        report["knn_test_error"] = float(np.mean(model.predict(Xte) != yte))
+        report["loo_train_error"] = model.loo_error()
+        if opts["energy"]:
+            report["energy_test_error"] = float(np.mean(model.energy_predict(Xte) != yte))
+        return model, report
+    if variant == "kernel":
+        model = KernelLMNN(
+            k=k, mu=mu, kernel=opts["kernel"], gamma=opts["gamma"], max_iter=opts["max_iter"]
+        ).fit(Xtr, ytr)
+        report = {"variant": "kernel", "kernel": opts["kernel"]}
+        report["knn_test_error"] = float(np.mean(model.predict(Xte) != yte))
+        return model, report
+    model = LMNN(
+        k=k,
+        mu=mu,
+        max_iter=opts["max_iter"],
+        time_limit=opts["time_limit"],
+        solver=opts["solver"],
+        n_passes=opts["n_passes"],
+        n_components=opts["n_components"],
+        reduction=opts["reduction"],
+        pca=opts["pca"],
+        search=opts["search"],
+    ).fit(Xtr, ytr)
+    report = {"variant": "single", "n_passes": opts["n_passes"]}
+    report["knn_test_error"] = knn_error(model.transform(Xtr), ytr, model.transform(Xte), yte, k)
+    report["loo_train_error"] = model.loo_error()
+    if opts["energy"]:
+        pred = energy_predict(model._X, model._y, model.targets_, Xte, model.components_, mu)
+        report["energy_test_error"] = float(np.mean(model.classes_[pred] != yte))
+    return model, report
+
+
+def small_instance(X, y, per_class):
+    """The first ``per_class`` points of every class (a deterministic small instance)."""
+    keep = np.concatenate([np.flatnonzero(y == c)[:per_class] for c in np.unique(y)])
+    return X[keep], y[keep]
+
+
+def validate_variant(X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, gamma):
+    """Exact (CVXPY, all hinge terms) vs large-scale for the multi-metric or kernel SDP."""
+    _, y = np.unique(y, return_inverse=True)
+    if variant == "multi":
+        est = MultiMetricLMNN(k=k, mu=mu, n_clusters=n_clusters, random_state=0)
+        est.fit(X, y)  # validates, clusters, and gives the single-metric start
+        g, T, c = est.clusters_, est.targets_, est.metrics_.shape[0]
+        t0 = time.perf_counter()
+        Ms, value, status, _ = PM.solve(X, y, T, mu, g, c, solver=conic_solver)
+        exact = {"objective": PM.objective(Ms, X, T, y, g, mu), "cvxpy_value": value}
+        exact.update(seconds=time.perf_counter() - t0, status=status, solver=conic_solver)
+        res = SM.solve(X, y, T, mu, g, c, M0=est.single_.metric_)
+    else:
+        est = KernelLMNN(k=k, mu=mu, kernel=kernel, gamma=gamma, max_iter=1).fit(X, y)
+        K, T = est._K, est.targets_
+        t0 = time.perf_counter()
+        A, value, status, _ = PK.solve(K, y, T, mu, solver=conic_solver)
+        exact = {"objective": PK.objective(A, K, T, y, mu), "cvxpy_value": value}
+        exact.update(seconds=time.perf_counter() - t0, status=status, solver=conic_solver)
+        res = SK.solve(K, y, T, mu)
+    solvers = {
+        res.solver: {
+            "objective": res.objective,
+            "seconds": res.seconds,
+            "status": res.status,
+            "relative_gap": relative_gap(res.objective, exact["objective"]),
+        }
+    }
+    return exact, solvers
+
+
+__all__ = ["fit_variant", "small_instance", "solve_linear", "validate_variant"]

@@ -1,0 +1,297 @@
+"""Estimators for LMNN's extensions (§5): several metrics, and kernel LMNN.
+
+>>> from convexmetric import datasets
+>>> from convexmetric.lmnn_extensions import MultiMetricLMNN
+>>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+>>> m = MultiMetricLMNN(k=3).fit(Xtr, ytr)
+>>> m.metrics_.shape
+(3, 4, 4)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import kernels
+from ._validation import check_choice, check_scalar, check_square_kernel
+from .energy import energy_predict
+from .lmnn import LMNN
+from .neighbors import _sqdist, _vote, target_neighbors
+from .problems import lmnn_kernel as PK
+from .problems import lmnn_multi as PM
+from .problems.lmnn import components_from_metric
+from .solvers import lmnn_kernel as SK
+from .solvers import lmnn_multi as SM
+from .solvers.lmnn_exact import solve_working_set
+
+
+def knn_from_distances(D, y_enc, k, *, exclude=None):
+    """kNN votes (paper's tie rule) from a query×train distance block."""
+    if exclude is not None:
+        D = D.copy()
+        D[np.arange(D.shape[0]), exclude] = np.inf
+    nn = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return np.array([_vote(row) for row in y_enc[nn]], dtype=np.int64)
+
+
+def _check_labels(est, X, y, k):
+    X, y = validate_data(est, X, y, ensure_min_samples=2, dtype=np.float64)
+    check_classification_targets(y)
+    classes, y_enc = np.unique(y, return_inverse=True)
+    counts = np.bincount(y_enc)
+    if len(classes) < 2:
+        raise ValueError("'y' has a single class; LMNN needs at least two classes.")
+    if counts.min() <= k:
+        raise ValueError(
+            f"class {classes[np.argmin(counts)].item()!r} of 'y' has {counts.min()} members; "
+            f"with k={k} every class needs at least k + 1 = {k + 1} (reduce 'k')."
+        )
+    return X, classes, y_enc
+
+
+class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
+    """Multi-metric LMNN (§5.2): one metric per cluster, learned jointly.
+
+    Parameters
+    ----------
+    k, mu : as in :class:`~convexmetric.LMNN`.
+    n_clusters : int or None
+        ``None``: one cluster per class (the paper's choice). An int: k-means clusters.
+    solver : {"subgradient", "exact"}
+        Large-scale solver (started from the single-metric solution) or the full SDP
+        in CVXPY (small problems).
+    max_iter : int, iterations of the subgradient phase.
+    n_neighbors : int or None, k of :meth:`predict` (default ``k``).
+    random_state : int or None, seeds k-means.
+    time_limit : float or None, seconds for the large-scale solver (status "user_limit").
+
+    Attributes
+    ----------
+    metrics_ : (c, d, d) PSD matrices; components_ : (c, d, d) factors
+    clusters_ : cluster of every training point; objective_, result_, targets_
+    single_ : the single-metric :class:`~convexmetric.LMNN` used as the start
+    """
+
+    def __init__(
+        self,
+        k=3,
+        mu=0.5,
+        n_clusters=None,
+        solver="subgradient",
+        max_iter=2000,
+        n_neighbors=None,
+        random_state=None,
+        conic_solver="CLARABEL",
+        time_limit=None,
+    ):
+        self.time_limit = time_limit
+        self.k = k
+        self.mu = mu
+        self.n_clusters = n_clusters
+        self.solver = solver
+        self.max_iter = max_iter
+        self.n_neighbors = n_neighbors
+        self.random_state = random_state
+        self.conic_solver = conic_solver
+
+    def fit(self, X, y):
+        """Cluster (labels or k-means), start from single-metric LMNN, learn all metrics."""
+        name = type(self).__name__
+        check_scalar(self.k, "k", int, min_val=1, owner=name)
+        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        X, self.classes_, y = _check_labels(self, X, y, self.k)
+        if self.n_clusters is None:
+            g, c = y, len(self.classes_)
+            self.cluster_centers_ = None
+        else:
+            c = check_scalar(
+                self.n_clusters, "n_clusters", int, min_val=1, max_val=X.shape[0], owner=name
+            )
+            from sklearn.cluster import KMeans
+
+            km = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit(X)
+            g, self.cluster_centers_ = km.labels_.astype(np.int64), km.cluster_centers_
+        T = target_neighbors(X, y, self.k)
+        mu = float(self.mu)
+        self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver).fit(X, y, targets=T)
+        if self.solver == "exact":
+            import time
+
+            from .result import SolveResult
+
+            t0 = time.perf_counter()
+            Ms, value, status, _ = PM.solve(
+                X, y, T, mu, g, c, solver=str(self.conic_solver).upper()
+            )
+            res = SolveResult(
+                matrix=Ms,
+                matrices=list(Ms),
+                objective=PM.objective(Ms, X, T, y, g, mu),
+                status=status,
+                seconds=time.perf_counter() - t0,
+                solver=str(self.conic_solver).upper(),
+                info={"cvxpy_value": value},
+            )
+        else:
+            res = SM.solve(
+                X,
+                y,
+                T,
+                mu,
+                g,
+                c,
+                M0=self.single_.metric_,
+                max_iter=self.max_iter,
+                time_limit=self.time_limit,
+            )
+        self.metrics_ = np.stack([0.5 * (M + M.T) for M in res.matrices])
+        self.components_ = np.stack([components_from_metric(M) for M in self.metrics_])
+        self.objective_, self.result_ = float(res.objective), res
+        self.clusters_, self.targets_ = g, T
+        self._X, self._y = X, y
+        return self
+
+    def distances(self, X):
+        """``D̂(x, x_i)`` of eq. (16) to every training point (metric of ``x_i``'s cluster)."""
+        check_is_fitted(self, "metrics_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        D = np.empty((X.shape[0], self._X.shape[0]))
+        for c, L in enumerate(self.components_):
+            idx = np.flatnonzero(self.clusters_ == c)
+            D[:, idx] = _sqdist(X @ L.T, self._X[idx] @ L.T)
+        return D
+
+    def predict(self, X):
+        """kNN under the asymmetric distance of eq. (16)."""
+        D = self.distances(X)
+        return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
+
+    def loo_error(self, k=None):
+        """Leave-one-out kNN training error under eq. (16)."""
+        D = self.distances(self._X)
+        kk = k or self.n_neighbors or self.k
+        pred = knn_from_distances(D, self._y, kk, exclude=np.arange(len(self._y)))
+        return float(np.mean(pred != self._y))
+
+    def energy_predict(self, X):
+        """Energy-based labels (eq. 15) with the metrics of eq. (16)."""
+        check_is_fitted(self, "metrics_")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        tc = None
+        if self.cluster_centers_ is not None:
+            tc = _sqdist(X, self.cluster_centers_).argmin(axis=1)
+        pred = energy_predict(
+            self._X,
+            self._y,
+            self.targets_,
+            X,
+            self.components_,
+            float(self.mu),
+            clusters=self.clusters_,
+            test_clusters=tc,
+        )
+        return self.classes_[pred]
+
+
+class KernelLMNN(ClassifierMixin, BaseEstimator):
+    """Kernel LMNN (§5.3): ``M = Σ A_lm Φ(x_l)Φ(x_m)ᵀ``, everything through kernel values.
+
+    Parameters
+    ----------
+    k, mu : as in :class:`~convexmetric.LMNN`.
+    kernel : {"rbf", "linear", "precomputed"}
+        With ``"precomputed"``, ``fit`` takes the n×n training kernel and
+        ``transform``/``predict`` take m×n kernel values against the training points.
+    gamma : float or None, RBF width (default: scikit-learn's "scale").
+    solver : {"subgradient", "exact"}; max_iter; n_neighbors : as in LMNN.
+
+    Attributes
+    ----------
+    A_ : (n, n) PSD matrix; components_ : factor with ``A_ = components_ᵀ components_``
+    objective_, result_, targets_
+    """
+
+    def __init__(
+        self,
+        k=3,
+        mu=0.5,
+        kernel="rbf",
+        gamma=None,
+        solver="subgradient",
+        max_iter=3000,
+        n_neighbors=None,
+    ):
+        self.k = k
+        self.mu = mu
+        self.kernel = kernel
+        self.gamma = gamma
+        self.solver = solver
+        self.max_iter = max_iter
+        self.n_neighbors = n_neighbors
+
+    def _kernel(self, X, Y=None):
+        if self.kernel == "linear":
+            return kernels.linear_kernel(X, Y)
+        return kernels.rbf_kernel(X, Y, gamma=self.gamma_)
+
+    def fit(self, X, y):
+        """Learn ``A`` from the training kernel."""
+        name = type(self).__name__
+        check_scalar(self.k, "k", int, min_val=1, owner=name)
+        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        check_choice(self.kernel, "kernel", ("rbf", "linear", "precomputed"), owner=name)
+        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
+        if self.gamma is not None:
+            check_scalar(self.gamma, "gamma", float, min_val=0, closed="neither", owner=name)
+        if self.kernel == "precomputed":
+            check_square_kernel(X, name="X")
+        X, self.classes_, y = _check_labels(self, X, y, self.k)
+        if self.kernel == "precomputed":
+            K = X
+        else:
+            var = float(X.var())
+            self.gamma_ = self.gamma or (1.0 / (X.shape[1] * var) if var > 0 else 1.0)
+            K = self._kernel(X)
+        T = PK.kernel_targets(K, y, self.k)
+        mu = float(self.mu)
+        if self.solver == "exact":
+            res = solve_working_set(K, y, T, mu)
+        else:
+            res = SK.solve(K, y, T, mu, max_iter=self.max_iter)
+        self.A_ = 0.5 * (res.matrix + res.matrix.T)
+        self.components_ = components_from_metric(self.A_)
+        self.objective_, self.result_, self.targets_ = float(res.objective), res, T
+        self._X, self._K, self._y = X, K, y
+        return self
+
+    def kernel_rows(self, X):
+        """Kernel values ``k(x)`` against the training points: an ``(m, n)`` array."""
+        check_is_fitted(self, "A_")
+        if self.kernel == "precomputed":
+            from ._validation import check_matrix
+
+            K = check_matrix(X, "X")
+            n = self._K.shape[0]
+            if K.shape[1] != n:
+                raise ValueError(
+                    f"'X' must hold kernel values against the {n} training points, shape "
+                    f"(n_queries, {n}); got shape {K.shape}."
+                )
+            return K
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._kernel(X, self._X)
+
+    def transform(self, X):
+        """Coordinates ``k(x) Lᵀ`` in which Euclidean distance is the learned one."""
+        return self.kernel_rows(X) @ self.components_.T
+
+    def predict(self, X):
+        """kNN labels under the learned feature-space metric (out of sample)."""
+        Zq, Zt = self.transform(X), self._K @ self.components_.T
+        D = _sqdist(Zq, Zt)
+        return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]

@@ -1,0 +1,232 @@
+"""LMNN extensions (§3.5, §5, §6): energy classification, multi-pass, ball trees,
+multi-metric and kernel LMNN, dimensionality reduction, PCA preprocessing."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from convexmetric import LMNN, datasets
+from convexmetric.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
+from convexmetric.energy import energy_scores
+from convexmetric.lmnn_extensions import KernelLMNN, MultiMetricLMNN
+from convexmetric.lmnn_reduction import leading_components
+from convexmetric.neighbors import _sqdist, target_neighbors
+from convexmetric.problems import lmnn as P
+from convexmetric.problems import lmnn_kernel as PK
+from convexmetric.problems import lmnn_multi as PM
+from convexmetric.solvers import lmnn as S
+from convexmetric.solvers import lmnn_kernel as SK
+from convexmetric.solvers import lmnn_multi as SM
+
+TOY_X = np.array([[0.0], [1.0], [3.0], [4.0]])
+TOY_Y = np.array([0, 0, 1, 1])
+TOY_T = np.array([[1], [0], [3], [2]])
+
+
+def small(per_class=8, name="iris"):
+    Xtr, _, ytr, _ = datasets.load_split(name)
+    keep = np.concatenate([np.flatnonzero(ytr == c)[:per_class] for c in np.unique(ytr)])
+    _, y = np.unique(ytr[keep], return_inverse=True)
+    return Xtr[keep], y
+
+
+# -- energy-based classification (eq. 15) -------------------------------------------
+def test_energy_toy_by_hand():
+    # x_t = 0.5, M = 1, mu = 1/2, k = 1. Label 0: target x_0 (tie with x_1, lower index),
+    # pull 0.25, no hinge; E_0 = 0.125. Label 1: target x_2 (6.25); impostors x_0, x_1
+    # give 2 · 7; x_t invades the perimeters of x_0, x_1: 2 · 1.75; E_1 = 3.125 + 8.75.
+    E = energy_scores(TOY_X, TOY_Y, TOY_T, np.array([[0.5]]), np.eye(1), 0.5)
+    assert E[0].tolist() == pytest.approx([0.125, 11.875])
+
+
+@pytest.mark.parametrize("multi", [False, True])
+def test_energy_is_the_increase_of_eq14(multi):
+    """E_c(x_t) = ε(train ∪ {(x_t, c)}) − ε(train), targets of the training points fixed."""
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(18, 2)), np.arange(18) % 3
+    T = target_neighbors(X, y, 2)
+    Ls = rng.normal(size=(3, 2, 2)) if multi else rng.normal(size=(2, 2))
+    Ms = [L.T @ L for L in Ls] if multi else None
+    xt = rng.normal(size=(1, 2))
+    E = energy_scores(X, y, T, xt, Ls, 0.4, clusters=y if multi else None)
+    for c in range(3):
+        idx = np.flatnonzero(y == c)
+        tt = idx[np.argsort(((X[idx] - xt) ** 2).sum(1), kind="stable")[:2]]
+        X2, y2, T2 = np.r_[X, xt], np.r_[y, c], np.r_[T, tt[None]]
+        if multi:
+            base = PM.objective(Ms, X, T, y, y, 0.4)
+            new = PM.objective(Ms, X2, T2, y2, y2, 0.4)
+        else:
+            M = Ls.T @ Ls
+            base, new = P.objective(M, X, T, y, 0.4), P.objective(M, X2, T2, y2, 0.4)
+        assert E[0, c] == pytest.approx(new - base, rel=1e-9, abs=1e-9)
+
+
+# -- multi-pass (§5.1) ---------------------------------------------------------------
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_multipass_reselects_targets_under_learned_metric():
+    X, y = small(10, "wine")
+    one = LMNN(k=2, refine=False, max_iter=200).fit(X, y)
+    two = LMNN(k=2, refine=False, max_iter=200, n_passes=2).fit(X, y)
+    assert np.array_equal(two.targets_, target_neighbors(one.transform(X), y, 2))
+    assert np.array_equal(
+        LMNN(k=2, refine=False, max_iter=200, n_passes=1).fit(X, y).metric_, one.metric_
+    )
+
+
+# -- ball trees (§6) -----------------------------------------------------------------
+@pytest.mark.parametrize("tree", ["balltree", "kdtree"])
+def test_tree_hinge_terms_identical_to_brute(tree):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.integers(0, 3, 300)
+    T = target_neighbors(X, y, 3)
+    M = np.diag([2.0, 1.0, 0.5])
+    a = P.hinge_terms(M, X, T, y, margin=0.5)
+    b = P.hinge_terms(M, X, T, y, margin=0.5, search=tree)
+    ka, kb = [np.lexsort((t[2], t[1], t[0])) for t in (a, b)]
+    for u, v in zip(a[:3], b[:3]):
+        np.testing.assert_array_equal(u[ka], v[kb])
+    np.testing.assert_allclose(a[3][ka], b[3][kb], rtol=0, atol=1e-12)
+
+
+def test_active_sets_identical_and_auto_search_measures():
+    rng = np.random.default_rng(2)
+    X, y = rng.normal(size=(200, 2)), rng.integers(0, 2, 200)
+    T = target_neighbors(X, y, 3)
+    oracles = [S.ActiveSetOracle(X, y, T, 0.5, search=s) for s in ("brute", "balltree", "auto")]
+    for o in oracles:
+        for M in (np.eye(2), np.diag([3.0, 0.2]), np.eye(2), np.diag([0.5, 2.0])):
+            o.full_check(M)
+    assert all(np.array_equal(o.keys, oracles[0].keys) for o in oracles)
+    auto = oracles[2].search
+    assert auto.choice in ("brute", "balltree") and len(auto.timings["brute"]) >= 1
+
+
+def test_impostor_tree_toy_and_bad_method():
+    I, L = impostor_pairs_tree(
+        np.array([[0.0], [1.0], [1.5], [5.0]]), np.array([0, 0, 1, 1]), np.ones(4)
+    )
+    assert list(zip(I.tolist(), L.tolist())) == [(1, 2), (2, 1)]
+    with pytest.raises(ValueError, match="'search'"):
+        ImpostorSearch("octree")
+
+
+def test_knn_tree_matches_brute_with_ties():
+    Z = np.array([[0.0], [1.0], [-1.0], [2.0], [-2.0], [3.0]])  # exact ties at distance 1, 2
+    q = np.array([[0.0], [0.5]])
+    brute = np.argsort(_sqdist(q, Z), axis=1, kind="stable")[:, :3]
+    np.testing.assert_array_equal(knn_indices_tree(Z, q, 3), brute)
+
+
+# -- multi-metric LMNN (§5.2) ----------------------------------------------------------
+@pytest.mark.parametrize("n_clusters", [None, 2])
+def test_multi_metric_cvxpy_numpy_and_large_scale(n_clusters):
+    X, y = small(8)
+    est = MultiMetricLMNN(k=3, n_clusters=n_clusters, random_state=0).fit(X, y)
+    g, T, c = est.clusters_, est.targets_, est.metrics_.shape[0]
+    Ms, value, status, _ = PM.solve(X, y, T, 0.5, g, c)
+    assert status.startswith("optimal")
+    assert PM.objective(Ms, X, T, y, g, 0.5) == pytest.approx(value, rel=1e-6, abs=1e-6)
+    assert abs(est.objective_ - value) <= 1e-3 * abs(value)
+    assert all(np.linalg.eigvalsh(M).min() >= -1e-8 for M in est.metrics_)
+
+
+def test_multi_metric_with_one_cluster_is_lmnn():
+    X, y = small(6)
+    T = target_neighbors(X, y, 2)
+    _, v1, _, _ = PM.solve(X, y, T, 0.5, np.zeros(len(y), np.int64), 1)
+    _, v0, _, _ = P.solve(X, y, T, 0.5)
+    assert v1 == pytest.approx(v0, rel=1e-6)
+
+
+def test_multi_metric_toy_and_gradient():
+    _, value, status, _ = PM.solve(TOY_X, TOY_Y, TOY_T, 0.5, TOY_Y)
+    assert status == "optimal" and value == pytest.approx(2 / 3, abs=1e-6)
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(15, 2)), np.arange(15) % 3
+    T = target_neighbors(X, y, 2)
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
+    M = [np.eye(2) * 0.5 for _ in range(3)]
+    o(M)
+    f0, G = o(M)
+    E = [0.5 * (e + e.T) for e in rng.normal(size=(3, 2, 2))]
+    f1, _ = o([m + 1e-7 * e for m, e in zip(M, E)])
+    assert (f1 - f0) / 1e-7 == pytest.approx(sum(np.sum(a * b) for a, b in zip(G, E)), rel=1e-4)
+
+
+def test_circles_multiple_metrics_lower_loo_error():
+    X, y = datasets.load("circles")
+    from convexmetric.neighbors import loo_error
+
+    assert loo_error(X, y, 1) == 1.0
+    assert loo_error(LMNN(k=1).fit(X, y).transform(X), y, 1) == 1.0
+    many = MultiMetricLMNN(k=1, n_clusters=6, random_state=0).fit(X, y)
+    assert many.loo_error(1) < 0.3
+
+
+# -- kernel LMNN (§5.3) ----------------------------------------------------------------
+def test_kernel_cvxpy_numpy_large_scale_and_linear_equivalence():
+    X, y = small(6)
+    X = 0.5 * X  # the linear-kernel SDP is degenerate (rank-4 K, 18×18 A): CLARABEL reports
+    K = X @ X.T  # "optimal_inaccurate"; at this scale its value is accurate to ~2e-7
+    T = PK.kernel_targets(K, y, 2)
+    np.testing.assert_array_equal(T, target_neighbors(X, y, 2))
+    A, value, status, _ = PK.solve(K, y, T, 0.5)
+    assert status.startswith("optimal")
+    assert PK.objective(A, K, T, y, 0.5) == pytest.approx(value, rel=1e-6, abs=1e-6)
+    res = SK.solve(K, y, T, 0.5)
+    assert abs(res.objective - value) <= 1e-3 * abs(value)
+    # linear kernel: M = Xᵀ A X spans every metric, so the optimum is linear LMNN's
+    _, v_lin, _, _ = P.solve(X, y, T, 0.5)
+    assert value == pytest.approx(v_lin, rel=1e-4)
+
+
+def test_kernel_out_of_sample_and_precomputed():
+    X, y = small(6)
+    m = KernelLMNN(k=2, kernel="rbf", max_iter=200).fit(X, y)
+    np.testing.assert_allclose(m.transform(X), m._K @ m.components_.T, atol=1e-12)
+    K = m._K
+    p = KernelLMNN(k=2, kernel="precomputed", max_iter=200).fit(K, y)
+    assert p.predict(K[:3]).shape == (3,)
+    with pytest.raises(ValueError, match="'X' must hold kernel values"):
+        p.predict(K[:3, :5])
+    with pytest.raises(ValueError, match="'X' must be a square kernel"):
+        KernelLMNN(kernel="precomputed").fit(K[:, :5], y)
+
+
+# -- dimensionality reduction and PCA (§5.4) -------------------------------------------
+def test_lmnn_s_r_and_pca():
+    X, y = small(10, "wine")
+    s = LMNN(k=2, n_components=2, max_iter=300).fit(X, y)
+    full = LMNN(k=2, max_iter=300).fit(X, y)
+    np.testing.assert_allclose(s.components_, leading_components(full.metric_, 2), atol=1e-8)
+    r = LMNN(k=2, n_components=2, reduction="R", max_iter=300).fit(X, y)
+    assert r.components_.shape == (2, 13) and r.objective_ <= s.objective_ + 1e-9
+    p = LMNN(k=2, pca=4, max_iter=300).fit(X, y)
+    assert p.components_.shape == (4, 13) and p.transform(X).shape == (len(y), 4)
+
+
+# -- bad input -------------------------------------------------------------------------
+@settings(max_examples=15, deadline=None)
+@given(r=st.one_of(st.integers(max_value=0), st.integers(min_value=14, max_value=10**6)))
+def test_bad_n_components(r):
+    X, y = small(5, "wine")
+    with pytest.raises(ValueError, match="'n_components' parameter of LMNN"):
+        LMNN(k=2, n_components=r).fit(X, y)
+
+
+@settings(max_examples=10, deadline=None)
+@given(c=st.one_of(st.integers(max_value=0), st.integers(min_value=16, max_value=10**6)))
+def test_bad_n_clusters(c):
+    X, y = small(5)
+    with pytest.raises(ValueError, match="'n_clusters' parameter of MultiMetricLMNN"):
+        MultiMetricLMNN(k=2, n_clusters=c).fit(X, y)
+
+
+def test_bad_pca_and_search():
+    X, y = small(5)
+    with pytest.raises(ValueError, match="'pca' parameter"):
+        LMNN(k=2, pca=9).fit(X, y)
+    with pytest.raises(ValueError, match="'search' parameter"):
+        LMNN(k=2, search="octree").fit(X, y)
