@@ -59,7 +59,7 @@ def small(name, plain):
     )
     sg = S.solve(X, y, T, 0.5)
     print(
-        f"subgradient (App. A + smoothing): {sg.objective:.8f} [{sg.status}] "
+        f"subgradient (App. A, then smoothed L-BFGS): {sg.objective:.8f} [{sg.status}] "
         f"in {sg.seconds:.2f} s; "
         f"relative gap {(sg.objective - ws.objective) / ws.objective:.1e}; "
         f"certified lower bound {sg.lower_bound:.6f}"

@@ -56,7 +56,19 @@ def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):
     against the other classes (no n×n matrix; memory ``O(block_size · n)``), in single
     precision with the radius widened by ``rtol`` (relative): a superset of the pairs,
     which callers filter after recomputing distances in double precision.
+    :func:`impostor_blocks` yields the same pairs block by block.
     """
+    blocks = list(impostor_blocks(Z, y, radius, block_size=block_size, rtol=rtol))
+    if not blocks:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    I = np.concatenate([b[0] for b in blocks])
+    L = np.concatenate([b[1] for b in blocks])
+    srt = np.argsort(I, kind="stable")
+    return I[srt], L[srt]
+
+
+def impostor_blocks(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):
+    """Generator of ``(I, L)`` candidate impostor pairs, one row block at a time."""
     n = Z.shape[0]
     order = np.argsort(y, kind="stable")
     Zs = np.ascontiguousarray(Z[order], dtype=np.float32)
@@ -65,7 +77,6 @@ def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):
     scale = float(sq.max(initial=0.0)) + 1.0
     starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
     ends = np.r_[starts[1:], n]
-    I_out, L_out = [], []
     for c0, c1 in zip(starts, ends):
         for s in range(c0, c1, block_size):
             e = min(c1, s + block_size)
@@ -75,13 +86,8 @@ def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):
             G[:, c0:c1] = np.inf  # same class: never an impostor
             thr = radius[order[s:e]] * (1 + rtol) + rtol * scale - sq[s:e]
             ii, ll = np.nonzero(G < thr[:, None].astype(np.float32))
-            I_out.append(order[ii + s])
-            L_out.append(order[ll])
-    if not I_out:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    I, L = np.concatenate(I_out), np.concatenate(L_out)
-    srt = np.argsort(I, kind="stable")
-    return I[srt], L[srt]
+            if len(ii):
+                yield order[ii + s], order[ll]
 
 
 def knn_predict(Z_train, y_train, Z_query, k, *, exclude_self=False, block_size=DEFAULT_BLOCK):

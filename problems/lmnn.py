@@ -19,7 +19,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from ..neighbors import impostor_pairs
+from ..neighbors import impostor_blocks
 from .common import solve_problem
 
 
@@ -56,7 +56,13 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
-def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0, search=None):
+class TooManyTerms(RuntimeError):
+    """More positive hinge terms than ``max_terms``: the metric has collapsed there."""
+
+
+def hinge_terms(
+    M, X, targets, y, *, block_size=512, components=None, margin=0.0, search=None, max_terms=None
+):
     """The positive hinge terms of eq. (14) at ``M``: ``(I, J, L, values)``.
 
     With ``margin > 0`` the terms with ``1 + d(i, j) − d(i, l) > −margin`` are
@@ -75,16 +81,22 @@ def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0
     Dt = np.einsum("ijk,ijk->ij", diff, diff)
     radius = Dt.max(axis=1) + 1.0 + margin
     if search is None or search == "brute":
-        I, L = impostor_pairs(Z, y, radius, block_size=block_size)
-    elif isinstance(search, str):
-        from ..balltree import impostor_pairs_tree
-
-        I, L = impostor_pairs_tree(Z, y, radius, tree=search)
+        # filter block by block: candidates never pile up (memory ~ the terms kept)
+        chunks = impostor_blocks(Z, y, radius, block_size=block_size)
     else:
-        I, L = search(Z, y, radius, block_size=block_size)
+        if isinstance(search, str):
+            from ..balltree import impostor_pairs_tree
+
+            I, L = impostor_pairs_tree(Z, y, radius, tree=search)
+        else:
+            I, L = search(Z, y, radius, block_size=block_size)
+        step = 1 << 20
+        chunks = ((I[s : s + step], L[s : s + step]) for s in range(0, len(I), step))
     out_I, out_J, out_L, out_H = [], [], [], []
-    for s in range(0, len(I), 1 << 20):  # bounded memory for long candidate lists
-        Ic, Lc_ = I[s : s + (1 << 20)], L[s : s + (1 << 20)]
+    count = 0
+    for Ic, Lc_ in chunks:
+        if max_terms is not None and count + len(Ic) > max_terms:
+            raise TooManyTerms(f"more than {max_terms} candidate hinge terms")
         diff = Z[Ic] - Z[Lc_]
         dil = np.einsum("ij,ij->i", diff, diff)
         H = 1.0 + Dt[Ic] - dil[:, None]  # (pairs, k), exact in double precision
@@ -93,6 +105,7 @@ def hinge_terms(M, X, targets, y, *, block_size=512, components=None, margin=0.0
         out_J.append(targets[Ic[p], q])
         out_L.append(Lc_[p])
         out_H.append(H[p, q])
+        count += len(p)
     if not out_I:
         e = np.empty(0, np.int64)
         return e, e, e, np.empty(0)

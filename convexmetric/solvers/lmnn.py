@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..cones import FullSpace, PSDCone
-from ..problems.lmnn import components_from_metric, hinge_terms, pull_matrix
+from ..problems.lmnn import TooManyTerms, components_from_metric, hinge_terms, pull_matrix
 from ..result import SolveResult
 from .lmnn_refine import refine_components
 from .smoothing import SmoothingSettings, smoothed_descent
@@ -93,7 +93,9 @@ class ActiveSetOracle:
         self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
         self.calls = 0
         self._next_check = 0
+        self._interval = 1
         self.full_checks = 0
+        self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
 
     # -- active list ------------------------------------------------------------
@@ -133,7 +135,12 @@ class ActiveSetOracle:
         return z
 
     def full_check(self, M, components=None):
-        """Search all triplets at ``M``; merge violations; return True if none were new."""
+        """Search all triplets at ``M``; merge violations; return True if none were new.
+
+        If the search finds more than ``max(max_terms, 4 × list size)`` candidate terms,
+        the metric has collapsed at ``M`` (every point an impostor): nothing is merged
+        and :class:`TooManyTerms` propagates, so the caller can reject the point.
+        """
         I, J, L, _ = hinge_terms(
             M,
             self.X,
@@ -142,6 +149,7 @@ class ActiveSetOracle:
             block_size=self.block_size,
             components=components,
             search=self.search,
+            max_terms=max(self.max_terms, 4 * len(self.keys)),
         )
         self.full_checks += 1
         changed = self._merge(I, J, L)
@@ -159,15 +167,20 @@ class ActiveSetOracle:
         checked = self.calls >= self._next_check
         if checked:
             stable = self.full_check(M, Lc)
-            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"
-            self._next_check = self.calls + (2 * self.check_every if stable else self.check_every)
+            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations";
+            # the interval ramps up 1, 2, 4, ... at the start, where M moves fastest
+            cap = 2 * self.check_every if stable else self.check_every
+            self._interval = min(2 * self._interval, cap)
+            self._next_check = self.calls + self._interval
         self.calls += 1
         Z = self.X @ Lc.T
         diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
         Dt = np.einsum("ijk,ijk->ij", diff, diff)
-        zi = Z[self.I]
-        b = zi - Z[self.L]
-        z = 1.0 + Dt[self.I, self.slot] - np.einsum("ij,ij->i", b, b)
+        z = 1.0 + Dt[self.I, self.slot]
+        step = 1 << 19  # bounded temporaries for long active lists
+        for s in range(0, len(z), step):
+            b = Z[self.I[s : s + step]] - Z[self.L[s : s + step]]
+            z[s : s + step] -= np.einsum("ij,ij->i", b, b)
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
@@ -184,8 +197,15 @@ class ActiveSetOracle:
         return self.G_part[name]
 
     def __call__(self, M, components=None):
-        """Eq. (14) over the active list and its subgradient (with respect to M)."""
-        z = self._hinge_args(M, components)
+        """Eq. (14) over the active list and its subgradient (with respect to M).
+
+        At a collapsed metric (see :meth:`full_check`) the value is ``inf``, so the
+        step rule rejects the step.
+        """
+        try:
+            z = self._hinge_args(M, components)
+        except TooManyTerms:
+            return np.inf, np.zeros_like(M)
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
@@ -199,7 +219,10 @@ class ActiveSetOracle:
         ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
         incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh.
         """
-        z = self._hinge_args(M)
+        try:
+            z = self._hinge_args(M)
+        except TooManyTerms:
+            return np.inf, np.zeros_like(M)
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         sat = lam >= 1.0
