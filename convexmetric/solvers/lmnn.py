@@ -93,7 +93,9 @@ class ActiveSetOracle:
         self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
         self.calls = 0
         self._next_check = 0
-        self._interval = 1
+        # on large data the interval ramps up 1, 2, 4, ... at the start (a collapsed
+        # step is costly there); on small data App. A's 10-20 from the start
+        self._interval = 1 if self.n >= 5000 else check_every
         self.full_checks = 0
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
@@ -168,7 +170,6 @@ class ActiveSetOracle:
         if checked:
             stable = self.full_check(M, Lc)
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations";
-            # the interval ramps up 1, 2, 4, ... at the start, where M moves fastest
             cap = 2 * self.check_every if stable else self.check_every
             self._interval = min(2 * self._interval, cap)
             self._next_check = self.calls + self._interval
