@@ -16,6 +16,35 @@ from .. import datasets
 DATASET_CHOICE = click.Choice(sorted(datasets.names() + list(datasets.ALIASES)))
 
 
+#: ``--dataset``, ``--features``, ``--labels``: the labelled-data inputs of every method.
+DATA_OPTIONS = [
+    click.option(
+        "--dataset", type=DATASET_CHOICE, help="A built-in data set (see `convexmetric datasets`)."
+    ),
+    click.option(
+        "--features",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Features file (.npy, .npz, .csv); rows are points.",
+    ),
+    click.option(
+        "--labels",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Labels file (.npy, .npz, .csv), one label per row of --features.",
+    ),
+]
+
+
+def apply_options(options):
+    """Decorate a click command with a list of options (in the listed order)."""
+
+    def deco(f):
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return deco
+
+
 class CLIError(click.ClickException):
     """A library error shown as one clean line with a non-zero exit."""
 

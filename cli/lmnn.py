@@ -13,22 +13,18 @@ from ..neighbors import knn_error, target_neighbors
 from ..problems import lmnn as P
 from ..result import relative_gap
 from ..solvers.lmnn import solve as solve_large_scale
-from ._common import DATASET_CHOICE, emit, library_errors, load_xy, progress, write_outputs
+from ._common import (
+    DATA_OPTIONS,
+    apply_options,
+    emit,
+    library_errors,
+    load_xy,
+    progress,
+    write_outputs,
+)
 
 _inputs = [
-    click.option(
-        "--dataset", type=DATASET_CHOICE, help="A built-in data set (see `convexmetric datasets`)."
-    ),
-    click.option(
-        "--features",
-        type=click.Path(exists=True, dir_okay=False),
-        help="Features file (.npy, .npz, .csv); rows are points.",
-    ),
-    click.option(
-        "--labels",
-        type=click.Path(exists=True, dir_okay=False),
-        help="Labels file (.npy, .npz, .csv), one label per row of --features.",
-    ),
+    *DATA_OPTIONS,
     click.option(
         "--k", default=3, show_default=True, type=int, help="Target neighbours per point."
     ),
@@ -81,17 +77,8 @@ _extension_options = [
 ]
 
 
-def _apply(options):
-    def deco(f):
-        for opt in reversed(options):
-            f = opt(f)
-        return f
-
-    return deco
-
-
 @click.command("lmnn", short_help="Learn an LMNN metric (eq. 14) and report kNN errors.")
-@_apply(_inputs)
+@apply_options(_inputs)
 @click.option(
     "--solver",
     type=click.Choice(["subgradient", "exact"]),
@@ -111,7 +98,7 @@ def _apply(options):
     default=None,
     help="Directory for metric.npy, components.npy and report.json (written atomically).",
 )
-@_apply(_extension_options)
+@apply_options(_extension_options)
 def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, **ext):
     """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors.
 
@@ -157,7 +144,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
 @click.command(
     "lmnn", short_help="Solve eq. (14) exactly and with the large-scale solver; report the gaps."
 )
-@_apply(_inputs)
+@apply_options(_inputs)
 @click.option(
     "--conic-solver",
     type=click.Choice(["SCS", "CLARABEL"]),

@@ -23,7 +23,7 @@ from ..pairs import Pairs, balanced_pairs
 from ..problems import maurer as problem
 from ..solvers import maurer as solvers
 from ._common import (
-    DATASET_CHOICE,
+    DATA_OPTIONS,
     emit,
     library_errors,
     load_array,
@@ -68,13 +68,7 @@ def _diameter(X):
 
 def _common_options(f):
     opts = [
-        click.option("--dataset", type=DATASET_CHOICE, default=None, help="A built-in data set."),
-        click.option(
-            "--features",
-            type=click.Path(exists=True, dir_okay=False),
-            help="Features (.npy, .npz, .csv).",
-        ),
-        click.option("--labels", type=click.Path(exists=True, dir_okay=False), help="Labels file."),
+        *DATA_OPTIONS,
         click.option(
             "--pairs",
             "pairs_file",

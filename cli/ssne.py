@@ -12,7 +12,8 @@ import numpy as np
 from ..neighbors import knn_error
 from ..ssne import SSNE
 from ._common import (
-    DATASET_CHOICE,
+    DATA_OPTIONS,
+    apply_options,
     emit,
     library_errors,
     load_array,
@@ -36,17 +37,7 @@ def _load_pairs(path):
 
 
 @click.command("ssne")
-@click.option("--dataset", type=DATASET_CHOICE, help="A built-in data set (standard split).")
-@click.option(
-    "--features",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Features file (.npy, .npz, .csv); rows are points.",
-)
-@click.option(
-    "--labels",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Labels file, one per row of --features (standard split).",
-)
+@apply_options(DATA_OPTIONS)
 @click.option(
     "--pairs",
     type=click.Path(exists=True, dir_okay=False),
