@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from . import bilinear
@@ -42,7 +43,7 @@ def _rows(A, name):
     return check_matrix(A, name, allow_sparse=True)
 
 
-class _OnlineBilinear:
+class _OnlineBilinear(BaseEstimator):
     """Shared machinery: validation, the triplet stream, counters and scoring."""
 
     _solver = ""
@@ -171,7 +172,17 @@ class _OnlineBilinear:
         return precision_at_k(self.similarity(X), y, k)
 
 
-class DiagonalAROMA(_OnlineBilinear):
+class _AROMA(_OnlineBilinear):
+    """The parameters shared by d-AROMA and f-AROMA (documented on :class:`DiagonalAROMA`)."""
+
+    def __init__(self, r=1.0, *, n_iter=10000, mistake_driven=False, random_state=None):
+        self.r = r
+        self.n_iter = n_iter
+        self.mistake_driven = mistake_driven
+        self.random_state = random_state
+
+
+class DiagonalAROMA(_AROMA):
     """d-AROMA (Alg. 1): a diagonal covariance ``Σ`` (m×n) beside the mean ``W``.
 
     Parameters
@@ -195,12 +206,6 @@ class DiagonalAROMA(_OnlineBilinear):
 
     _solver = "d-AROMA"
 
-    def __init__(self, r=1.0, *, n_iter=10000, mistake_driven=False, random_state=None):
-        self.r = r
-        self.n_iter = n_iter
-        self.mistake_driven = mistake_driven
-        self.random_state = random_state
-
     def _make_engine(self, m, n):
         r = check_scalar(self.r, "r", float, min_val=0, closed="neither", owner="DiagonalAROMA")
         return DiagonalEngine(m, n, r, self.mistake_driven)
@@ -210,7 +215,7 @@ class DiagonalAROMA(_OnlineBilinear):
         self.Sigma_ = self._engine.Sigma
 
 
-class FactoredAROMA(_OnlineBilinear):
+class FactoredAROMA(_AROMA):
     """f-AROMA (Alg. 2): covariance ``Ω ⊗ Λ`` with ``Λ`` (m×m) and ``Ω`` (n×n).
 
     Parameters are those of :class:`DiagonalAROMA`. ``Lambda_`` and ``Omega_`` are
@@ -218,12 +223,6 @@ class FactoredAROMA(_OnlineBilinear):
     """
 
     _solver = "f-AROMA"
-
-    def __init__(self, r=1.0, *, n_iter=10000, mistake_driven=False, random_state=None):
-        self.r = r
-        self.n_iter = n_iter
-        self.mistake_driven = mistake_driven
-        self.random_state = random_state
 
     def _make_engine(self, m, n):
         r = check_scalar(self.r, "r", float, min_val=0, closed="neither", owner="FactoredAROMA")
