@@ -26,6 +26,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.linalg import blas
 
+from .._threads import one_blas_thread
+
 __all__ = ["DiagonalEngine", "FactoredEngine", "OasisEngine", "as_rows"]
 
 
@@ -40,22 +42,6 @@ def as_rows(Q, D):
     Q = Q.toarray() if sp.issparse(Q) else np.asarray(Q, dtype=float)
     D = D.toarray() if sp.issparse(D) else np.asarray(D, dtype=float)
     return Q, D, False
-
-
-_CONTROLLER = []
-
-
-def _one_blas_thread():
-    """Limit BLAS to one thread (threadpoolctl, a scikit-learn dependency).
-
-    f-AROMA's rank-one updates are memory-bound level-2 BLAS: extra threads buy little
-    on an idle machine and lose several-fold on a busy one.
-    """
-    if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=1, user_api="blas")
 
 
 def _csr_parts(M, scale=1):
@@ -204,7 +190,7 @@ class FactoredEngine(_Engine):
         self.Om = np.asfortranarray(np.eye(n))
 
     def run(self, Q, D):
-        with _one_blas_thread():
+        with one_blas_thread():
             return super().run(Q, D)
 
     @staticmethod

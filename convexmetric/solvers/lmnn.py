@@ -22,8 +22,8 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
+from .._threads import one_blas_thread
 from ..cones import FullSpace, PSDCone
 from ..problems.lmnn import TooManyTerms, components_from_metric, hinge_terms, pull_matrix
 from ..result import SolveResult
@@ -315,7 +315,7 @@ def _one_blas_thread(f):
 
     @functools.wraps(f)
     def wrapper(*args, **kwargs):
-        with threadpool_limits(limits=1, user_api="blas"):
+        with one_blas_thread():
             return f(*args, **kwargs)
 
     return wrapper

@@ -32,8 +32,8 @@ import time
 
 import numpy as np
 from scipy.linalg import solve_triangular
-from threadpoolctl import threadpool_limits
 
+from .._threads import one_blas_thread
 from ..problems.maurer import margins
 from ..result import SolveResult
 
@@ -148,7 +148,7 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
     multi-threaded BLAS spends orders of magnitude longer synchronising on a 50×50
     solve than computing it.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with one_blas_thread():
         return _sgd(backend, r, lam, gamma, gamma_neg, regularizer, **kw)
 
 
