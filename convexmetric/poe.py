@@ -98,7 +98,10 @@ class POE(_POEBase):
     diagonal : bool
         The diagonal LP of §4.4.
     solver : {"subgradient", "exact", "CLARABEL", "SCS"}
-        The large-scale solver, or an exact conic solve ("exact" is CLARABEL).
+        The large-scale solver (App. B's projected subgradient + smoothing; for the
+        diagonal LPs the certified smoothed L-BFGS-B of
+        :mod:`convexmetric.solvers.poe_diagonal`), or an exact conic solve ("exact" is
+        CLARABEL).
 
     Attributes
     ----------

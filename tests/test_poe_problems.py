@@ -75,6 +75,35 @@ def test_large_scale_solver_within_1e3_of_exact(exact, name, diagonal):
         assert np.all(W >= 0) if diagonal else np.linalg.eigvalsh(W)[0] >= -1e-9
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_diagonal_certificate_brackets_the_optimum(exact, name):
+    """The L-BFGS-B solver's certified bound lies below CLARABEL's optimum, its objective
+    above, and the certified gap meets the tolerance; App. B's iteration agrees too."""
+    _, value, _, _ = exact[name, True]
+    blocks, _ = CASES[name]
+    for tol in (1e-3, 1e-6):
+        res = S.solve(blocks, C, BETA, diagonal=True, settings={"tol": tol})
+        assert res.solver == "smoothed L-BFGS-B" and res.status == "optimal"
+        assert res.lower_bound <= value * (1 + 1e-7) and value <= res.objective * (1 + 1e-7)
+        assert res.info["relative_gap"] <= tol
+        assert res.gap == pytest.approx(res.info["relative_gap"] * res.objective)
+    sub = S.solve(blocks, C, BETA, diagonal=True, method="subgradient")
+    assert sub.solver.startswith("subgradient")
+    assert (P.objective(sub.matrices, blocks, C, BETA) - value) / value <= 1e-3
+
+
+def test_diagonal_solver_bad_method_and_limits():
+    blocks = P.lpoe_blocks(X)
+    with pytest.raises(ValueError, match="method must be"):
+        S.solve(blocks, C, BETA, method="newton")
+    with pytest.raises(ValueError, match="diagonal LPs only"):
+        S.solve(blocks, C, BETA, method="lbfgs")
+    calls = []
+    res = S.solve(blocks, C, BETA, diagonal=True, callback=lambda *a: calls.append(a) or True)
+    assert res.status == "user_limit" and len(calls) == 1
+    assert res.objective == pytest.approx(P.objective(res.matrices, blocks, C, BETA))
+
+
 def test_hand_computed_lpoe():
     """1-d LPOE, X = (0, 1, 3), one comparison (0, 1, 0, 2): min W + β·max(0, 1 − 8W).
 
@@ -87,6 +116,9 @@ def test_hand_computed_lpoe():
     assert Ws[0][0, 0] == pytest.approx(0.125, rel=1e-6)
     res = S.solve(P.lpoe_blocks(Xh), Ch, 10.0)
     assert res.objective == pytest.approx(0.125, rel=1e-4)
+    w = S.solve(P.lpoe_blocks(Xh), Ch, 10.0, diagonal=True, settings={"tol": 1e-8})
+    assert w.status == "optimal" and w.objective == pytest.approx(0.125, rel=1e-8)
+    assert w.matrices[0][0] == pytest.approx(0.125, rel=1e-6)
 
 
 def test_gnmds_identity_kernel_distances():

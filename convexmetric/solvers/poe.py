@@ -16,6 +16,10 @@ Plain projected subgradient (the paper's solver) gets within about 1e-3 of the
 optimum and then stalls at the kinks; :func:`solve` therefore follows it with the
 Huber-smoothed FISTA refinement of :mod:`.smoothing` (``refine=True``), whose
 smoothed gradient uses the same single sparse Laplacian with weights ``clip(z/σ, 0, 1)``.
+
+The diagonal LPs go by default (``method="lbfgs"``) to :mod:`.poe_diagonal`: the same
+Huber smoothing minimised by L-BFGS-B under ``w ≥ 0``, stopped by a certified duality gap;
+``method="subgradient"`` keeps App. B's iteration for them too.
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
 
+from .._threads import one_blas_thread
 from ..cones import NonnegativeDiagonal, ProductCone, PSDCone
 from ..result import SolveResult
+from .poe_diagonal import solve_diagonal
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
 
@@ -181,6 +186,7 @@ def solve(
     beta,
     *,
     diagonal=False,
+    method=None,
     W0=None,
     refine=True,
     precondition=True,
@@ -198,6 +204,11 @@ def solve(
     beta : float
     diagonal : bool
         Diagonal ``Wᵖ`` (vectors, projection ``max(·, 0)``) instead of PSD matrices.
+    method : {"subgradient", "lbfgs"}, optional
+        ``"subgradient"``: App. B, then the smoothed refinement (default for full ``Wᵖ``).
+        ``"lbfgs"``: :func:`.poe_diagonal.solve_diagonal` (diagonal only; the default there);
+        ``settings`` then is a dict of its keyword arguments and ``W0``, ``refine`` and
+        ``precondition`` do not apply (it always scales).
     W0 : list of arrays, optional
         Starting point (default all zeros).
     refine : bool
@@ -206,7 +217,14 @@ def solve(
         Solve in the variables of :func:`jacobi_scaling` (the result is mapped back).
     settings, smoothing : SubgradientSettings, SmoothingSettings, optional
     """
-    with threadpool_limits(limits=1, user_api="blas"):  # small products: threads only cost
+    method = method or ("lbfgs" if diagonal else "subgradient")
+    if method not in ("subgradient", "lbfgs"):
+        raise ValueError(f"method must be 'subgradient' or 'lbfgs'; got {method!r}.")
+    if method == "lbfgs" and not diagonal:
+        raise ValueError("method='lbfgs' solves the diagonal LPs only; use diagonal=True.")
+    with one_blas_thread():  # small products: threads only cost
+        if method == "lbfgs":
+            return solve_diagonal(blocks, C, beta, callback=callback, **(settings or {}))
         if not precondition:
             return _solve(blocks, C, beta, diagonal, W0, refine, settings, smoothing, callback)
         scales = jacobi_scaling(blocks, C)
