@@ -25,7 +25,6 @@ from .problems import lmnn_multi as PM
 from .problems.lmnn import components_from_metric
 from .solvers import lmnn_kernel as SK
 from .solvers import lmnn_multi as SM
-from .solvers.lmnn_exact import solve_working_set
 
 
 def knn_from_distances(D, y_enc, k, *, exclude=None):
@@ -260,7 +259,7 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
         T = PK.kernel_targets(K, y, self.k)
         mu = float(self.mu)
         if self.solver == "exact":
-            res = solve_working_set(K, y, T, mu)
+            res = SK.solve(K, y, T, mu, exact=True)
         else:
             res = SK.solve(K, y, T, mu, max_iter=self.max_iter)
         self.A_ = 0.5 * (res.matrix + res.matrix.T)

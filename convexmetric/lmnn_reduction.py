@@ -46,10 +46,16 @@ def solve_rectangular(X, y, targets, mu, r, *, L0=None, max_iter=3000, search="b
     The start ``L0`` defaults to the ``r`` leading principal axes of ``X``. The
     status refers to the local descent (the problem is not convex).
     """
-    oracle = ActiveSetOracle(X, y, targets, mu, search=search)
+    # a full impostor check at every call: between checks App. A's objective misses new
+    # impostors, and without convexity a step can jump far (measured: a reported descent
+    # 2.83 → 1.98 that was really 2.83 → 18.6 on 30 wine points)
+    oracle = ActiveSetOracle(X, y, targets, mu, check_every=1, search=search)
     if L0 is None:
         L0 = pca_axes(X, r)[0]
     settings = SubgradientSettings(max_iter=max_iter, rtol=1e-5, patience=30, step_scale=0.3)
     res = projected_subgradient(ComponentsOracle(oracle), L0, FullSpace(), settings)
+    start = float(oracle.objective(L0.T @ L0))
+    if start < res.objective:  # never worse than the start
+        res.matrix, res.matrices, res.objective = L0, [L0], start
     res.solver = "rectangular-subgradient (non-convex)"
     return res

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 from .._threads import one_blas_thread
 from ..cones import NonnegativeDiagonal, ProductCone, PSDCone
+from ..kernels import empirical_features
 from ..result import SolveResult
 from .poe_diagonal import solve_diagonal
 from .smoothing import SmoothingSettings, smoothed_descent
@@ -128,20 +129,6 @@ class POEOracle:
     def violated(self, Ws):
         """Boolean mask of comparisons with a positive hinge at ``Ws``."""
         return self._z(Ws) > 0
-
-
-def empirical_features(K, rtol=1e-10):
-    """``Φ = V_r Λ_r^{1/2}`` with ``K ≈ ΦΦᵀ`` and the map ``T = V_r Λ_r^{-1/2}``.
-
-    Eigenvalues below ``rtol·λ_max`` are dropped. With ``W = T Ŵ Tᵀ``,
-    ``(K_i − K_j)ᵀ W (K_i − K_j) = (Φ_i − Φ_j)ᵀ Ŵ (Φ_i − Φ_j)`` and ``tr(WK) = tr Ŵ``:
-    KPOE over ``K`` is LPOE over the rows of ``Φ``, with ``Ŵ ⪰ 0`` iff ``W ⪰ 0`` on
-    the range of ``K``.
-    """
-    lam, V = np.linalg.eigh(K)
-    keep = lam > rtol * max(lam[-1], 1e-300)
-    lam, V = lam[keep], V[:, keep]
-    return V * np.sqrt(lam), V / np.sqrt(lam)
 
 
 def solve_kernels(kernels, C, beta, *, diagonal=False, **kw):
