@@ -137,5 +137,5 @@ def test_zebra_is_seeded_and_striped():
     assert np.array_equal(X1, X2) and np.array_equal(y1, y2)
     # horizontal spread dominates; labels follow the vertical bands
     assert X1[:, 0].std() > 3 * X1[:, 1].std()
-    band = np.floor(X1[:, 1] + 4).astype(int)
+    band = np.floor((X1[:, 1] + 4) / 0.2).astype(int)  # 40 stripes of height 0.2
     assert np.array_equal(band % 2, y1)

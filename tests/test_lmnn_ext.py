@@ -156,30 +156,121 @@ def test_multi_metric_toy_and_gradient():
 
 
 def test_circles_multiple_metrics_lower_loo_error():
-    X, y = datasets.load("circles")
+    """Fig. 7: LOO 1-NN error 100% (one metric) → lower (two) → 0 (three k-means metrics)."""
     from convexmetric.neighbors import loo_error
 
+    X, y = datasets.load("circles")
     assert loo_error(X, y, 1) == 1.0
-    assert loo_error(LMNN(k=1).fit(X, y).transform(X), y, 1) == 1.0
-    many = MultiMetricLMNN(k=1, n_clusters=6, random_state=0).fit(X, y)
-    assert many.loo_error(1) < 0.3
+    assert loo_error(LMNN(k=1).fit(X, y).transform(X), y, 1) >= 0.95  # 1.0 measured
+    two = MultiMetricLMNN(k=1, n_clusters=2, random_state=0).fit(X, y).loo_error(1)
+    three = MultiMetricLMNN(k=1, n_clusters=3, random_state=0).fit(X, y).loo_error(1)
+    assert 0.1 <= two <= 0.6 and three <= 0.02  # 30.6% and 0% measured
+
+
+def test_full_circles_defeat_three_metrics():
+    """The impossibility in concentric_circles: 120° sectors lose ≥ a quarter of points."""
+    X, y = datasets.concentric_circles(arc=120.0, random_state=0)
+    m = MultiMetricLMNN(k=1, n_clusters=3, random_state=0).fit(X, y)
+    assert m.loo_error(1) >= 0.25  # 48.6% measured
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_circles_geometry(seed):
+    X, y = datasets.concentric_circles(random_state=seed)
+    inner, outer = X[y == 0], X[y == 1]
+    r_in, r_out = np.hypot(*inner.T), np.hypot(*outer.T)
+    np.testing.assert_allclose(r_in, 1.0)
+    s_t = np.deg2rad(40.0) / 12  # inner angular spacing: 40° arc, 12 cells
+    np.testing.assert_allclose(r_out, 1.0 + 0.75 * s_t)
+    np.testing.assert_allclose(outer / r_out[:, None], inner)  # twins at the same angle
+    rot = np.array([[-0.5, -np.sqrt(0.75)], [np.sqrt(0.75), -0.5]])  # +120°
+    np.testing.assert_allclose(inner[:12] @ rot.T, inner[12:24], atol=1e-12)
+    D = _sqdist(X, X)
+    np.fill_diagonal(D, np.inf)
+    twin = np.r_[np.arange(36, 72), np.arange(36)]
+    np.testing.assert_array_equal(D.argmin(axis=1), twin)  # Euclidean LOO error 100%
+
+
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        ({"n_per_circle": 35}, "'n_per_circle'"),
+        ({"arc": 150.0}, "'arc'"),
+        ({"gap": 0.0}, "'gap'"),
+        ({"jitter": 0.5}, "'jitter'"),
+        ({"n_arcs": 0}, "'n_arcs'"),
+    ],
+)
+def test_circles_bad_input(kw, name):
+    with pytest.raises(ValueError, match=name):
+        datasets.concentric_circles(**kw)
+
+
+def test_zebra_lmnn_lowers_error_pca_lda_raise_it():
+    """Fig. 2: LMNN lowers 1-NN test error; the PCA and LDA 1-D directions raise it."""
+    from sklearn.decomposition import PCA
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    from convexmetric.neighbors import knn_error
+
+    Xtr, Xte, ytr, yte = datasets.split(*datasets.zebra_stripes(random_state=0))
+    euclid = knn_error(Xtr, ytr, Xte, yte, 1)
+    assert 0.08 <= euclid <= 0.3  # 11.8% measured
+    for reducer in (PCA(n_components=1), LinearDiscriminantAnalysis(n_components=1)):
+        reducer.fit(Xtr, ytr)
+        err = knn_error(reducer.transform(Xtr), ytr, reducer.transform(Xte), yte, 1)
+        assert err > euclid + 0.1  # 49.3% (PCA), 45.7% (LDA) measured
+    m = LMNN(k=3).fit(Xtr, ytr)
+    assert knn_error(m.transform(Xtr), ytr, m.transform(Xte), yte, 1) < 0.75 * euclid  # 6.2%
 
 
 # -- kernel LMNN (§5.3) ----------------------------------------------------------------
 def test_kernel_cvxpy_numpy_large_scale_and_linear_equivalence():
     X, y = small(6)
-    X = 0.5 * X  # the linear-kernel SDP is degenerate (rank-4 K, 18×18 A): CLARABEL reports
-    K = X @ X.T  # "optimal_inaccurate"; at this scale its value is accurate to ~2e-7
+    K = X @ X.T  # linear kernel: rank 4, solved as the 4×4 SDP of its empirical map
     T = PK.kernel_targets(K, y, 2)
     np.testing.assert_array_equal(T, target_neighbors(X, y, 2))
     A, value, status, _ = PK.solve(K, y, T, 0.5)
     assert status.startswith("optimal")
     assert PK.objective(A, K, T, y, 0.5) == pytest.approx(value, rel=1e-6, abs=1e-6)
     res = SK.solve(K, y, T, 0.5)
-    assert abs(res.objective - value) <= 1e-3 * abs(value)
-    # linear kernel: M = Xᵀ A X spans every metric, so the optimum is linear LMNN's
+    assert res.info["rank"] == 4 and abs(res.objective - value) <= 1e-3 * abs(value)
+    # M = Xᵀ A X spans every metric, so the optimum is linear LMNN's
     _, v_lin, _, _ = P.solve(X, y, T, 0.5)
-    assert value == pytest.approx(v_lin, rel=1e-4)
+    assert value == pytest.approx(v_lin, rel=1e-6)
+
+
+def poly_instance(per_class, gamma):
+    X, y = small(per_class)
+    K = (gamma * X @ X.T + 1.0) ** 2  # degree-2 polynomial kernel: rank 15 on 4 features
+    return K, y, PK.kernel_targets(K, y, 2)
+
+
+def test_kernel_polynomial_exact_numpy_and_large_scale():
+    """A non-linear kernel: CLARABEL "optimal" on the reduced 15×15 SDP (n = 18), numpy
+    objective equal at its solution, large-scale solver and working-set solver agree."""
+    K, y, T = poly_instance(6, 0.1)
+    A, value, status, _ = PK.solve(K, y, T, 0.5)
+    assert status == "optimal" and value > 0.01  # not the degenerate zero optimum
+    assert PK.objective(A, K, T, y, 0.5) == pytest.approx(value, rel=1e-6)
+    res = SK.solve(K, y, T, 0.5)
+    assert res.info["rank"] == 15 and abs(res.objective - value) <= 1e-3 * value
+    # A = T M̂ Tᵀ carries rounding of order κ(K)·eps: 5e-8 measured
+    assert PK.objective(res.matrix, K, T, y, 0.5) == pytest.approx(res.objective, rel=1e-6)
+    assert res.lower_bound <= value * (1 + 1e-6)
+    ws = SK.solve(K, y, T, 0.5, exact=True)
+    assert abs(ws.objective - value) <= 1e-5 * value
+
+
+@pytest.mark.parametrize("per_class, gamma", [(8, 0.1), (8, 0.25), (6, 0.25)])
+def test_kernel_large_scale_certified(per_class, gamma):
+    """Instances where the factor-L descent used to stop at a non-optimal stationary point
+    (12% above at (8, 0.1)): the certificate now holds to 1e-3 and matches the exact solver."""
+    K, y, T = poly_instance(per_class, gamma)
+    res = SK.solve(K, y, T, 0.5)
+    assert res.objective - res.lower_bound <= 1e-3 * res.objective
+    ws = SK.solve(K, y, T, 0.5, exact=True)
+    assert abs(res.objective - ws.objective) <= 1e-3 * ws.objective
 
 
 def test_kernel_out_of_sample_and_precomputed():
