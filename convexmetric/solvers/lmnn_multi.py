@@ -34,7 +34,7 @@ from .subgradient import SubgradientSettings, projected_subgradient
 class MultiMetricOracle:
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
 
-    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=1.0):
+    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=0.3):
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.g, self.c = clusters, n_clusters
         self.n = X.shape[0]
@@ -208,7 +208,7 @@ def solve(
     n_clusters=None,
     *,
     M0=None,
-    max_iter=2000,
+    max_iter=300,
     refine=True,
     time_limit=None,
     refine_settings=None,
