@@ -130,6 +130,8 @@ def test_multi_metric_cvxpy_numpy_and_large_scale(n_clusters):
     assert PM.objective(Ms, X, T, y, g, 0.5) == pytest.approx(value, rel=1e-6, abs=1e-6)
     assert abs(est.objective_ - value) <= 1e-3 * abs(value)
     assert all(np.linalg.eigvalsh(M).min() >= -1e-8 for M in est.metrics_)
+    lb = est.result_.lower_bound  # the dual certificate: below the optimum, and informative
+    assert lb <= value * (1 + 1e-7) and lb >= (1 - 1e-4) * value  # measured gaps 1e-8–1e-6
 
 
 def test_multi_metric_with_one_cluster_is_lmnn():
