@@ -254,20 +254,7 @@ class ActiveSetOracle:
         nz = np.flatnonzero(lam > 0)
         S0 = (1 - self.mu) * self.C_pull
         S1 = S0 + self.mu * triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
-        scale = max(1.0, float(np.abs(S1).max()))
-
-        def psd(theta):
-            return np.linalg.eigvalsh((1 - theta) * S0 + theta * S1)[0] >= -1e-12 * scale
-
-        if psd(1.0):
-            theta = 1.0
-        else:
-            lo, hi = 0.0, 1.0
-            for _ in range(40):
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if psd(mid) else (lo, mid)
-            theta = lo
-        return self.mu * theta * float(lam.sum())
+        return self.mu * psd_scaling([S0], [S1]) * float(lam.sum())
 
     def objective(self, M, components=None):
         """Eq. (14) at M over all triplets (exact)."""
@@ -306,6 +293,28 @@ class ComponentsOracle:
 
     def objective(self, L):
         return self.oracle.objective(L.T @ L, components=L)
+
+
+def psd_scaling(S0s, S1s, steps=40):
+    """The largest ``θ ∈ [0, 1]`` with every ``(1 − θ)S0 + θS1`` PSD (each ``S0`` is PSD).
+
+    Bisection with a rounding tolerance of ``1e-12·max|S1|``; used by the dual bounds.
+    """
+    scale = max(1.0, max(float(np.abs(S).max()) for S in S1s))
+
+    def psd(theta):
+        return all(
+            np.linalg.eigvalsh((1 - theta) * a + theta * b)[0] >= -1e-12 * scale
+            for a, b in zip(S0s, S1s)
+        )
+
+    if psd(1.0):
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if psd(mid) else (lo, mid)
+    return lo
 
 
 def pull_whitening(X, targets, rtol=1e-8):

@@ -26,7 +26,7 @@ from ..cones import ProductCone, PSDCone
 from ..problems import lmnn_multi as PM
 from ..problems.lmnn import components_from_metric
 from ..result import SolveResult
-from .lmnn import pair_scatter
+from .lmnn import pair_scatter, psd_scaling
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
 
@@ -140,23 +140,7 @@ class MultiMetricOracle:
         """
         lam = np.clip(self.lam_bar + self._z(Ms) / sigma, 0.0, 1.0)
         S0 = [(1 - self.mu) * P for P in self.P]
-        S1 = self._grad(lam)
-        scale = max(1.0, max(float(np.abs(S).max()) for S in S1))
-
-        def psd(theta):
-            return all(
-                np.linalg.eigvalsh((1 - theta) * a + theta * b)[0] >= -1e-12 * scale
-                for a, b in zip(S0, S1)
-            )
-
-        theta = 1.0
-        if not psd(1.0):
-            lo, hi = 0.0, 1.0
-            for _ in range(40):
-                mid = 0.5 * (lo + hi)
-                lo, hi = (mid, hi) if psd(mid) else (lo, mid)
-            theta = lo
-        return self.mu * theta * float(lam.sum())
+        return self.mu * psd_scaling(S0, self._grad(lam)) * float(lam.sum())
 
 
 def refine_factors(
