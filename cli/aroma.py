@@ -54,10 +54,10 @@ def _data(dataset, features, labels, seed):
 
 
 def _model(variant, r, C, n_iter, mistake_driven, seed):
-    kw = {"n_iter": n_iter, "mistake_driven": mistake_driven, "random_state": seed}
+    kw = {"max_iter": n_iter, "mistake_driven": mistake_driven, "random_state": seed}
     if variant == "oasis":
-        return OASIS(C, **kw)
-    return (DiagonalAROMA if variant == "diagonal" else FactoredAROMA)(r, **kw)
+        return OASIS(C=C, **kw)
+    return (DiagonalAROMA if variant == "diagonal" else FactoredAROMA)(r=r, **kw)
 
 
 def run_solve(
@@ -137,11 +137,13 @@ def data_options(f):
                 "--labels", type=click.Path(exists=True, dir_okay=False), help="Labels file."
             ),
             click.option(
+                "--max-iter",
                 "--n-iter",
+                "n_iter",
                 type=int,
                 default=20000,
                 show_default=True,
-                help="Triplets (online rounds).",
+                help="Triplets (online rounds); --n-iter is the former name.",
             ),
             click.option("--mistake-driven", is_flag=True, help="Update only when qᵀWp ≤ 0."),
             click.option(

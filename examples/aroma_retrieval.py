@@ -28,9 +28,9 @@ from convexmetric.metrics import mean_average_precision, precision_at_k
 
 def learners(r, C):
     return {
-        "OASIS": lambda: OASIS(C),
-        "d-AROMA": lambda: DiagonalAROMA(r),
-        "f-AROMA": lambda: FactoredAROMA(r),
+        "OASIS": lambda: OASIS(C=C),
+        "d-AROMA": lambda: DiagonalAROMA(r=r),
+        "f-AROMA": lambda: FactoredAROMA(r=r),
     }
 
 
