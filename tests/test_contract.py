@@ -255,7 +255,8 @@ def test_get_metric_plugs_into_scikit_learn():
     m = convexmetric.LMNN(k=3, max_iter=100).fit(X_LAB, Y_LAB)
     knn = KNeighborsClassifier(n_neighbors=3, metric=m.get_metric()).fit(X_LAB, Y_LAB)
     ref = KNeighborsClassifier(n_neighbors=3).fit(m.transform(X_LAB), Y_LAB)
-    np.testing.assert_array_equal(knn.predict(X_LAB), ref.predict(m.transform(X_LAB)))
+    Q = X_LAB[::4]
+    np.testing.assert_array_equal(knn.predict(Q), ref.predict(m.transform(Q)))
 
 
 def test_lmnn_with_reduction_keeps_the_semantics():
