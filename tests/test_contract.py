@@ -305,3 +305,13 @@ def test_poe_needs_its_items():
         convexmetric.POE().fit(C_POE)
     m = convexmetric.POE().fit(ItemComparisons(C_POE, X_POE))
     assert m.score(C_POE) == m.score(C_POE, X_POE)
+
+
+def test_docstring_examples():
+    import doctest
+
+    import convexmetric._mahalanobis as mahalanobis_module
+    import convexmetric.poe as poe_module
+
+    for mod in (mahalanobis_module, poe_module):
+        assert doctest.testmod(mod).failed == 0
