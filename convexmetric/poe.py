@@ -169,7 +169,8 @@ class _POEBase(BaseEstimator):
                                    time_limit=self.time_limit)  # fmt: skip
         if self.tol is not None:
             smooth.gap_tol = float(self.tol)
-        return {"settings": sub, "smoothing": smooth}
+        # App. B's subgradient + smoothing, named: the path these settings belong to
+        return {"method": "subgradient", "settings": sub, "smoothing": smooth}
 
     def _finish(self, result, blocks, C):
         self.result_ = result
