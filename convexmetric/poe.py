@@ -152,10 +152,11 @@ class _POEBase(BaseEstimator):
         return res
 
     def _solver_options(self):
-        """Settings of the large-scale solver; None (its defaults) unless a cap is set."""
+        """Keyword arguments of the large-scale solver: its defaults unless a cap is set
+        (``verbose`` only adds the callback, so it never changes the result)."""
         cb = progress_callback(logger, self.verbose, self._name)
-        if self.max_iter is None and self.tol is None and self.time_limit is None and cb is None:
-            return None
+        if self.max_iter is None and self.tol is None and self.time_limit is None:
+            return None if cb is None else {"callback": cb}  # the solver's own defaults
         if self.diagonal:  # the certified smoothed L-BFGS-B of solvers.poe_diagonal
             opts = {"time_limit": self.time_limit}
             if self.tol is not None:

@@ -315,3 +315,12 @@ def test_docstring_examples():
 
     for mod in (mahalanobis_module, poe_module):
         assert doctest.testmod(mod).failed == 0
+
+
+@pytest.mark.parametrize("name", ["LMNN", "POE", "SSNE", "OperatorSimilarity", "OASIS"])
+def test_verbose_does_not_change_the_result(name):
+    est, args, _, _, learned = _make(name, **({"max_iter": None} if name == "POE" else {}))
+    loud = clone(est).set_params(verbose=1).fit(*args)
+    est.fit(*args)
+    for u, v in zip(_learned(est, learned), _learned(loud, learned)):
+        np.testing.assert_array_equal(u, v)
