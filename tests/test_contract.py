@@ -324,3 +324,19 @@ def test_verbose_does_not_change_the_result(name):
     est.fit(*args)
     for u, v in zip(_learned(est, learned), _learned(loud, learned)):
         np.testing.assert_array_equal(u, v)
+
+
+def test_verbose_reaches_stderr_without_logging_configuration(capsys):
+    from convexmetric._verbose import logging_to_stderr, progress_callback
+
+    log = logging.getLogger("convexmetric.test_contract_unconfigured")
+    log.propagate = False  # as in an application that configured no logging at all
+    cb = progress_callback(log, 1, "Demo", every=0.0)
+    with logging_to_stderr(log, 1):
+        assert cb(3, 1.5, 0.1) is False  # never asks the solver to stop
+    cb(4, 1.0, 0.1)  # outside the block: no handler left behind
+    err = capsys.readouterr()
+    assert err.out == ""
+    assert "Demo: iteration 3, objective 1.5" in err.err and "iteration 4" not in err.err
+    assert not log.handlers and log.level == logging.NOTSET
+    assert progress_callback(log, 0, "Demo") is None
