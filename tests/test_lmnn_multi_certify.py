@@ -28,7 +28,7 @@ def exact():
 
 
 def test_escape_direction_lowers_the_objective_at_a_rank_one_point(exact):
-    X, y, T, value = exact
+    X, y, T, _ = exact
     o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
     rng = np.random.default_rng(0)
     Ms = [np.outer(v, v) for v in rng.normal(size=(3, X.shape[1]))]  # far from optimal
