@@ -32,6 +32,7 @@ from ._common import (
     write_outputs,
 )
 from ._common import relative_gap as rgap
+from ._plot import plot_option, write_validate_plot
 
 
 def _read_pairs(path, X):
@@ -265,6 +266,7 @@ def _evaluate(model, Xte, yte, seed, n_draws=100):
     show_default=True,
     help="Conic solver of the exact problem.",
 )
+@plot_option
 def VALIDATE(
     dataset,
     features,
@@ -280,6 +282,7 @@ def VALIDATE(
     seed,
     as_json,
     conic,
+    plot,
 ):
     """Solve eq. (5) exactly and with the large-scale solvers; report the relative gaps.
 
@@ -344,4 +347,5 @@ def VALIDATE(
         f"{k:22s} {v['objective']:.8g}  gap {v['relative_gap']:.2e}  {v['seconds']:.2f} s"
         for k, v in report["solvers"].items()
     ]
+    write_validate_plot(plot, report, runs)
     emit(report, as_json, lines)
