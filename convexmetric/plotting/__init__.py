@@ -12,12 +12,13 @@ imported only when a figure is made; without it the error says
 
 from ._base import INSTALL_HINT, project_2d, save_figure
 from .convergence import plot_convergence
-from .curves import pair_roc, plot_precision_at_k, plot_roc
+from .curves import pair_roc, plot_bars, plot_precision_at_k, plot_roc
 from .embeddings import plot_embeddings, plot_local_metrics, plot_taxonomy_embedding
 
 __all__ = [
     "INSTALL_HINT",
     "pair_roc",
+    "plot_bars",
     "plot_convergence",
     "plot_embeddings",
     "plot_local_metrics",
