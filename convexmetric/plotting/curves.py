@@ -49,7 +49,7 @@ def plot_roc(embeddings, y, *, title=None):
     """
     from ..metrics import distance_roc_auc
 
-    fig, axes = new_figure(1, 1, width=5.0, height=4.6)
+    fig, axes = new_figure(1, 1, width=6.0, height=5.2)
     ax = axes[0, 0]
     for name, Z in embeddings.items():
         fpr, tpr = pair_roc(Z, y)
@@ -62,7 +62,7 @@ def plot_roc(embeddings, y, *, title=None):
     ax.legend(loc="lower right", fontsize="small")
     ax.set_aspect("equal")
     if title:
-        ax.set_title(title)
+        fig.suptitle(title, fontsize="medium")
     return fig
 
 
@@ -146,7 +146,7 @@ def plot_bars(table, *, errors=None, ylabel="value", title=None, percent=False):
         raise ValueError("'table' must hold at least one row. Got an empty mapping instead.")
     rows = list(table)
     cols = list(dict.fromkeys(c for r in rows for c in table[r]))
-    fig, axes = new_figure(1, 1, width=max(4.5, 1.1 * len(rows) * max(len(cols), 2) / 2 + 2))
+    fig, axes = new_figure(1, 1, width=max(6.4, 0.45 * len(rows) * len(cols) + 2))
     ax = axes[0, 0]
     width = 0.8 / len(cols)
     scale = 100.0 if percent else 1.0
@@ -156,11 +156,13 @@ def plot_bars(table, *, errors=None, ylabel="value", title=None, percent=False):
         err = None
         if errors is not None:
             err = [scale * errors.get(r, {}).get(col, 0.0) for r in rows if col in table[r]]
-        ax.bar(xs, vals, width=width, yerr=err, capsize=2, color=f"C{j}", label=col)
-    ax.set_xticks(range(len(rows)), rows)
+        bars = ax.bar(xs, vals, width=width, yerr=err, capsize=2, color=f"C{j}", label=col)
+        ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=1)
+    ax.set_xticks(range(len(rows)), rows, rotation=30 if len(rows) > 5 else 0,
+                  ha="right" if len(rows) > 5 else "center")  # fmt: skip
     ax.set_ylabel(ylabel + (" (%)" if percent else ""))
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, axis="y", alpha=0.3)
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize="medium")
     return fig

@@ -183,5 +183,5 @@ def plot_taxonomy_embedding(Z_train, y_train, Z_test, y_test, *, title=None, cla
     ax.set_xlabel("principal axis 1 of the training embedding")
     ax.set_ylabel("principal axis 2")
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize="medium")
     return fig
