@@ -59,7 +59,7 @@ def main(argv=None):
         for diagonal in shapes:
             m = POE(beta=a.beta, kernel="precomputed", diagonal=diagonal).fit(comps, Ktr)
             row.append(gauc(T.embed(m.transform(Ktr), m.transform(Kte)), T.test_comparisons))
-        print(f"{name:10s} {len(comps):6d}" + "".join(f" {v:8.4f}" for v in row))
+        print(f"{name:10s} {len(comps):6d}" + "".join(f" {v:{w}.4f}" for v, w in zip(row, (9, 7))))
         table[f"{name} ({len(comps)})"] = dict(zip(["diagonal W", "full W"], row))
     if a.plot:
         from convexmetric.plotting import plot_bars, save_figure
