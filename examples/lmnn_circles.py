@@ -12,8 +12,8 @@ of under 90° (74° at this spacing ratio), so three 120° k-means sectors canno
 argument is in the docstring of ``concentric_circles``. Run:
 ``python examples/lmnn_circles.py`` (about 10 s).
 
-``--plot DIR`` also writes ``DIR/lmnn_fig7_circles.png``: the points of seed 0 with the
-unit ball of each learned metric at its cluster centre (marker = cluster), one panel
+``--plot DIR`` also writes ``DIR/lmnn_fig7_circles.png``: the points of seed 0 with a
+ball (the shape) of each learned metric at its cluster centre (marker = cluster), one panel
 per number of metrics. ``--quick``: seed 0 only, no full-circle table.
 """
 
@@ -52,7 +52,7 @@ def figure(X, y, errs, models):
         X,
         y,
         panels,
-        title="LMNN Fig. 7: concentric arcs; ellipses: unit balls of the learned metrics (seed 0)",
+        title="LMNN Fig. 7: concentric arcs; ellipses: balls of the learned metrics (seed 0)",
     )
 
 

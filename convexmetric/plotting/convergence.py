@@ -97,7 +97,7 @@ def plot_convergence(runs, *, optimum=None, optimum_label="exact optimum", title
         top.axhline(ref, color="k", ls="--", lw=1.0, label=optimum_label)
     _zoom(top, traces, ref)
     top.set_ylabel("objective")
-    top.legend(fontsize="small", loc="upper right")
+    top.legend(fontsize="small", loc="best")
     bottom.set_yscale("log")
     bottom.set_xlabel("wall-clock time (s)")
     bottom.set_ylabel("relative gap |f − f*| / |f*|" if optimum is not None else "gap to best")

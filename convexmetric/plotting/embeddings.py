@@ -3,8 +3,9 @@
 * :func:`plot_embeddings` — one panel per embedding (LMNN Fig. 2: input, PCA, LDA,
   LMNN on the zebra stripes; an SSNE embedding); 1-D projections are drawn on a line,
   more than two dimensions are projected on their first two principal axes.
-* :func:`plot_local_metrics` — points with the unit ball of each local metric drawn at
-  its cluster centre (LMNN Fig. 7: circles with one, two, three metrics).
+* :func:`plot_local_metrics` — points with a ball of each local metric drawn at its
+  cluster centre (LMNN Fig. 7: circles with one, two, three metrics); the balls show
+  the metrics' shapes, scaled to one display size.
 * :func:`plot_taxonomy_embedding` — training items and out-of-sample items in a 2-D
   projection of a POE embedding (McFee & Lanckriet §5.1).
 """
@@ -104,7 +105,10 @@ def _ellipse(ax, center, M, scale, color):
 
 
 def plot_local_metrics(X, y, panels, *, title=None):
-    """2-D points with the unit balls of one or several learned metrics.
+    """2-D points with a ball ``{x : (x − c)ᵀ M (x − c) = r²}`` of each learned metric.
+
+    The balls show each metric's shape at its cluster centre ``c``; ``M`` is scaled to
+    trace 2 and ``r`` is 12% of the data's extent, so sizes are comparable across panels.
 
     Parameters
     ----------
@@ -154,7 +158,7 @@ def plot_local_metrics(X, y, panels, *, title=None):
     return fig
 
 
-def plot_taxonomy_embedding(Z_train, y_train, Z_test, y_test, *, title=None, class_names=None):
+def plot_taxonomy_embedding(Z_train, y_train, Z_test, y_test, *, title=None):
     """A POE embedding in 2-D: training items (dots) and out-of-sample items (crosses).
 
     The projection is the first two principal axes of the training embedding, so the
@@ -175,11 +179,7 @@ def plot_taxonomy_embedding(Z_train, y_train, Z_test, y_test, *, title=None, cla
     _scatter(ax, tr, y_train, s=14, classes=classes)
     _scatter(ax, te, y_test, s=40, marker="x", label_classes=False, classes=classes)
     ax.scatter([], [], marker="x", color="k", label="out-of-sample")
-    handles, labels = ax.get_legend_handles_labels()
-    if class_names is not None:
-        labels = [class_names.get(lab, lab) if isinstance(class_names, dict) else lab
-                  for lab in labels]  # fmt: skip
-    ax.legend(handles, labels, title="class", fontsize="x-small", loc="best", ncols=2)
+    ax.legend(title="class", fontsize="x-small", loc="best", ncols=2)
     ax.set_xlabel("principal axis 1 of the training embedding")
     ax.set_ylabel("principal axis 2")
     if title:
