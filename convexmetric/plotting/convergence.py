@@ -10,7 +10,8 @@ Absolute values, because some solvers report the objective of a restricted
 A solver's time axis comes from a recorded trace (``{"times": …, "objectives": …}``,
 e.g. from a callback) when there is one; otherwise the entries of
 ``SolveResult.history`` are spread evenly over ``SolveResult.seconds`` (the legend
-marks such curves "≈ time").
+marks such curves "≈ time"). When the runs' times span more than two decades
+the time axis is logarithmic.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def _trace(run):
     f = np.asarray(hist, dtype=float)
     if len(f) == 1:
         return np.array([seconds]), f, False, lower
-    return np.linspace(0.0, seconds, len(f)), f, True, lower
+    return seconds * np.arange(1, len(f) + 1) / len(f), f, True, lower
 
 
 def plot_convergence(runs, *, optimum=None, optimum_label="exact optimum", title=None):
@@ -95,6 +96,10 @@ def plot_convergence(runs, *, optimum=None, optimum_label="exact optimum", title
             bottom.axhline(max(cert, GAP_FLOOR), color=color, ls=":", lw=1.0)
     if optimum is not None:
         top.axhline(ref, color="k", ls="--", lw=1.0, label=optimum_label)
+    times = np.concatenate([t for t, _, _, _ in traces.values()])
+    positive = times[times > 0]
+    if positive.size and positive.max() > 100 * positive.min():
+        bottom.set_xscale("log")  # runs of very different lengths: a log time axis
     _zoom(top, traces, ref)
     top.set_ylabel("objective")
     top.legend(fontsize="small", loc="best")
