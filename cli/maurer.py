@@ -32,7 +32,7 @@ from ._common import (
     write_outputs,
 )
 from ._common import relative_gap as rgap
-from ._plot import plot_option, write_validate_plot
+from ._plot import Trace, plot_option, write_validate_plot
 
 
 def _read_pairs(path, X):
@@ -308,7 +308,11 @@ def VALIDATE(
             "subgradient": solvers.solve_projected(*args, refine=False),
             "subgradient+smoothing": solvers.solve_projected(*args),
             "sgd": solvers.sgd(
-                solvers.LinearBackend(U), *args[1:], max_iter=max_iter, random_state=seed
+                solvers.LinearBackend(U),
+                *args[1:],
+                max_iter=max_iter,
+                random_state=seed,
+                callback=(sgd_trace := Trace()),  # time stamps for --plot
             ),
         }
         report = {
@@ -347,5 +351,5 @@ def VALIDATE(
         f"{k:22s} {v['objective']:.8g}  gap {v['relative_gap']:.2e}  {v['seconds']:.2f} s"
         for k, v in report["solvers"].items()
     ]
-    write_validate_plot(plot, report, runs)
+    write_validate_plot(plot, report, runs, {"sgd": sgd_trace})
     emit(report, as_json, lines)
