@@ -182,6 +182,14 @@ def test_validate_plot_unwritable_path_is_one_clean_line(tmp_path):
     assert "cannot write the figure" in result.output
 
 
+def test_validate_plot_without_matplotlib_is_one_clean_line(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    result = CliRunner().invoke(cli, ["validate", "maurer", "--plot", str(tmp_path / "c.png")])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert 'pip install "convexmetric[plot]"' in result.output
+
+
 # --- the example scripts ---------------------------------------------------------------
 
 SCRIPTS = [
