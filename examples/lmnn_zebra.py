@@ -44,7 +44,9 @@ def figure(embeddings, y, errs):
 
     names = ["Euclidean", "PCA (1-D)", "LDA (1-D)", "LMNN (k=3)"]
     panels = {f"{n}: 1-NN error {errs[n]:.1%}": embeddings[n] for n in names}
-    return plot_embeddings(panels, y, title="LMNN Fig. 2: zebra stripes (training points, seed 0)")
+    return plot_embeddings(
+        panels, y, ncols=2, title="LMNN Fig. 2: zebra stripes (training points, seed 0)"
+    )
 
 
 def main(argv=None):
