@@ -30,6 +30,7 @@ from ._common import (
     relative_gap,
     write_outputs,
 )
+from ._plot import plot_option, write_validate_plot
 
 VARIANTS = {"diagonal": "d-AROMA", "factored": "f-AROMA", "oasis": "OASIS"}
 
@@ -237,7 +238,8 @@ def SOLVE(variant, r, C, **kw):
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the instance.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_json):
+@plot_option
+def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_json, plot):
     """Batch ranking problem exactly (CVXPY) against the online learners on the same triplets."""
     from ..problems.bilinear import objective, solve_batch
 
@@ -288,4 +290,5 @@ def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_jso
         f"mean hinge {v['mean_hinge']:.4f}"
         for k, v in report["solvers"].items()
     ]
+    write_validate_plot(plot, report)
     emit(report, as_json, lines)

@@ -22,6 +22,7 @@ from ._common import (
     progress,
     write_outputs,
 )
+from ._plot import Trace, plot_option, write_validate_plot
 
 _inputs = [
     *DATA_OPTIONS,
@@ -183,6 +184,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     show_default=True,
     help="multi/kernel: points per class of the small instance solved exactly.",
 )
+@plot_option
 def VALIDATE(
     dataset,
     features,
@@ -197,6 +199,7 @@ def VALIDATE(
     kernel,
     gamma,
     per_class,
+    plot,
 ):
     """Solve eq. (14) exactly and with the large-scale solver; report the relative gaps."""
     if variant != "single":
@@ -214,6 +217,7 @@ def VALIDATE(
             kernel,
             gamma,
             per_class,
+            plot,
         )
     conic_solver = conic_solver or "SCS"
     with library_errors():
@@ -242,7 +246,8 @@ def VALIDATE(
                 solver=conic_solver,
                 info={"cvxpy_value": value},
             )
-        solvers["subgradient"] = solve_large_scale(Xtr, y, T, mu, callback=progress("subgradient"))
+        trace = Trace(progress("subgradient"))
+        solvers["subgradient"] = solve_large_scale(Xtr, y, T, mu, callback=trace)
         ref = exact.objective
         report = {
             "method": "lmnn",
@@ -276,6 +281,7 @@ def VALIDATE(
             f"  {key}: objective {r['objective']:.10g}, status {r['status']}, "
             f"{r['seconds']:.2f} s, relative gap {r['relative_gap']:.2e}"
         )
+    write_validate_plot(plot, report, solvers, {"subgradient": trace})
     emit(report, as_json, lines)
 
 
@@ -343,8 +349,11 @@ def _validate_extension(
     kernel,
     gamma,
     per_class,
+    plot=None,
 ):
     from .lmnn_ext import small_instance, validate_variant
+
+    runs = {}
 
     with library_errors():
         if dataset is None and features is None:
@@ -361,6 +370,7 @@ def _validate_extension(
             conic_solver=conic_solver,
             kernel=kernel,
             gamma=gamma,
+            runs=runs,
         )
         report = {
             "method": "lmnn",
@@ -379,6 +389,7 @@ def _validate_extension(
             f"  {key}: objective {r['objective']:.10g}, status {r['status']}, "
             f"{r['seconds']:.2f} s, relative gap {r['relative_gap']:.2e}"
         )
+    write_validate_plot(plot, report, runs)
     emit(report, as_json, lines)
 
 
