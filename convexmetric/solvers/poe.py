@@ -217,9 +217,7 @@ def solve(
     """
     method = method or ("lbfgs" if diagonal else "factored")
     if method not in ("factored", "subgradient", "lbfgs"):
-        raise ValueError(
-            f"method must be 'factored', 'subgradient' or 'lbfgs'; got {method!r}."
-        )
+        raise ValueError(f"method must be 'factored', 'subgradient' or 'lbfgs'; got {method!r}.")
     if method == "lbfgs" and not diagonal:
         raise ValueError("method='lbfgs' solves the diagonal LPs only; use diagonal=True.")
     if method == "factored" and diagonal:

@@ -121,7 +121,6 @@ class Certificate:
             best = max(best, self.bound(lam, F)[0])
         return best
 
-
     def whiten(self, Ws):
         """``Ŵᵖ = T⁺WᵖT⁺ᵀ`` (the coordinates of :attr:`feats`)."""
         return [Ti @ W @ Ti.T for Ti, W in zip(self.Tinv, Ws)]
@@ -157,8 +156,11 @@ class Certificate:
                     i, j, k, l = C.i[kidx], C.j[kidx], C.k[kidx], C.l[kidx]
                     U, Vd = Fb[i] - Fb[j], Fb[k] - Fb[l]
                     Yu, Yv = Y[i] - Y[j], Y[k] - Y[l]
-                    cols.append((U[:, :, None] * Yu[:, None, :]
-                                 - Vd[:, :, None] * Yv[:, None, :]).reshape(len(kidx), -1))
+                    cols.append(
+                        (U[:, :, None] * Yu[:, None, :] - Vd[:, :, None] * Yv[:, None, :]).reshape(
+                            len(kidx), -1
+                        )
+                    )
                 A = np.hstack(cols).T
                 fit = lsq_linear(A, np.concatenate(rhs), bounds=(0.0, s), method="bvls"
                                  if len(kidx) <= 300 else "trf")  # fmt: skip

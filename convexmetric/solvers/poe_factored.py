@@ -132,7 +132,11 @@ def solve_factored(
         prox centre ``ū`` moves to the stage's multipliers (an augmented Lagrangian /
         proximal point on the dual), so the multipliers converge at a fixed ``σ``.
     mu_tol : float
-        Escape along negative curvature when ``λ_min(Sᵖ) < −mu_tol``.
+        Escape along negative curvature when ``λ_min(Sᵖ) < −mu_tol`` and the certificate's
+        repair term ``F·|λ_min|`` is at least a quarter of the open gap (otherwise the gap
+        is the multipliers', and the next stage moves them).
+    ftol : float
+        L-BFGS-B's relative-reduction tolerance within a stage.
     stage_iter, max_stages : int
         L-BFGS iterations per stage and stages (escapes included) at most.
     max_new : int
@@ -196,8 +200,16 @@ def solve_factored(
         u = np.clip(prob.center + z / sigma, 0.0, 1.0)
         lb, mu, pairs = cert.bound(oracle.scale * u, best_f, eigvecs=True)
         lower = max(lower, lb)
-        logger.debug("stage sigma=%.1e f=%.10g lb=%.10g mu=%.2e nit=%d ranks=%s msg=%s",
-                     sigma, f, lb, mu, res.nit, [s[1] for s in prob.shapes], res.message)
+        logger.debug(
+            "stage sigma=%.1e f=%.10g lb=%.10g mu=%.2e nit=%d ranks=%s msg=%s",
+            sigma,
+            f,
+            lb,
+            mu,
+            res.nit,
+            [s[1] for s in prob.shapes],
+            res.message,
+        )
         history.append(best_f)
         if stop:
             status = "user_limit"
@@ -205,7 +217,8 @@ def solve_factored(
         if best_f - lower <= tol * abs(best_f):
             status = "optimal"
             break
-        if mu < -mu_tol and _escape(prob, Ls, pairs, sigma, max_new):
+        curvature = -mu * best_f > 0.25 * (best_f - lb)  # the repair dominates the gap
+        if mu < -mu_tol and curvature and _escape(prob, Ls, pairs, sigma, max_new):
             x = prob.last_x
             escapes += 1
             continue
