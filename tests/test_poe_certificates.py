@@ -119,3 +119,27 @@ def test_hand_computed_bound():
     assert res.status == "optimal"
     assert res.lower_bound == pytest.approx(0.125, rel=1e-8)
     assert res.lower_bound <= 0.125 + 1e-15
+
+
+def test_diagonal_lp_bound_exact_at_the_optimum(exact):
+    """The HiGHS LP over the near-kink multipliers at CLARABEL's solution: a valid bound,
+    within 1e-6 of the optimum."""
+    from convexmetric.solvers.poe_diagonal import lp_bound
+
+    blocks, _ = CASES["mkpoe"]
+    Ws, value, status, _ = P.solve(blocks, C, BETA, diagonal=True, solver="CLARABEL")
+    assert status == "optimal"
+    A = np.hstack([(F[C.k] - F[C.l]) ** 2 - (F[C.i] - F[C.j]) ** 2 for F, _ in blocks])
+    r = np.concatenate([np.diag(R) for _, R in blocks])
+    z = 1.0 - A @ np.concatenate(Ws)
+    lb = lp_bound(A, r, BETA / len(C), z, value)
+    assert lb <= value * (1 + 1e-7)
+    assert (value - lb) / value <= 1e-6
+
+
+def test_factored_rejects_features_off_the_range_of_R():
+    F = np.array([[0.0, 0.0], [1.0, 1.0], [0.0, 3.0]])
+    blocks = [(F, np.diag([1.0, 0.0]))]
+    Ch = Comparisons.triadic([0], [1], [2])
+    with pytest.raises(ValueError, match="range of its regulariser"):
+        S.solve(blocks, Ch, 10.0)

@@ -157,6 +157,11 @@ def solve_factored(
     """
     t0 = time.perf_counter()
     cert = Certificate(blocks, oracle)
+    if not cert.valid:
+        raise ValueError(
+            "method='factored' needs every block's features in the range of its regulariser "
+            "R (true for LPOE with R = I and for kernel blocks); use method='subgradient'."
+        )
     Ts = cert.T
     prob = _Factored(oracle, cert.feats)
     rng = np.random.default_rng(random_state)
