@@ -13,6 +13,15 @@ of outer products is one product ``Xᵀ (D − S) X`` with ``S`` the symmetrised
 matrix of pair weights, never one outer product per triplet. At apparent convergence
 the driver calls :meth:`ActiveSetOracle.check`, a full check; new violations reopen
 the run (the final check of App. A.1).
+
+Bounded memory. ``memory_limit`` (bytes of working memory) caps the active list at
+``memory_limit // BYTES_PER_TERM`` triplets and sizes the blocks of the full checks.
+When a full check at an accepted point (or any check) would exceed the cap, the
+oracle switches, once and for good, to the streaming mode of :mod:`.lmnn_stream`:
+the objective, its (sub)gradient, the smoothed objective and the certificate's dual
+matrix are then computed exactly over all triplets by row blocks. The streaming
+smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
+list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
 """
 
 from __future__ import annotations
@@ -29,8 +38,14 @@ from ..problems.lmnn import TooManyTerms, components_from_metric, hinge_terms, p
 from ..result import SolveResult
 from .lmnn_certify import certified_gap, close_gap
 from .lmnn_refine import refine_components
+from .lmnn_stream import StreamingEvaluator, plan_blocks
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
+
+#: default working-memory budget of the solver (bytes)
+DEFAULT_MEMORY_LIMIT = 1 << 30
+#: bytes per listed triplet, counting the temporaries of a merge and a gradient update
+BYTES_PER_TERM = 256
 
 
 def pair_scatter(X, a, b, w):
@@ -71,16 +86,25 @@ class ActiveSetOracle:
     search : {"brute", "balltree", "kdtree", "auto"} or callable, default="brute"
         Impostor search of the full checks (§6); ``"auto"`` measures brute force and
         ball trees on the first checks and keeps the faster (same results either way).
+    memory_limit : int or None
+        Bytes of working memory (see the module docstring); ``None``: unbounded.
+    executor : object, optional
+        Runs the streaming mode's block functions (:mod:`.lmnn_stream`).
     """
 
     def __init__(
-        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute"
-    ):
+        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute",
+        memory_limit=None, executor=None,
+    ):  # fmt: skip
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.n, self.k = targets.shape
         self.check_every = check_every
         self.prune = prune
-        self.block_size = block_size
+        self.memory_limit, self.executor = memory_limit, executor
+        rows = plan_blocks(self.n, X.shape[1], self.k, memory_limit)[0]
+        self.block_size = min(block_size, rows)
+        self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
+        self.mode, self.stream = "active_set", None
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -139,23 +163,38 @@ class ActiveSetOracle:
             return z[keep]
         return z
 
-    def full_check(self, M, components=None):
+    def full_check(self, M, components=None, accepted=True):
         """Search all triplets at ``M``; merge violations; return True if none were new.
 
-        If the search finds more than ``max(max_terms, 4 × list size)`` candidate terms,
-        the metric has collapsed at ``M`` (every point an impostor): nothing is merged
-        and :class:`TooManyTerms` propagates, so the caller can reject the point.
+        At a trial point (``accepted=False``), more than ``max(max_terms, 4 × list
+        size)`` candidate terms mean the metric has collapsed at ``M`` (every point an
+        impostor): nothing is merged and :class:`TooManyTerms` propagates, so the
+        caller can reject the point. More than the memory budget allows (at any point),
+        or too many at an accepted point, switch the oracle to the streaming mode
+        (then the check returns True: every evaluation covers all triplets).
         """
-        I, J, L, _ = hinge_terms(
-            M,
-            self.X,
-            self.T,
-            self.y,
-            block_size=self.block_size,
-            components=components,
-            search=self.search,
-            max_terms=max(self.max_terms, 4 * len(self.keys)),
-        )
+        if self.mode == "streaming":
+            return True
+        budget = None if self.term_budget is None else max(self.term_budget - len(self.keys), 0)
+        collapse = max(self.max_terms, 4 * len(self.keys))
+        limit = budget if accepted else collapse if budget is None else min(budget, collapse)
+        try:
+            I, J, L, _ = hinge_terms(
+                M,
+                self.X,
+                self.T,
+                self.y,
+                block_size=self.block_size,
+                components=components,
+                search=self.search,
+                max_terms=limit,
+            )
+        except TooManyTerms:
+            self.full_checks += 1
+            if accepted or (budget is not None and budget <= collapse):
+                self._go_streaming()
+                return True
+            raise
         self.full_checks += 1
         changed = self._merge(I, J, L)
         self.version += changed
@@ -165,13 +204,29 @@ class ActiveSetOracle:
         """The final check of App. A.1 (called by the driver at apparent convergence)."""
         return self.full_check(M)
 
+    def _go_streaming(self):
+        """Switch to exact evaluation over all triplets by row blocks (:mod:`.lmnn_stream`)."""
+        self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
+                                         memory_limit=self.memory_limit,
+                                         executor=self.executor)  # fmt: skip
+        self.mode = "streaming"
+        e = np.empty(0, np.int64)
+        self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
+                           "lam": np.zeros(0)})  # fmt: skip
+        self.version += 1  # the approximation changed: drivers re-evaluate
+
+    def _components(self, M, components):
+        return components_from_metric(M) if components is None else components
+
     # -- evaluation -------------------------------------------------------------
     def _hinge_args(self, M, components=None):
         """``z = 1 + d_M(i, j) − d_M(i, l)`` over the active list (full check first if due)."""
         Lc = components_from_metric(M) if components is None else components
         checked = self.calls >= self._next_check
         if checked:
-            stable = self.full_check(M, Lc)
+            stable = self.full_check(M, Lc, accepted=False)
+            if self.mode == "streaming":
+                return None
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations";
             cap = 2 * self.check_every if stable else self.check_every
             self._interval = min(2 * self._interval, cap)
@@ -206,10 +261,13 @@ class ActiveSetOracle:
         At a collapsed metric (see :meth:`full_check`) the value is ``inf``, so the
         step rule rejects the step.
         """
-        try:
-            z = self._hinge_args(M, components)
-        except TooManyTerms:
-            return np.inf, np.zeros_like(M)
+        if self.mode == "active_set":
+            try:
+                z = self._hinge_args(M, components)
+            except TooManyTerms:
+                return np.inf, np.zeros_like(M)
+        if self.mode == "streaming":
+            return self.stream.evaluate(M, self._components(M, components))
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
@@ -221,12 +279,16 @@ class ActiveSetOracle:
         Each hinge is replaced by ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` (a Huber
         function when λ̄ = 0; see :mod:`.smoothing`), whose gradient is
         ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
-        incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh.
+        incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh. In the
+        streaming mode λ̄ = 0.
         """
-        try:
-            z = self._hinge_args(M)
-        except TooManyTerms:
-            return np.inf, np.zeros_like(M)
+        if self.mode == "active_set":
+            try:
+                z = self._hinge_args(M)
+            except TooManyTerms:
+                return np.inf, np.zeros_like(M)
+        if self.mode == "streaming":
+            return self.stream.evaluate(M, components_from_metric(M), sigma)
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         sat = lam >= 1.0
@@ -239,8 +301,12 @@ class ActiveSetOracle:
         return f, (1 - self.mu) * self.C_pull + self.mu * G
 
     def recenter(self, M, sigma):
-        """Move the prox centre to the current dual estimate (augmented-Lagrangian step)."""
-        z = self._hinge_args(M)
+        """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
+
+        A no-op in the streaming mode (its prox centre stays at 0)."""
+        z = None if self.mode == "streaming" else self._hinge_args(M)
+        if z is None:
+            return
         self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
 
     def lower_bound(self, M, sigma):
@@ -250,24 +316,31 @@ class ActiveSetOracle:
         ``μ Σ λ_t ≤ min ε`` (Lagrange duality). λ is scaled by the largest θ ∈ [0, 1]
         keeping ``S(θλ) = (1−θ)S(0) + θS(λ)`` PSD (bisection on θ).
         """
-        z = self._hinge_args(M)
+        S0 = (1 - self.mu) * self.C_pull
+        z = None if self.mode == "streaming" else self._hinge_args(M)
+        if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
+            S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
+            return self.mu * psd_scaling([S0], [S1]) * lam_sum
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
         nz = np.flatnonzero(lam > 0)
-        S0 = (1 - self.mu) * self.C_pull
         S1 = S0 + self.mu * triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
         return self.mu * psd_scaling([S0], [S1]) * float(lam.sum())
 
     def objective(self, M, components=None):
-        """Eq. (14) at M over all triplets (exact)."""
-        _, _, _, h = hinge_terms(
-            M,
-            self.X,
-            self.T,
-            self.y,
-            block_size=self.block_size,
-            components=components,
-            search=self.search,
-        )
+        """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
+        Lc, h = self._components(M, components), None
+        if self.mode == "active_set":
+            try:
+                h = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                                components=Lc, search=self.search,
+                                max_terms=self.term_budget)[3]  # fmt: skip
+            except TooManyTerms:
+                pass
+        if h is None:
+            stream = self.stream or StreamingEvaluator(
+                self.X, self.y, self.T, self.mu, self.C_pull,
+                memory_limit=self.memory_limit, executor=self.executor)  # fmt: skip
+            return stream.objective(M, Lc)
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
 
 
@@ -365,6 +438,8 @@ def solve(
     search="brute",
     precondition=True,
     tol=1e-4,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+    executor=None,
 ):
     """Minimise eq. (14) with the large-scale solver; return a :class:`SolveResult`.
 
@@ -393,6 +468,11 @@ def solve(
     continues (escape steps along negative curvature, then FISTA on ``M ⪰ 0``); the
     status is "optimal_inaccurate" if the gap stays open. ``info["certified_gap"]``
     reports it.
+
+    ``memory_limit`` (bytes, or ``None`` for no bound) caps the working memory: past
+    it the oracle streams over row blocks (:mod:`.lmnn_stream`) instead of keeping a
+    triplet list, and ``info["mode"]`` is ``"streaming"`` (else ``"active_set"``).
+    ``executor`` runs the streaming block functions (default: in this process).
     """
     if precondition:
         S, S_inv = pull_whitening(X, targets)
@@ -416,6 +496,8 @@ def solve(
             search=search,
             precondition=False,
             tol=tol,
+            memory_limit=memory_limit,
+            executor=executor,
         )
         res.matrix = S @ res.matrix @ S.T
         res.matrices = [res.matrix]
@@ -423,7 +505,7 @@ def solve(
         return res
     res, oracle = _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit,
                          check_every, prune, block_size, callback, phase1_settings,
-                         refine_settings, search)  # fmt: skip
+                         refine_settings, search, memory_limit, executor)  # fmt: skip
     if not refine or res.status == "user_limit":
         return res
     # Burer–Monteiro caveat: phase 1 and the refinement descend in the factor L, where a
@@ -445,11 +527,21 @@ def solve(
     if res.status != "user_limit":
         res.status = "optimal" if certified_gap(res) <= tol else "optimal_inaccurate"
     res.info["certified_gap"] = certified_gap(res)
+    res.info.update(_mode_info(oracle))
     return res
 
 
+def _mode_info(oracle):
+    info = {"mode": oracle.mode, "memory_limit": oracle.memory_limit}
+    if oracle.stream is not None:
+        info.update(stream_evaluations=oracle.stream.evaluations,
+                    stream_block_rows=oracle.stream.block_rows)  # fmt: skip
+    return info
+
+
 def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_every,
-           prune, block_size, callback, phase1_settings, refine_settings, search):  # fmt: skip
+           prune, block_size, callback, phase1_settings, refine_settings, search,
+           memory_limit=None, executor=None):  # fmt: skip
     t0 = time.perf_counter()
     d = X.shape[1]
     oracle = ActiveSetOracle(
@@ -461,6 +553,8 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         prune=prune,
         block_size=block_size,
         search=search,
+        memory_limit=memory_limit,
+        executor=executor,
     )
     M0 = np.eye(d) if M0 is None else M0
     ps = phase1_settings or SubgradientSettings(
@@ -507,6 +601,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         active=int(np.count_nonzero(oracle.mask["sub"])),
         full_checks=oracle.full_checks,
         search=str(getattr(oracle.search, "choice", oracle.search)),
+        **_mode_info(oracle),
     )
     res = SolveResult(
         matrix=best_M,
