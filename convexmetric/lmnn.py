@@ -18,6 +18,7 @@ from ._validation import check_choice, check_indices, check_scalar
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
+from .solvers.lmnn import check_memory_limit
 from .solvers.lmnn import solve as solve_large_scale
 from .solvers.lmnn_exact import solve_working_set
 
@@ -63,6 +64,11 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
     search : {"brute", "balltree", "kdtree", "auto"}, default="brute"
         Impostor search of the large-scale solver (§6); all give the same result,
         ``"auto"`` picks the faster by measuring.
+    memory_limit : int or None, default=2**30
+        Bytes of working memory for the large-scale solver. When the active list or a
+        full check would exceed it, the solver streams over row blocks instead (exact
+        objective and gradient, never a triplet list); ``result_.info["mode"]`` says
+        which mode ran. ``None``: no bound.
 
     Attributes
     ----------
@@ -89,6 +95,7 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         reduction="S",
         pca=None,
         search="brute",
+        memory_limit=2**30,
     ):
         self.k = k
         self.mu = mu
@@ -103,6 +110,7 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         self.reduction = reduction
         self.pca = pca
         self.search = search
+        self.memory_limit = memory_limit
 
     def _validate_params(self):
         name = type(self).__name__
@@ -122,6 +130,7 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         check_scalar(self.n_passes, "n_passes", int, min_val=1, owner=name)
         check_choice(self.reduction, "reduction", ("S", "R"), owner=name)
         check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
+        check_memory_limit(self.memory_limit, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -225,6 +234,7 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
             refine=self.refine,
             time_limit=self.time_limit,
             search=self.search,
+            memory_limit=self.memory_limit,
         )
 
     def transform(self, X):

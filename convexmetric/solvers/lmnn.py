@@ -48,6 +48,19 @@ DEFAULT_MEMORY_LIMIT = 1 << 30
 BYTES_PER_TERM = 256
 
 
+def check_memory_limit(value, owner="LMNN"):
+    """Validate a ``memory_limit``: a positive int (bytes) or None; return it."""
+    import numbers
+
+    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+                         and value >= 1):  # fmt: skip
+        return None if value is None else int(value)
+    raise ValueError(
+        f"The 'memory_limit' parameter of {owner} must be an int in the range [1, inf) "
+        f"(bytes) or None. Got {value!r} instead."
+    )
+
+
 def pair_scatter(X, a, b, w):
     """``Σ_t w_t (x_{a_t} − x_{b_t})(x_{a_t} − x_{b_t})ᵀ`` as ``Xᵀ (D − S) X``.
 
@@ -474,6 +487,7 @@ def solve(
     triplet list, and ``info["mode"]`` is ``"streaming"`` (else ``"active_set"``).
     ``executor`` runs the streaming block functions (default: in this process).
     """
+    memory_limit = check_memory_limit(memory_limit, owner="solve")
     if precondition:
         S, S_inv = pull_whitening(X, targets)
         M0 = np.eye(X.shape[1]) if M0 is None else np.asarray(M0, dtype=float)
