@@ -519,7 +519,7 @@ def solve(
         return res
     res, oracle = _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit,
                          check_every, prune, block_size, callback, phase1_settings,
-                         refine_settings, search, memory_limit, executor)  # fmt: skip
+                         refine_settings, search, memory_limit, executor, tol)  # fmt: skip
     if not refine or res.status == "user_limit":
         return res
     # Burer–Monteiro caveat: phase 1 and the refinement descend in the factor L, where a
@@ -555,7 +555,7 @@ def _mode_info(oracle):
 
 def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_every,
            prune, block_size, callback, phase1_settings, refine_settings, search,
-           memory_limit=None, executor=None):  # fmt: skip
+           memory_limit=None, executor=None, tol=None):  # fmt: skip
     t0 = time.perf_counter()
     d = X.shape[1]
     oracle = ActiveSetOracle(
@@ -601,7 +601,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
                 components_from_metric(M1),
                 time_limit=remaining,
                 callback=callback,
-                **(refine_settings or {}),
+                **{"gap_tol": tol, **(refine_settings or {})},
             )
         history += res2.history
         iterations += res2.iterations

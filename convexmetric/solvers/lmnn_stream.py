@@ -75,8 +75,17 @@ def plan_blocks(n, d, k, memory_limit):
     return max(8, min(rows, 1024)), max(256, min(chunk, 1 << 18))
 
 
-def _row_blocks(n, block_rows):
-    return [np.arange(s, min(n, s + block_rows)) for s in range(0, n, block_rows)]
+def row_blocks(y, block_rows):
+    """Blocks of at most ``block_rows`` row indices, each within one class (sorted by ``y``).
+
+    A block of one class compares against the other classes only (no same-class mask).
+    """
+    order = np.argsort(y, kind="stable")
+    ys = np.asarray(y)[order]
+    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
+    ends = np.r_[starts[1:], len(ys)]
+    return [order[s : min(e, s + block_rows)] for a, e in zip(starts, ends)
+            for s in range(a, e, block_rows)]  # fmt: skip
 
 
 def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5):
@@ -85,7 +94,7 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     Parameters
     ----------
     rows : int array
-        The block's row indices ``i``.
+        The block's row indices ``i``, all of one class (:func:`row_blocks`).
     data : StreamData
     L : ndarray (r, d)
         Components, ``M = LᵀL``.
@@ -113,19 +122,21 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     diff = Zb[:, None, :] - Z[T[rows]]
     Dt = np.einsum("ijk,ijk->ij", diff, diff)  # (b, k) exact target distances
     radius = Dt.max(axis=1) + 1.0
-    # 1. candidates: float32 GEMM, radius widened (a superset of the positive terms)
-    Z32 = Z.astype(np.float32)
-    sq = np.einsum("ij,ij->i", Z32, Z32, dtype=np.float64)
-    scale = float(sq.max(initial=0.0)) + 1.0
-    G32 = Z32[rows] @ Z32.T
-    G32 *= -2.0
-    G32 += sq[None, :].astype(np.float32)
-    thr = radius * (1 + rtol) + rtol * scale - sq[rows]
-    cand = G32 < thr[:, None].astype(np.float32)
-    del G32
-    cand &= y[rows][:, None] != y[None, :]
-    ii, ll = np.nonzero(cand)
-    del cand
+    # 1. candidates from one float32 GEMM: ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 >
+    #    (‖z_i‖² − r_i)/2, with the ‖z_l‖²/2 column folded into the product and r_i
+    #    widened (relative rtol, absolute rtol·max‖z‖²): a superset of the positive terms
+    others = np.flatnonzero(y != y[rows[0]])
+    Zo = Z[others]
+    sq_o = np.einsum("ij,ij->i", Zo, Zo)
+    sq_b = np.einsum("ij,ij->i", Zb, Zb)
+    scale = float(max(sq_o.max(initial=0.0), sq_b.max(initial=0.0))) + 1.0
+    A = np.hstack([Zb, np.ones((len(rows), 1))]).astype(np.float32)
+    B = np.hstack([Zo, -0.5 * sq_o[:, None]]).astype(np.float32)
+    thr = 0.5 * (sq_b - radius * (1 + rtol) - rtol * scale)
+    flat = np.flatnonzero(A @ B.T > thr[:, None].astype(np.float32))
+    ii, ll = np.divmod(flat, len(others))
+    ll = others[ll]
+    del flat
     out = {"value": 0.0, "lam": 0.0, "count": 0, "G": np.zeros((d, d)) if grad else None}
     pull_w = np.zeros((len(rows), T.shape[1]))
     for s in range(0, len(ii), chunk):
@@ -193,7 +204,7 @@ class StreamingEvaluator:
         self.mu, self.pull = mu, pull
         n, d = X.shape
         self.block_rows, self.chunk = plan_blocks(n, d, targets.shape[1], memory_limit)
-        self.blocks = _row_blocks(n, self.block_rows)
+        self.blocks = row_blocks(y, self.block_rows)
         self.executor = executor if executor is not None else LocalExecutor()
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = 0
