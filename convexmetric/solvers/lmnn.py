@@ -222,7 +222,7 @@ class ActiveSetOracle:
         self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
                                          memory_limit=self.memory_limit,
                                          executor=self.executor)  # fmt: skip
-        self.mode = "streaming"
+        self.mode, self.switched_at = "streaming", self.calls
         e = np.empty(0, np.int64)
         self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
                            "lam": np.zeros(0)})  # fmt: skip
@@ -549,7 +549,8 @@ def _mode_info(oracle):
     info = {"mode": oracle.mode, "memory_limit": oracle.memory_limit}
     if oracle.stream is not None:
         info.update(stream_evaluations=oracle.stream.evaluations,
-                    stream_block_rows=oracle.stream.block_rows)  # fmt: skip
+                    stream_block_rows=oracle.stream.block_rows,
+                    switched_after_calls=oracle.switched_at)  # fmt: skip
     return info
 
 

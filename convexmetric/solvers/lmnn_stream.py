@@ -111,7 +111,7 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     >>> rng = np.random.default_rng(0)
     >>> X, y = rng.normal(size=(20, 2)), np.arange(20) % 2
     >>> T = np.array([[(i + 2) % 20] for i in range(20)])
-    >>> out = hinge_block(np.arange(20), StreamData(X, y, T), np.eye(2))
+    >>> out = hinge_block(np.arange(0, 20, 2), StreamData(X, y, T), np.eye(2))
     >>> out["G"].shape, out["count"] > 0
     ((2, 2), True)
     """
