@@ -46,6 +46,8 @@ from .subgradient import SubgradientSettings, projected_subgradient
 DEFAULT_MEMORY_LIMIT = 1 << 30
 #: bytes per listed triplet, counting the temporaries of a merge and a gradient update
 BYTES_PER_TERM = 256
+#: streaming trial evaluations above this multiple of the best value seen return inf
+STREAM_CAP = 4.0
 
 
 def check_memory_limit(value, owner="LMNN"):
@@ -117,7 +119,7 @@ class ActiveSetOracle:
         rows = plan_blocks(self.n, X.shape[1], self.k, memory_limit)[0]
         self.block_size = min(block_size, rows)
         self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
-        self.mode, self.stream = "active_set", None
+        self.mode, self.stream, self._f_seen = "active_set", None, None
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -228,6 +230,16 @@ class ActiveSetOracle:
                            "lam": np.zeros(0)})  # fmt: skip
         self.version += 1  # the approximation changed: drivers re-evaluate
 
+    def _cap(self):
+        """Streaming trial evaluations give up past ``STREAM_CAP ×`` the best value seen
+        (a collapsed metric would otherwise cost a pass over all n²k triplets)."""
+        return None if self._f_seen is None else STREAM_CAP * self._f_seen + 1.0
+
+    def _capped(self, fg):
+        if np.isfinite(fg[0]):
+            self._f_seen = fg[0] if self._f_seen is None else min(self._f_seen, fg[0])
+        return fg
+
     def _components(self, M, components):
         return components_from_metric(M) if components is None else components
 
@@ -280,7 +292,8 @@ class ActiveSetOracle:
             except TooManyTerms:
                 return np.inf, np.zeros_like(M)
         if self.mode == "streaming":
-            return self.stream.evaluate(M, self._components(M, components))
+            return self._capped(self.stream.evaluate(M, self._components(M, components),
+                                                     cap=self._cap()))  # fmt: skip
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
@@ -301,7 +314,8 @@ class ActiveSetOracle:
             except TooManyTerms:
                 return np.inf, np.zeros_like(M)
         if self.mode == "streaming":
-            return self.stream.evaluate(M, components_from_metric(M), sigma)
+            return self._capped(self.stream.evaluate(M, components_from_metric(M), sigma,
+                                                     cap=self._cap()))  # fmt: skip
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         sat = lam >= 1.0

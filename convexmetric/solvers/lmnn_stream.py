@@ -88,7 +88,7 @@ def row_blocks(y, block_rows):
             for s in range(a, e, block_rows)]  # fmt: skip
 
 
-def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5):
+def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None):
     """Partial sums of eq. (14)'s push term over the triplets ``(i, j, l)`` with ``i ∈ rows``.
 
     Parameters
@@ -103,6 +103,10 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
         hinge ``φ_σ`` with ``λ = clip(z/σ, 0, 1)``.
     grad : bool
         Also return ``Σ λ (C_ij − C_il)`` (else ``None``).
+    cap : float or None
+        Give up (``value = inf``) once the block's ``Σ φ`` exceeds ``cap``: a trial
+        point whose objective is that large is rejected anyway, and at a collapsed
+        metric (every pair an impostor) the exact sum would cost ``O(n² k d)``.
 
     Returns
     -------
@@ -153,6 +157,8 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
             lam = np.clip(H / sigma, 0.0, 1.0)
             out["value"] += float(np.sum(lam * H - 0.5 * sigma * lam**2))
         out["lam"] += float(lam.sum())
+        if cap is not None and out["value"] > cap:
+            return {"value": np.inf, "lam": np.inf, "count": out["count"], "G": out["G"]}
         if not grad:
             continue
         pull_w += np.stack([np.bincount(ic, lam[:, q], len(rows)) for q in range(H.shape[1])], 1)
@@ -209,11 +215,13 @@ class StreamingEvaluator:
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = 0
 
-    def sums(self, L, sigma=None, grad=True):
-        """Block partial sums added up: ``value``, ``lam``, ``count`` and ``G``."""
+    def sums(self, L, sigma=None, grad=True, cap=None):
+        """Block partial sums added up: ``value``, ``lam``, ``count`` and ``G``.
+
+        ``cap``: give up once ``Σ φ`` is known to exceed it (``value = inf``)."""
         self.evaluations += 1
         parts = self.executor.map_blocks(
-            hinge_block, self.blocks, self.data, L, sigma, grad=grad, chunk=self.chunk
+            hinge_block, self.blocks, self.data, L, sigma, grad=grad, chunk=self.chunk, cap=cap
         )
         total = {"value": 0.0, "lam": 0.0, "count": 0, "G": None}
         for p in parts:
@@ -226,11 +234,19 @@ class StreamingEvaluator:
             total["G"] = np.zeros_like(self.pull)
         return total
 
-    def evaluate(self, M, L, sigma=None):
-        """``(f, G)``: eq. (14) (or its smoothing with width σ, prox centre 0) and gradient."""
-        t = self.sums(L, sigma)
-        f = (1 - self.mu) * float(np.sum(self.pull * M)) + self.mu * t["value"]
-        return f, (1 - self.mu) * self.pull + self.mu * t["G"]
+    def evaluate(self, M, L, sigma=None, cap=None):
+        """``(f, G)``: eq. (14) (or its smoothing with width σ, prox centre 0) and gradient.
+
+        With ``cap``, a point whose value exceeds it returns ``(inf, 0)`` early (a
+        trial point the descent rejects anyway)."""
+        f_pull = (1 - self.mu) * float(np.sum(self.pull * M))
+        push_cap = None if cap is None else max((cap - f_pull) / self.mu, 0.0)
+        if push_cap is not None and f_pull > cap:
+            return np.inf, np.zeros_like(M)
+        t = self.sums(L, sigma, cap=push_cap)
+        if not np.isfinite(t["value"]):
+            return np.inf, np.zeros_like(M)
+        return f_pull + self.mu * t["value"], (1 - self.mu) * self.pull + self.mu * t["G"]
 
     def objective(self, M, L):
         """Eq. (14) at ``M = LᵀL`` over all triplets (exact)."""
