@@ -182,11 +182,11 @@ class ActiveSetOracle:
         """Search all triplets at ``M``; merge violations; return True if none were new.
 
         At a trial point (``accepted=False``), more than ``max(max_terms, 4 × list
-        size)`` candidate terms mean the metric has collapsed at ``M`` (every point an
-        impostor): nothing is merged and :class:`TooManyTerms` propagates, so the
-        caller can reject the point. More than the memory budget allows (at any point),
-        or too many at an accepted point, switch the oracle to the streaming mode
-        (then the check returns True: every evaluation covers all triplets).
+        size)`` candidate terms, or more than the memory budget allows, make
+        :class:`TooManyTerms` propagate (nothing is merged): the caller evaluates the
+        point by streaming, capped (:meth:`_overflow`). At an accepted point an
+        overflow switches the oracle to the streaming mode (then the check returns
+        True: every evaluation covers all triplets).
         """
         if self.mode == "streaming":
             return True
@@ -206,7 +206,7 @@ class ActiveSetOracle:
             )
         except TooManyTerms:
             self.full_checks += 1
-            if accepted or (budget is not None and budget <= collapse):
+            if accepted:
                 self._go_streaming()
                 return True
             raise
@@ -219,11 +219,29 @@ class ActiveSetOracle:
         """The final check of App. A.1 (called by the driver at apparent convergence)."""
         return self.full_check(M)
 
+    def _streamer(self):
+        if self.stream is None:
+            self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
+                                             memory_limit=self.memory_limit,
+                                             executor=self.executor)  # fmt: skip
+        return self.stream
+
+    def _overflow(self, M, components, sigma=None):
+        """A trial point whose full check overflowed: evaluate it by streaming, capped.
+
+        Past the cap (a collapsed metric: every point an impostor) the value is inf and
+        the step is rejected; a finite value means the iterates have entered the region
+        where the active list cannot hold the terms: switch to streaming for good.
+        """
+        f, G = self._streamer().evaluate(M, self._components(M, components), sigma,
+                                         cap=self._cap())  # fmt: skip
+        if np.isfinite(f) and self.term_budget is not None:
+            self._go_streaming()
+        return self._capped((f, G))
+
     def _go_streaming(self):
         """Switch to exact evaluation over all triplets by row blocks (:mod:`.lmnn_stream`)."""
-        self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
-                                         memory_limit=self.memory_limit,
-                                         executor=self.executor)  # fmt: skip
+        self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
         e = np.empty(0, np.int64)
         self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
@@ -290,14 +308,14 @@ class ActiveSetOracle:
             try:
                 z = self._hinge_args(M, components)
             except TooManyTerms:
-                return np.inf, np.zeros_like(M)
+                return self._overflow(M, components)
         if self.mode == "streaming":
             return self._capped(self.stream.evaluate(M, self._components(M, components),
                                                      cap=self._cap()))  # fmt: skip
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
-        return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
+        return self._capped((f, (1 - self.mu) * self.C_pull + self.mu * G_hinge))
 
     def smooth(self, M, sigma):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
@@ -312,7 +330,7 @@ class ActiveSetOracle:
             try:
                 z = self._hinge_args(M)
             except TooManyTerms:
-                return np.inf, np.zeros_like(M)
+                return self._overflow(M, None, sigma)
         if self.mode == "streaming":
             return self._capped(self.stream.evaluate(M, components_from_metric(M), sigma,
                                                      cap=self._cap()))  # fmt: skip
@@ -325,7 +343,7 @@ class ActiveSetOracle:
         phi = lam * z - 0.5 * sigma * (lam - lam_bar) ** 2
         self._lam, self._lam_keys = lam, self.keys
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(phi.sum())
-        return f, (1 - self.mu) * self.C_pull + self.mu * G
+        return self._capped((f, (1 - self.mu) * self.C_pull + self.mu * G))
 
     def recenter(self, M, sigma):
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
@@ -364,10 +382,7 @@ class ActiveSetOracle:
             except TooManyTerms:
                 pass
         if h is None:
-            stream = self.stream or StreamingEvaluator(
-                self.X, self.y, self.T, self.mu, self.C_pull,
-                memory_limit=self.memory_limit, executor=self.executor)  # fmt: skip
-            return stream.objective(M, Lc)
+            return self._streamer().objective(M, Lc)
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
 
 
@@ -564,7 +579,7 @@ def _mode_info(oracle):
     if oracle.stream is not None:
         info.update(stream_evaluations=oracle.stream.evaluations,
                     stream_block_rows=oracle.stream.block_rows,
-                    switched_after_calls=oracle.switched_at)  # fmt: skip
+                    switched_after_calls=getattr(oracle, "switched_at", None))  # fmt: skip
     return info
 
 
