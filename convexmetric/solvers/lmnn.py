@@ -605,7 +605,19 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         max_iter=max_iter, rtol=1e-4, patience=20, step_scale=0.3
     )
     ps.time_limit = time_limit
-    ps.callback = callback
+    switched = []
+
+    def phase1_callback(*args):
+        # once the oracle streams, every subgradient step costs a pass over the data:
+        # hand over to the refinement (L-BFGS needs far fewer evaluations)
+        if callback is not None and callback(*args):
+            return True
+        if refine and oracle.mode == "streaming":
+            switched.append(True)
+            return True
+        return False
+
+    ps.callback = phase1_callback
     if phase1 == "components":
         res = projected_subgradient(
             ComponentsOracle(oracle), components_from_metric(M0), FullSpace(), ps
@@ -617,6 +629,8 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
     else:
         raise ValueError(f"phase1 must be 'components' or 'metric'; got {phase1!r}.")
     history, status, lower = list(res.history), res.status, None
+    if switched and res.status == "user_limit":
+        status = "optimal_inaccurate"  # phase 1 ended at the switch, not by the user
     iterations, best_M, best_f = res.iterations, M1, res.objective
     info = {"phase1_objective": res.objective, "phase1_iterations": res.iterations}
     remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
