@@ -99,8 +99,16 @@ _extension_options = [
     default=None,
     help="Directory for metric.npy, components.npy and report.json (written atomically).",
 )
+@click.option(
+    "--memory-limit",
+    default=None,
+    callback=lambda ctx, param, value: _bytes(value),
+    help="Working memory of the solver in bytes (suffixes K, M, G allowed, e.g. 512M) "
+    "[default: 1G]; past it the solver streams over row blocks.",
+)
 @apply_options(_extension_options)
-def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, **ext):
+def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out,
+          memory_limit, **ext):  # fmt: skip
     """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors.
 
     Extensions (§5–6): --variant multi|kernel, --n-passes, --n-components with
@@ -113,6 +121,8 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     with library_errors():
         Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
         model = LMNN(k=k, mu=mu, solver=solver, max_iter=max_iter, time_limit=time_limit)
+        if memory_limit is not None:
+            model.set_params(memory_limit=memory_limit)
         model.fit(Xtr, ytr)
         Ztr, Zte = model.transform(Xtr), model.transform(Xte)
         report = {
@@ -123,6 +133,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
             "k": k,
             "mu": mu,
             **model.result_.summary(),
+            "mode": model.result_.info.get("mode"),
             "knn_test_error": knn_error(Ztr, ytr, Zte, yte, k),
             "euclidean_knn_test_error": knn_error(Xtr, ytr, Xte, yte, k),
             "loo_train_error": model.loo_error(),
@@ -283,6 +294,22 @@ def VALIDATE(
         )
     write_validate_plot(plot, report, solvers, {"subgradient": trace})
     emit(report, as_json, lines)
+
+
+def _bytes(value):
+    """``--memory-limit``: an int of bytes, optionally with a K, M or G suffix (powers of 2)."""
+    if value is None:
+        return None
+    text = str(value).strip().upper().removesuffix("B")
+    factor = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    try:
+        number = int(text[:-1] if factor > 1 else text)
+    except ValueError:
+        raise click.BadParameter(
+            f"must be a positive number of bytes such as 1073741824 or 1G; got {value!r}.",
+            param_hint="'--memory-limit'",
+        ) from None
+    return number * factor
 
 
 def _extension_requested(ext):

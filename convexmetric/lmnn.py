@@ -22,6 +22,7 @@ from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_ca
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
+from .solvers.lmnn import check_memory_limit
 from .solvers.lmnn import solve as solve_large_scale
 from .solvers.lmnn_exact import solve_working_set
 
@@ -79,6 +80,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     verbose : {0, 1}, default=0
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
 
+    memory_limit : int or None, default=2**30
+        Bytes of working memory for the large-scale solver. When the active list or a
+        full check would exceed it, the solver streams over row blocks instead (exact
+        objective and gradient, never a triplet list); ``result_.info["mode"]`` says
+        which mode ran. ``None``: no bound.
+
     Attributes
     ----------
     metric_ : ndarray (d, d)
@@ -109,6 +116,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         tol=1e-4,
         random_state=None,
         verbose=0,
+        memory_limit=2**30,
     ):
         self.k = k
         self.mu = mu
@@ -126,6 +134,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.random_state = random_state
         self.verbose = verbose
+
+        self.memory_limit = memory_limit
 
     def _validate_params(self):
         name = type(self).__name__
@@ -147,6 +157,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
         check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
         check_verbose(self.verbose, name)
+
+        check_memory_limit(self.memory_limit, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -254,6 +266,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             search=self.search,
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
+            memory_limit=self.memory_limit,
         )
 
     def _mahalanobis_matrix(self):
