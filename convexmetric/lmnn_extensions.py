@@ -73,6 +73,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     n_neighbors : int or None, k of :meth:`predict` (default ``k``).
     random_state : int or None, seeds k-means.
     time_limit : float or None, seconds for the large-scale solver (status "user_limit").
+    tol : float, certified relative gap below which the large-scale solver reports
+        "optimal" (saddles of the factor refinement are escaped until then).
     verbose : {0, 1}, log a summary of each stage (INFO, logger
         ``convexmetric.lmnn_extensions``; the single-metric start logs its progress).
 
@@ -96,10 +98,12 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         random_state=None,
         conic_solver="CLARABEL",
         time_limit=None,
+        tol=1e-4,
         verbose=0,
     ):
         self.verbose = verbose
         self.time_limit = time_limit
+        self.tol = tol
         self.k = k
         self.mu = mu
         self.n_clusters = n_clusters
@@ -116,6 +120,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
         check_verbose(self.verbose, name)
         X, self.classes_, y = _check_labels(self, X, y, self.k)
         if self.n_clusters is None:
@@ -162,6 +167,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
                 M0=self.single_.metric_,
                 max_iter=self.max_iter,
                 time_limit=self.time_limit,
+                tol=float(self.tol),
             )
         with logging_to_stderr(logger, self.verbose):
             log_summary(logger, self.verbose, name, res)
