@@ -33,6 +33,7 @@ import time
 import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -143,6 +144,7 @@ def solve_diagonal(
 
     def watch(intermediate_result):
         count[0] += 1
+        notify(count[0], intermediate_result.fun)
         if callback is not None and callback(count[0], objective(intermediate_result.x), sigma):
             stop.append("user")
             raise StopIteration
