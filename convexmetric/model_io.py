@@ -99,7 +99,15 @@ def _provenance(est, provenance):
     return out
 
 
-def save_model(estimator_or_result, directory, *, provenance=None, extra_arrays=None, report=None):
+def save_model(
+    estimator_or_result,
+    directory,
+    *,
+    provenance=None,
+    preprocessing=None,
+    extra_arrays=None,
+    report=None,
+):
     """Write a fitted estimator (or a SolveResult) as a model directory, atomically.
 
     Parameters
@@ -108,6 +116,9 @@ def save_model(estimator_or_result, directory, *, provenance=None, extra_arrays=
     directory : str, replaced as a whole (only if empty or a previous convexmetric output)
     provenance : dict, optional
         Merged into the recorded provenance (e.g. ``command``, ``dataset``).
+    preprocessing : dict with arrays ``mean`` and ``scale``, optional
+        The standardisation ``x ↦ (x − mean) / scale`` the estimator's training data went
+        through; the loaded model applies it to new points first.
     extra_arrays : dict of ndarray, optional
         Further arrays written alongside (the model's own arrays win on a name clash).
     report : dict, optional
@@ -115,6 +126,12 @@ def save_model(estimator_or_result, directory, *, provenance=None, extra_arrays=
     """
     kind, meta, arrays = describe(estimator_or_result)
     arrays = {**(extra_arrays or {}), **arrays}
+    if preprocessing is not None:
+        if kind in ("bilinear", "result"):
+            raise ValueError(f"'preprocessing' does not apply to a {kind} model.")
+        arrays["input_mean"] = np.asarray(preprocessing["mean"], dtype=float)
+        arrays["input_scale"] = np.asarray(preprocessing["scale"], dtype=float)
+        meta["preprocessing"] = "standardize"
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -280,6 +297,14 @@ def _check_consistent(directory, kind, meta, a):
     if n_in is not None and _n_features(kind, a) != n_in:
         _fail(directory, f"the arrays expect {_n_features(kind, a)} input features but "
                          f"{MODEL_FILE} says n_features_in = {n_in}.")  # fmt: skip
+    if meta.get("preprocessing") is not None:
+        if meta["preprocessing"] != "standardize":
+            _fail(directory, f"unknown preprocessing {meta['preprocessing']!r}.")
+        mean, scale = a.get("input_mean"), a.get("input_scale")
+        if mean is None or scale is None or mean.shape != (n_in,) or scale.shape != (n_in,):
+            _fail(directory, "input_mean.npy and input_scale.npy must hold one value per feature.")
+        if np.any(scale <= 0):
+            _fail(directory, "input_scale.npy must be positive.")
     L = a.get("components")
     if kind in ("linear", "kernel") and (L is None or L.ndim != 2):
         _fail(directory, "components.npy must be a 2-dimensional array.")

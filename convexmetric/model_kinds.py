@@ -19,9 +19,11 @@ new data. The kinds:
 ``result``
     A bare :class:`~convexmetric.result.SolveResult` (its matrices); nothing to apply.
 
-The LMNN classifiers add a ``classifier`` section (kNN and, where the training targets
-are kept, energy-based prediction, eq. 15) with the training embedding, labels and
-class names.
+A model may record the standardisation its training data went through
+(``preprocessing: "standardize"`` with ``input_mean`` and ``input_scale``); new points
+go through it first. The LMNN classifiers add a ``classifier`` section (kNN and,
+where the training targets are kept, energy-based prediction, eq. 15) with the
+training embedding, labels and class names.
 """
 
 from __future__ import annotations
@@ -194,6 +196,8 @@ class SavedModel:
             )
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"'{name}' contains NaN or infinite values.")
+        if self.meta.get("preprocessing") == "standardize":
+            arr = (arr - self.arrays["input_mean"]) / self.arrays["input_scale"]
         return arr
 
     def _kernel_rows(self, X):
