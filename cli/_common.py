@@ -289,8 +289,15 @@ def solve_progress(label):
     from ..progress import observe
 
     line = ProgressLine(label)
+
+    def observer(iteration, objective, info):
+        # after Ctrl-C a solver returns its best iterate and the estimator may start its
+        # next phase; stop that one at its first iteration too
+        check_interrupted()
+        line(iteration, objective, info)
+
     try:
-        with observe(line):
+        with observe(observer):
             yield line
     finally:
         line.close()
