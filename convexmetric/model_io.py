@@ -167,6 +167,10 @@ def write_directory(directory, files):
 
 
 def _check_replaceable(directory):
+    if os.path.abspath(directory) == os.path.abspath(os.getcwd()):
+        raise ValueError(
+            f"output {directory!r} is the working directory; give a new subdirectory name."
+        )
     if not os.path.lexists(directory):
         return
     if not os.path.isdir(directory) or os.path.islink(directory):

@@ -202,3 +202,28 @@ def test_solve_is_quiet_on_stderr_when_not_a_terminal(tmp_path):
     res = run("solve", "lmnn", "--dataset", "iris", "--max-iter", "50")
     assert res.exit_code == 0, res.output
     assert res.stderr == ""
+
+
+@pytest.mark.parametrize("variant, rule", [("multi", "energy"), ("kernel", "knn")])
+def test_lmnn_variants_predict_from_their_saved_model(tmp_path, raw_split, variant, rule):
+    d = tmp_path / variant
+    args = ["solve", "lmnn", "--dataset", "iris", "--variant", variant, "--max-iter", "100"]
+    res = run(*args, "--out", d, "--json")
+    assert res.exit_code == 0, res.output
+    _, Xte, _, yte = raw_split
+    np.save(tmp_path / "x.npy", Xte)
+    res = run("predict", "--model", d, tmp_path / "x.npy", "--rule", rule, "--json")
+    assert res.exit_code == 0, res.output
+    pred = np.array(json.loads(res.stdout)["predictions"])
+    if rule == "knn":  # the command's own kNN test error, from the saved model
+        report = json.loads((d / "report.json").read_text())
+        assert np.mean(pred != yte) == pytest.approx(report["knn_test_error"])
+    else:
+        assert np.mean(pred != yte) < 0.2
+
+
+def test_out_refuses_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run("solve", "lmnn", "--dataset", "iris", "--max-iter", "20", "--out", ".")
+    assert_clean_failure(res)
+    assert "working directory" in res.stderr

@@ -99,3 +99,46 @@ def test_sigint_writes_nothing_when_there_was_nothing(tmp_path):
     assert code == 130, (stdout, stderr)
     assert _messages(stderr) == ["Error: interrupted (Ctrl-C)."], stderr
     assert os.listdir(tmp_path) == []
+
+
+def _run_on_pty(args, cwd):
+    master, slave = pty.openpty()
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "convexmetric.cli.main", *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        cwd=cwd,
+        env=env,
+    )
+    os.close(slave)
+    buf = b""
+    try:
+        stdout, _ = proc.communicate(timeout=240)
+        while select.select([master], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    return proc.returncode, stdout.decode(), buf.decode(errors="replace")
+
+
+def test_progress_on_a_terminal_and_quiet_with_json(tmp_path):
+    args = ["solve", "lmnn", "--dataset", "iris", "--max-iter", "200"]
+    code, stdout, stderr = _run_on_pty(args, tmp_path)
+    assert code == 0, stderr
+    assert "solve lmnn: iteration" in stderr and "objective" in stderr
+    assert _messages(stderr) == []  # the line erases itself; results go to stdout
+    code, stdout, stderr = _run_on_pty([*args, "--json"], tmp_path)
+    assert code == 0, stderr
+    assert stderr.strip() == ""
+    assert stdout.startswith("{")
