@@ -247,6 +247,7 @@ class ProgressLine:
         self.last = None
         self.width = 0
         self.quiet = None
+        self.count = 0
 
     def _decide(self):
         isatty = getattr(self.stream, "isatty", None)
@@ -262,11 +263,12 @@ class ProgressLine:
     def __call__(self, iteration, objective, info):
         if self.quiet is None:
             self.quiet = self._decide()
+        self.count += 1  # the solvers' phases each count from 0; show one running count
         now = time.perf_counter()
         if self.quiet or (self.last is not None and now - self.last < self.min_interval):
             return
         self.last = now
-        text = f"{self.label}: iteration {iteration}, objective {objective:.6g}"
+        text = f"{self.label}: iteration {self.count}, objective {objective:.6g}"
         lb = info.get("lower_bound")
         if lb is not None and np.isfinite(lb):
             text += f", certified gap {(objective - lb) / max(abs(objective), 1e-300):.1e}"
