@@ -9,13 +9,12 @@ place), so it is never left half-written.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 
 import click
 import numpy as np
 
+from .._atomic import atomic_file
 from ..model_io import load_model
 from ._common import emit, library_errors, load_array, load_csv
 
@@ -73,23 +72,14 @@ def write_array(out, arr, header=None):
     """Write ``arr`` to ``out`` (.csv or .npy) atomically: a temporary file, then rename."""
     ext = _output_format(out)
     arr = np.asarray(arr)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(out)), prefix=".partial-")
-    try:
+    with atomic_file(out, "wb" if ext == ".npy" else "w") as fh:
         if ext == ".npy":
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, arr, allow_pickle=False)
+            np.save(fh, arr, allow_pickle=False)
         else:
-            rows = arr.reshape(len(arr), -1)
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                if header is not None:
-                    fh.write(",".join(header) + "\n")
-                for row in rows:
-                    fh.write(",".join(_format_cell(v) for v in row) + "\n")
-        os.replace(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+            if header is not None:
+                fh.write(",".join(header) + "\n")
+            for row in arr.reshape(len(arr), -1):
+                fh.write(",".join(_format_cell(v) for v in row) + "\n")
 
 
 @click.command("transform", short_help="Map new points through a saved model.")

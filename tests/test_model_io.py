@@ -313,3 +313,18 @@ def test_estimators_pickle_and_joblib(tmp_path, iris, lmnn):
     back = joblib.load(tmp_path / "m.joblib")
     np.testing.assert_allclose(back.transform(Xte), lmnn.transform(Xte))
     assert back.get_params() == lmnn.get_params()
+
+
+def test_atomic_file_never_leaves_a_half_written_file(tmp_path):
+    from convexmetric._atomic import atomic_file
+
+    target = tmp_path / "emb.csv"
+    target.write_text("old\n")
+    with pytest.raises(KeyboardInterrupt), atomic_file(target, "w") as fh:
+        fh.write("1,2,3\n")
+        raise KeyboardInterrupt
+    assert target.read_text() == "old\n"
+    assert os.listdir(tmp_path) == ["emb.csv"]
+    with atomic_file(target, "w") as fh:
+        fh.write("new\n")
+    assert target.read_text() == "new\n"
