@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import pickle
@@ -124,9 +125,15 @@ def test_poe_linear_and_rbf_round_trip(tmp_path):
         save_model(mk, tmp_path / "mk")
 
 
+def _online(cls, n, **kw):
+    """AROMA/OASIS with ``n`` rounds (the iteration cap is ``n_iter`` or ``max_iter``)."""
+    name = "max_iter" if "max_iter" in inspect.signature(cls).parameters else "n_iter"
+    return cls(**{name: n}, random_state=0, **kw)
+
+
 def test_bilinear_scores_pairs_and_has_no_transform(tmp_path, iris):
     Xtr, Xte, ytr, _ = iris
-    est = OASIS(n_iter=200, random_state=0).fit(Xtr, ytr)
+    est = _online(OASIS, 200).fit(Xtr, ytr)
     save_model(est, tmp_path / "b")
     m = load_model(tmp_path / "b")
     np.testing.assert_allclose(m.score_pairs(Xte, Xte[::-1]), est.score_pairs(Xte, Xte[::-1]))
@@ -136,8 +143,8 @@ def test_bilinear_scores_pairs_and_has_no_transform(tmp_path, iris):
         m.predict(Xte)
     for online in (
         est,
-        DiagonalAROMA(n_iter=100, random_state=0),
-        FactoredAROMA(n_iter=100, random_state=0),
+        _online(DiagonalAROMA, 100),
+        _online(FactoredAROMA, 100),
     ):
         online.fit(Xtr, ytr)
         back = joblib.load(joblib.dump(online, tmp_path / "a.joblib")[0])
