@@ -143,12 +143,9 @@ def load_xy(dataset, features, labels, *, split=True):
             f"'labels' has {len(np.asarray(y))} entries but 'features' has "
             f"{len(np.asarray(X))} rows."
         )
-    Xtr, Xte, ytr, yte = datasets.split(X, y, scale=False)
-    from sklearn.preprocessing import StandardScaler
-
-    sc = StandardScaler().fit(Xtr)  # as datasets.split does; kept for the saved model
-    _record_preprocessing({"mean": sc.mean_, "scale": sc.scale_})
-    return sc.transform(Xtr), ytr, sc.transform(Xte), yte, name
+    Xtr, Xte, ytr, yte = datasets.split(X, y)
+    _record_standardisation(X, y)
+    return Xtr, ytr, Xte, yte, name
 
 
 def write_outputs(out_dir, arrays, report, *, model=None):
@@ -345,10 +342,14 @@ def interrupt_guard():
         _interrupt_state.reset(token)
 
 
-def _record_preprocessing(prep):
+def _record_standardisation(X, y):
+    """Keep the standard split's scaler (mean, scale of the training part) for this command."""
     state = _interrupt_state.get()
     if state is not None:
-        state["preprocessing"] = prep
+        from sklearn.preprocessing import StandardScaler
+
+        sc = StandardScaler().fit(datasets.split(X, y, scale=False)[0])  # as datasets.split
+        state["preprocessing"] = {"mean": sc.mean_, "scale": sc.scale_}
 
 
 def check_interrupted():
