@@ -162,8 +162,7 @@ def write_outputs(out_dir, arrays, report, *, model=None):
     check_interrupted()
     from ..model_io import save_model, write_directory
 
-    state = _interrupt_state.get() or {}
-
+    state = _command_state.get() or {}
     if model is None:
         files = {f"{name}.npy": np.asarray(arr) for name, arr in arrays.items()}
         files["report.json"] = report
@@ -311,12 +310,12 @@ class Interrupted(click.ClickException):
         super().__init__("interrupted (Ctrl-C).")
 
 
-_interrupt_state = contextvars.ContextVar("convexmetric_interrupt", default=None)
+_command_state = contextvars.ContextVar("convexmetric_command", default=None)
 
 
 @contextlib.contextmanager
 def interrupt_guard():
-    """Record Ctrl-C while a command runs.
+    """Per-command state: Ctrl-C (and the standardisation recorded by :func:`load_xy`).
 
     The solvers catch ``KeyboardInterrupt`` and return their best iterate (a library
     feature); the command line must not write or print that as a result. SIGINT still
@@ -325,7 +324,7 @@ def interrupt_guard():
     aborts the command.
     """
     state = {"hit": False}
-    token = _interrupt_state.set(state)
+    token = _command_state.set(state)
     old = None
     if threading.current_thread() is threading.main_thread():
 
@@ -339,12 +338,12 @@ def interrupt_guard():
     finally:
         if old is not None:
             signal.signal(signal.SIGINT, old)
-        _interrupt_state.reset(token)
+        _command_state.reset(token)
 
 
 def _record_standardisation(X, y):
     """Keep the standard split's scaler (mean, scale of the training part) for this command."""
-    state = _interrupt_state.get()
+    state = _command_state.get()
     if state is not None:
         from sklearn.preprocessing import StandardScaler
 
@@ -354,7 +353,7 @@ def _record_standardisation(X, y):
 
 def check_interrupted():
     """Raise ``KeyboardInterrupt`` if Ctrl-C was pressed during this command."""
-    state = _interrupt_state.get()
+    state = _command_state.get()
     if state is not None and state["hit"]:
         raise KeyboardInterrupt
 
