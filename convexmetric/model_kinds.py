@@ -137,6 +137,18 @@ def describe(est):
     return "bilinear", {}, {"W": np.asarray(est.W_, dtype=float)}  # _OnlineBilinear
 
 
+def n_features(kind, arrays):
+    """Columns a model of this kind expects from new points (None: not applicable)."""
+    if kind == "linear":
+        return int(arrays["components"].shape[1])
+    if kind in ("kernel", "multi_metric"):
+        key = "kernel_points" if kind == "kernel" else "train_points"
+        return int(arrays[key].shape[1])
+    if kind == "ssne":
+        return int(arrays["W"].shape[0] - 1)
+    return None
+
+
 def required_arrays(kind, meta):
     """Names of the arrays a model of this kind must hold."""
     need = {

@@ -335,3 +335,83 @@ def test_atomic_file_never_leaves_a_half_written_file(tmp_path):
     with atomic_file(target, "w") as fh:
         fh.write("new\n")
     assert target.read_text() == "new\n"
+
+
+# ---- any tampering of model.json: a ValueError or a working model, nothing else -------
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+def _paths(obj, prefix=()):
+    """Every key path into a JSON document."""
+    out = [prefix] if prefix else []
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+_JUNK = [None, -1, 0, 2.5, "x", "rbf", [], {}, [1, 2], True, 1e308, "knn"]
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory, lmnn):
+    d = tmp_path_factory.mktemp("pristine") / "m"
+    save_model(lmnn, d)
+    return d, json.loads((d / "model.json").read_text())
+
+
+@hypothesis.settings(max_examples=200, deadline=None, derandomize=True)
+@hypothesis.given(data=st.data())
+def test_tampered_model_json_never_escapes_as_another_exception(pristine, data):
+    import shutil
+    import tempfile
+
+    d, meta = pristine
+    paths = _paths(meta)
+    path = data.draw(st.sampled_from(paths), label="path")
+    junk = data.draw(st.sampled_from(_JUNK), label="value")
+    bad = json.loads(json.dumps(meta))
+    node = bad
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = junk
+    with tempfile.TemporaryDirectory() as tmp:
+        target = os.path.join(tmp, "m")
+        shutil.copytree(d, target)
+        with open(os.path.join(target, "model.json"), "w") as fh:
+            json.dump(bad, fh)
+        try:
+            m = load_model(target)
+        except ValueError:
+            return
+        X = np.zeros((2, 4))
+        for apply in (m.transform, m.predict, lambda X: m.predict(X, rule="energy")):
+            try:
+                apply(X)
+            except ValueError:
+                pass
+
+
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("targets", lambda a: a + 1000, "targets.npy indexes outside"),
+        ("train_labels", lambda a: a + 7, "must index into classes.npy"),
+        ("train_embedding", lambda a: a[:, :2], "train_embedding.npy must be"),
+        ("input_scale", lambda a: -a, "positive"),
+        ("components", lambda a: a.astype(str), "non-empty 2-d numeric"),
+    ],
+)
+def test_tampered_arrays(tmp_path, lmnn, name, value, message):
+    d = tmp_path / "m"
+    save_model(lmnn, d, preprocessing={"mean": np.zeros(4), "scale": np.ones(4)})
+    arr = value(np.load(d / f"{name}.npy"))
+    np.save(d / f"{name}.npy", arr)
+    _edit_json(d, lambda m: m["arrays"][name].update(shape=list(arr.shape)))
+    with pytest.raises(ValueError, match=message):
+        load_model(d)
