@@ -144,7 +144,6 @@ def solve_diagonal(
 
     def watch(intermediate_result):
         count[0] += 1
-        notify(count[0], intermediate_result.fun)
         if callback is not None and callback(count[0], objective(intermediate_result.x), sigma):
             stop.append("user")
             raise StopIteration
@@ -172,6 +171,7 @@ def solve_diagonal(
         if best_f - lower > tol * abs(best_f):  # the sharper bound costs a few BVLS fits
             lower = max(lower, crossover_bound(A, r, s, best_w, 1.0 - A @ best_w, sigma, best_f))
         history.append(best_f)
+        notify(iterations, best_f, lower_bound=lower)
         if stop:
             status = "user_limit"
             break
