@@ -67,8 +67,11 @@ def small_instance(X, y, per_class):
     return X[keep], y[keep]
 
 
-def validate_variant(X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, gamma):
-    """Exact (CVXPY, all hinge terms) vs large-scale for the multi-metric or kernel SDP."""
+def validate_variant(X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, gamma, runs=None):
+    """Exact (CVXPY, all hinge terms) vs large-scale for the multi-metric or kernel SDP.
+
+    ``runs`` (a dict), when given, receives the large-scale SolveResult by solver name.
+    """
     _, y = np.unique(y, return_inverse=True)
     if variant == "multi":
         est = MultiMetricLMNN(k=k, mu=mu, n_clusters=n_clusters, random_state=0)
@@ -87,6 +90,8 @@ def validate_variant(X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, 
         exact = {"objective": PK.objective(A, K, T, y, mu), "cvxpy_value": value}
         exact.update(seconds=time.perf_counter() - t0, status=status, solver=conic_solver)
         res = SK.solve(K, y, T, mu)
+    if runs is not None:
+        runs[res.solver] = res
     solvers = {
         res.solver: {
             "objective": res.objective,

@@ -32,6 +32,7 @@ from ._common import (
     write_outputs,
 )
 from ._common import relative_gap as rgap
+from ._plot import Trace, plot_option, write_validate_plot
 
 
 def _read_pairs(path, X):
@@ -265,6 +266,7 @@ def _evaluate(model, Xte, yte, seed, n_draws=100):
     show_default=True,
     help="Conic solver of the exact problem.",
 )
+@plot_option
 def VALIDATE(
     dataset,
     features,
@@ -280,6 +282,7 @@ def VALIDATE(
     seed,
     as_json,
     conic,
+    plot,
 ):
     """Solve eq. (5) exactly and with the large-scale solvers; report the relative gaps.
 
@@ -305,7 +308,11 @@ def VALIDATE(
             "subgradient": solvers.solve_projected(*args, refine=False),
             "subgradient+smoothing": solvers.solve_projected(*args),
             "sgd": solvers.sgd(
-                solvers.LinearBackend(U), *args[1:], max_iter=max_iter, random_state=seed
+                solvers.LinearBackend(U),
+                *args[1:],
+                max_iter=max_iter,
+                random_state=seed,
+                callback=(sgd_trace := Trace()),  # time stamps for --plot
             ),
         }
         report = {
@@ -344,4 +351,5 @@ def VALIDATE(
         f"{k:22s} {v['objective']:.8g}  gap {v['relative_gap']:.2e}  {v['seconds']:.2f} s"
         for k, v in report["solvers"].items()
     ]
+    write_validate_plot(plot, report, runs, {"sgd": sgd_trace})
     emit(report, as_json, lines)

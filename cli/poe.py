@@ -20,6 +20,7 @@ from ..result import relative_gap
 from ..solvers import poe as large_scale
 from ..taxonomy import make_taxonomy
 from ._common import emit, library_errors, load_array, write_outputs
+from ._plot import Trace, plot_option, write_validate_plot
 
 KINDS = ("linear", "kernel", "multi")
 
@@ -215,7 +216,8 @@ def SOLVE(
 )
 @_json
 @_seed
-def VALIDATE(kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_json, seed):
+@plot_option
+def VALIDATE(kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_json, seed, plot):
     """Solve one POE instance exactly and with the large-scale solver; report the gap."""
     with library_errors():
         C, data, name = _built_in(kind, n_per_class, n_comparisons, seed)
@@ -225,11 +227,11 @@ def VALIDATE(kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_
             kernels = data if kind == "multi" else [data]
             blocks = P.kernel_blocks(kernels)
         _, value, status, seconds = P.solve(blocks, C, beta, diagonal=diagonal, solver=exact_solver)
-        t0 = time.perf_counter()
+        t0, trace = time.perf_counter(), Trace()
         if kernels is None:
-            res = large_scale.solve(blocks, C, beta, diagonal=diagonal)
+            res = large_scale.solve(blocks, C, beta, diagonal=diagonal, callback=trace)
         else:
-            res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal)
+            res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal, callback=trace)
         sub_seconds = time.perf_counter() - t0
         sub_obj = P.objective(res.matrices, blocks, C, beta)
         report = {
@@ -250,6 +252,7 @@ def VALIDATE(kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_
                 }
             },
         }
+    write_validate_plot(plot, report, {res.solver: res}, {res.solver: trace})
     emit(
         report,
         as_json,
