@@ -48,6 +48,17 @@ def _read_input(path):
         raise ValueError(f"INPUT {path!r} cannot be read: {exc}") from None
 
 
+def _apply(method, input_file, X, **kw):
+    """``method(X)``; a problem with the points names the input file."""
+    try:
+        return method(X, **kw)
+    except ValueError as exc:
+        msg = str(exc)
+        if msg.startswith("'X'"):
+            msg = f"INPUT {input_file!r}{msg[3:]}"
+        raise ValueError(msg) from None
+
+
 def _output_format(out):
     ext = os.path.splitext(out)[1].lower()
     if ext not in OUTPUT_FORMATS:
@@ -102,7 +113,7 @@ def TRANSFORM(model_dir, input_file, out, as_json):
     with library_errors():
         model = load_model(model_dir)
         header, X = _read_input(input_file)
-        Z = model.transform(X)
+        Z = _apply(model.transform, input_file, X)
         names = None if header is None else [f"z{i}" for i in range(Z.shape[1])]
         write_array(out, Z, names)
     report = {
@@ -139,7 +150,7 @@ def PREDICT(model_dir, input_file, out, rule, as_json):
     with library_errors():
         model = load_model(model_dir)
         header, X = _read_input(input_file)
-        labels = model.predict(X, rule=rule)
+        labels = _apply(model.predict, input_file, X, rule=rule)
         if out is not None:
             write_array(out, labels, None if header is None else ["label"])
     report = {
