@@ -97,7 +97,8 @@ _extension_options = [
     "--out",
     type=click.Path(file_okay=False),
     default=None,
-    help="Directory for metric.npy, components.npy and report.json (written atomically).",
+    help="Directory for a model (model.json + .npy arrays, for `convexmetric transform` / "
+    "`predict`), metric.npy, components.npy and report.json; written atomically.",
 )
 @click.option(
     "--memory-limit",
@@ -139,7 +140,12 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
             "loo_train_error": model.loo_error(),
         }
         if out is not None:
-            write_outputs(out, {"metric": model.metric_, "components": model.components_}, report)
+            write_outputs(
+                out,
+                {"metric": model.metric_, "components": model.components_},
+                report,
+                model=model,
+            )
     lines = [
         f"LMNN on {name}: {Xtr.shape[0]} training points × {Xtr.shape[1]} features, k={k}, mu={mu}",
         f"  solver {report['solver']}: objective {report['objective']:.8g}, status "
@@ -149,7 +155,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
         f"leave-one-out training error {report['loo_train_error']:.2%}",
     ]
     if out is not None:
-        lines.append(f"  wrote {out}/metric.npy, components.npy, report.json")
+        lines.append(f"  wrote {out}/ (model.json, metric.npy, components.npy, report.json)")
     emit(report, as_json, lines)
 
 
@@ -349,7 +355,7 @@ def _solve_extension(
             for attr in ("metric_", "metrics_", "A_"):
                 if hasattr(model, attr):
                     arrays[attr.rstrip("_")] = getattr(model, attr)
-            write_outputs(out, arrays, report)
+            write_outputs(out, arrays, report, model=model)
     lines = [
         f"LMNN ({report['variant']}) on {name}: {Xtr.shape[0]} training points × "
         f"{Xtr.shape[1]} features, k={k}, mu={mu}",

@@ -175,7 +175,8 @@ def SOLVE(
         if out:
             Ws = model.W_ if kind == "multi" else [model.W_]
             arrays = {f"W{p}" if len(Ws) > 1 else "W": W for p, W in enumerate(Ws)}
-            write_outputs(out, {**arrays, "embedding": Z}, report)
+            saved = None if kind == "multi" else model  # MKPOE: no model file
+            write_outputs(out, {**arrays, "embedding": Z}, report, model=saved)
     emit(
         report,
         as_json,

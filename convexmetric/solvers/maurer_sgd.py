@@ -35,6 +35,7 @@ from scipy.linalg import solve_triangular
 
 from .._threads import one_blas_thread
 from ..problems.maurer import margins
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -225,6 +226,7 @@ def _sgd(
                 history.append(f)
                 if f < best_f:
                     best_f, best_P = f, _copy(P)
+                notify(step, f)
                 if callback is not None and callback(step, f, theta):
                     status = "user_limit"
                     break
