@@ -120,6 +120,7 @@ class ActiveSetOracle:
         self.block_size = min(block_size, rows)
         self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
         self.mode, self.stream, self._f_seen, self._last_ok = "active_set", None, None, None
+        self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -211,7 +212,7 @@ class ActiveSetOracle:
                 return True
             raise
         self.full_checks += 1
-        self._last_ok = (M, components)  # a point whose terms fit in the list
+        self._last_ok, self._overflows = (M, components), 0  # its terms fit in the list
         changed = self._merge(I, J, L)
         self.version += changed
         return not changed
@@ -232,7 +233,9 @@ class ActiveSetOracle:
 
         Past the cap (a collapsed metric: every point an impostor) the value is inf and
         the step is rejected; a finite value means the iterates have entered the region
-        where the active list cannot hold the terms: switch to streaming for good.
+        where the active list cannot hold the terms: switch to streaming for good. So do
+        three such rejections in a row (the accepted point itself may be over budget, its
+        list value an underestimate: the drivers then re-evaluate it exactly).
         """
         if self._f_seen is None and self._last_ok is not None:
             # the active list's values underestimate eq. (14) (it may miss terms): the
@@ -241,7 +244,8 @@ class ActiveSetOracle:
             self._f_seen = self._streamer().objective(M_ok, self._components(M_ok, L_ok))
         f, G = self._streamer().evaluate(M, self._components(M, components), sigma,
                                          cap=self._cap())  # fmt: skip
-        if np.isfinite(f) and self.term_budget is not None:
+        self._overflows += 1
+        if self.term_budget is not None and (np.isfinite(f) or self._overflows >= 3):
             self._go_streaming()
         return self._capped((f, G))
 
@@ -249,6 +253,7 @@ class ActiveSetOracle:
         """Switch to exact evaluation over all triplets by row blocks (:mod:`.lmnn_stream`)."""
         self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
+        self._f_seen = None  # the drivers' re-evaluations right after the switch: uncapped
         e = np.empty(0, np.int64)
         self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
                            "lam": np.zeros(0)})  # fmt: skip
