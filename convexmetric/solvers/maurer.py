@@ -91,6 +91,7 @@ class HingeOracle:
             f_upper=self.objective(A),
             A=A,
             sigmas=() if sigma is None else (sigma,),
+            polish_widths=(1e-4, 1e-2) if sigma is not None else (1e-4, 1e-2, 0.1, 0.3),
         )
         return lb
 
