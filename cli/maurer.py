@@ -26,6 +26,7 @@ from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
+    certified_gap,
     emit,
     library_errors,
     load_array,
@@ -218,8 +219,11 @@ def SOLVE(
             "sparsity": metrics.sparsity(model.singular_values_),
         }
         if solver != "hpca":
+            res = model.result_
             report["train_risk"] = model.train_risk_
-            report["status"] = model.result_.status
+            report["status"] = res.status
+            report["lower_bound"] = res.lower_bound
+            report["certified_gap"] = certified_gap(res.objective, res.lower_bound)
         if Xte is not None:
             report["test"] = _evaluate(model, Xte, yte, seed)
         if out:
@@ -230,6 +234,11 @@ def SOLVE(
         f"{report['method']} ({solver}, {kernel}) on {name}: objective "
         f"{report['objective']:.6g}, sparsity {report['sparsity']}, {seconds:.2f} s"
     ]
+    if report.get("certified_gap") is not None:
+        lines.append(
+            f"status {report['status']}: lower bound {report['lower_bound']:.6g}, "
+            f"certified gap {report['certified_gap']:.2e}"
+        )
     if "test" in report:
         t = report["test"]
         lines.append(f"test: risk {t['risk']:.4f}, balanced error {t['balanced_error']:.4f}")

@@ -142,7 +142,7 @@ def _kkt_fit(z, A, U, c, b, mu, regularizer, f_upper, deltas, rank_tols):
     return best, best_alpha
 
 
-def _polish(alpha, free, U, c, b, mu, regularizer, f_upper, max_iter=200):
+def _polish(alpha, free, U, c, b, mu, regularizer, f_upper, max_iter=100):
     """Maximise ``bᵀα`` over the free pairs s.t. ``ν(G(α)) ≤ μ`` (SLSQP; a small smooth dual).
 
     HS: the constraint ``μ² − ‖[G]₋‖₂² ≥ 0`` is differentiable. Trace: one constraint
@@ -157,8 +157,14 @@ def _polish(alpha, free, U, c, b, mu, regularizer, f_upper, max_iter=200):
     G0 = (U.T * (base * c)) @ U
     n_eig = min(U.shape[1], 10)
 
-    def eig(x):
-        return np.linalg.eigh(G0 + (Uf.T * (x * cf)) @ Uf)
+    cache = {}
+
+    def eig(x):  # SLSQP asks for the constraint and its Jacobian at the same x
+        key = x.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = np.linalg.eigh(G0 + (Uf.T * (x * cf)) @ Uf)
+        return cache[key]
 
     def cons(x):
         w, _ = eig(x)
