@@ -111,6 +111,9 @@ def load_xy(dataset, features, labels, *, split=True):
     if dataset is not None and features is not None:
         raise ValueError("give either --dataset or --features/--labels, not both.")
     if dataset is not None:
+        if split and datasets.ALIASES.get(dataset, dataset) in datasets.GROUPED:
+            Xtr, Xte, ytr, yte = datasets.load_split(dataset)  # split by source item
+            return Xtr, ytr, Xte, yte, dataset
         X, y = datasets.load(dataset)
         name = dataset
     elif features is not None:

@@ -25,6 +25,7 @@ from ._common import (
     solver_line,
     write_outputs,
 )
+from ._plot import Trace, plot_option, write_validate_plot
 
 _inputs = [
     *DATA_OPTIONS,
@@ -101,8 +102,16 @@ _extension_options = [
     default=None,
     help="Directory for metric.npy, components.npy and report.json (written atomically).",
 )
+@click.option(
+    "--memory-limit",
+    default=None,
+    callback=lambda ctx, param, value: _bytes(value),
+    help="Working memory of the solver in bytes (suffixes K, M, G allowed, e.g. 512M) "
+    "[default: 1G]; past it the solver streams over row blocks.",
+)
 @apply_options(_extension_options)
-def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, **ext):
+def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out,
+          memory_limit, **ext):  # fmt: skip
     """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors.
 
     Extensions (§5–6): --variant multi|kernel, --n-passes, --n-components with
@@ -115,6 +124,8 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     with library_errors():
         Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
         model = LMNN(k=k, mu=mu, solver=solver, max_iter=max_iter, time_limit=time_limit)
+        if memory_limit is not None:
+            model.set_params(memory_limit=memory_limit)
         model.fit(Xtr, ytr)
         Ztr, Zte = model.transform(Xtr), model.transform(Xte)
         report = {
@@ -125,6 +136,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
             "k": k,
             "mu": mu,
             **model.result_.summary(),
+            "mode": model.result_.info.get("mode"),
             "knn_test_error": knn_error(Ztr, ytr, Zte, yte, k),
             "euclidean_knn_test_error": knn_error(Xtr, ytr, Xte, yte, k),
             "loo_train_error": model.loo_error(),
@@ -187,6 +199,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     help="multi/kernel: points per class of the small instance solved exactly.",
 )
 @NO_EXACT_OPTION
+@plot_option
 def VALIDATE(
     dataset,
     features,
@@ -202,6 +215,7 @@ def VALIDATE(
     gamma,
     per_class,
     no_exact,
+    plot,
 ):
     """Solve eq. (14) exactly and with the large-scale solver; report the relative gaps
     and each solver's certified gap (``--no-exact``: the certificates alone)."""
@@ -221,6 +235,7 @@ def VALIDATE(
             gamma,
             per_class,
             no_exact,
+            plot,
         )
     conic_solver = conic_solver or "SCS"
     with library_errors():
@@ -251,7 +266,8 @@ def VALIDATE(
                 solver=conic_solver,
                 info={"cvxpy_value": value},
             )
-        solvers["subgradient"] = solve_large_scale(Xtr, y, T, mu, callback=progress("subgradient"))
+        trace = Trace(progress("subgradient"))
+        solvers["subgradient"] = solve_large_scale(Xtr, y, T, mu, callback=trace)
         ref = None if exact is None else exact.objective
         report = {
             "method": "lmnn",
@@ -279,7 +295,24 @@ def VALIDATE(
             f"{exact.seconds:.2f} s"
         )
     lines += [solver_line(key, r) for key, r in report["solvers"].items()]
+    write_validate_plot(plot, report, solvers, {"subgradient": trace})
     emit(report, as_json, lines)
+
+
+def _bytes(value):
+    """``--memory-limit``: an int of bytes, optionally with a K, M or G suffix (powers of 2)."""
+    if value is None:
+        return None
+    text = str(value).strip().upper().removesuffix("B")
+    factor = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    try:
+        number = int(text[:-1] if factor > 1 else text)
+    except ValueError:
+        raise click.BadParameter(
+            f"must be a positive number of bytes such as 1073741824 or 1G; got {value!r}.",
+            param_hint="'--memory-limit'",
+        ) from None
+    return number * factor
 
 
 def _extension_requested(ext):
@@ -347,8 +380,11 @@ def _validate_extension(
     gamma,
     per_class,
     no_exact=False,
+    plot=None,
 ):
     from .lmnn_ext import small_instance, validate_variant
+
+    runs = {}
 
     with library_errors():
         if dataset is None and features is None:
@@ -366,6 +402,7 @@ def _validate_extension(
             kernel=kernel,
             gamma=gamma,
             no_exact=no_exact,
+            runs=runs,
         )
         report = {
             "method": "lmnn",
@@ -383,6 +420,7 @@ def _validate_extension(
             f"{exact['status']}, {exact['seconds']:.2f} s"
         )
     lines += [solver_line(key, r) for key, r in solvers.items()]
+    write_validate_plot(plot, report, runs)
     emit(report, as_json, lines)
 
 

@@ -68,11 +68,12 @@ def small_instance(X, y, per_class):
 
 
 def validate_variant(
-    X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, gamma, no_exact=False
+    X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, gamma, no_exact=False, runs=None
 ):
     """Exact (CVXPY, all hinge terms) vs large-scale for the multi-metric or kernel SDP.
 
     ``no_exact`` skips CVXPY: ``exact`` is None and the entries carry certificates only.
+    ``runs`` (a dict), when given, receives the large-scale SolveResult by solver name.
     """
     _, y = np.unique(y, return_inverse=True)
     if variant == "multi":
@@ -94,6 +95,8 @@ def validate_variant(
             exact = {"objective": PK.objective(A, K, T, y, mu), "cvxpy_value": value}
             exact.update(seconds=time.perf_counter() - t0, status=status, solver=conic_solver)
         res = SK.solve(K, y, T, mu)
+    if runs is not None:
+        runs[res.solver] = res
     solvers = {res.solver: solver_entry(res, None if exact is None else exact["objective"])}
     return exact, solvers
 

@@ -36,6 +36,7 @@ from ._common import (
     solver_line,
     write_outputs,
 )
+from ._plot import Trace, plot_option, write_validate_plot
 
 
 def _read_pairs(path, X):
@@ -278,6 +279,7 @@ def _evaluate(model, Xte, yte, seed, n_draws=100):
     help="Conic solver of the exact problem.",
 )
 @NO_EXACT_OPTION
+@plot_option
 def VALIDATE(
     dataset,
     features,
@@ -294,6 +296,7 @@ def VALIDATE(
     as_json,
     conic,
     no_exact,
+    plot,
 ):
     """Solve eq. (5) exactly and with the large-scale solvers; report the relative gaps
     and each solver's certified gap (dual lower bound).
@@ -330,7 +333,11 @@ def VALIDATE(
             "subgradient": solvers.solve_projected(*args, refine=False),
             "subgradient+smoothing": solvers.solve_projected(*args),
             "sgd": solvers.sgd(
-                solvers.LinearBackend(U), *args[1:], max_iter=max_iter, random_state=seed
+                solvers.LinearBackend(U),
+                *args[1:],
+                max_iter=max_iter,
+                random_state=seed,
+                callback=(sgd_trace := Trace()),  # time stamps for --plot
             ),
         }
         report = {
@@ -356,4 +363,5 @@ def VALIDATE(
             f"(numpy {exact['numpy_objective']:.8g})"
         )
     lines += [solver_line(k, v) for k, v in report["solvers"].items()]
+    write_validate_plot(plot, report, runs, {"sgd": sgd_trace})
     emit(report, as_json, lines)

@@ -28,6 +28,7 @@ from ._common import (
     solver_line,
     write_outputs,
 )
+from ._plot import Trace, plot_option, write_validate_plot
 
 KINDS = ("linear", "kernel", "multi")
 
@@ -223,8 +224,9 @@ def SOLVE(
 @_json
 @_seed
 @NO_EXACT_OPTION
+@plot_option
 def VALIDATE(
-    kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_json, seed, no_exact
+    kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_json, seed, no_exact, plot
 ):
     """Solve one POE instance exactly and with the large-scale solver; report the gap
     and the solver's certified gap (``--no-exact``: the certificate alone)."""
@@ -242,11 +244,11 @@ def VALIDATE(
             )
             exact = {"objective": value, "seconds": seconds, "status": status}
             exact["solver"] = exact_solver
-        t0 = time.perf_counter()
+        t0, trace = time.perf_counter(), Trace()
         if kernels is None:
-            res = large_scale.solve(blocks, C, beta, diagonal=diagonal)
+            res = large_scale.solve(blocks, C, beta, diagonal=diagonal, callback=trace)
         else:
-            res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal)
+            res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal, callback=trace)
         sub_seconds = time.perf_counter() - t0
         sub_obj = P.objective(res.matrices, blocks, C, beta)
         report = {
@@ -264,6 +266,7 @@ def VALIDATE(
             f"  exact ({exact_solver}): {value:.8g} ({exact['status']}, {exact['seconds']:.2f} s)"
         )
     lines += [solver_line(k, v) for k, v in report["solvers"].items()]
+    write_validate_plot(plot, report, {res.solver: res}, {res.solver: trace})
     emit(report, as_json, lines)
 
 

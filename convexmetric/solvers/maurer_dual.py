@@ -246,7 +246,7 @@ def certify(
     sigmas=(),
     n_ladder=12,
     max_polish=3000,
-    max_slsqp=120,
+    max_slsqp=40,
     polish_widths=(1e-4, 1e-2, 0.1, 0.3),
 ):
     """Best certified lower bound on min eq. (5) from the point with hinge arguments ``z``.
