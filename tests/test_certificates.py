@@ -175,6 +175,13 @@ def test_validate_maurer_json_and_no_exact():
     assert "exact solve skipped" in text and "certified gap" in text
 
 
+def test_validate_no_exact_with_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    fig = tmp_path / "conv.png"
+    _run(["maurer", "--n-pairs", "200", "--max-iter", "5000", "--no-exact", "--plot", str(fig)])
+    assert fig.stat().st_size > 0
+
+
 def test_validate_lmnn_wine_json():
     report = json.loads(_run(["lmnn", "--dataset", "wine", "--json"]))
     _check_entries(report)
