@@ -104,8 +104,8 @@ def write_validate_plot(path, report, runs=None, traces=None, title=None):
     try:
         fig = plot_convergence(
             drawn,
-            optimum=float(exact["objective"]),
-            optimum_label=f"exact optimum ({exact.get('solver', 'CVXPY')})",
+            optimum=None if exact is None else float(exact["objective"]),  # None: --no-exact
+            optimum_label=f"exact optimum ({(exact or {}).get('solver', 'CVXPY')})",
             title=title,
         )
         save_figure(fig, path)
