@@ -160,3 +160,36 @@ def test_lost_cluster_times_out(wine):
             time.sleep(0.05)
         with pytest.raises(DaskBackendError, match="Dask cluster"):
             ex.map_blocks(hinge_block, blocks, handle, np.eye(X.shape[1]), None)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("local:0", "local:N with N an int in the range [1, inf)"), ("host:8786", "an address")],
+)
+def test_cli_rejects_bad_scheduler(value, words):
+    from click.testing import CliRunner
+
+    from convexmetric.cli.main import main
+
+    out = CliRunner().invoke(main, ["solve", "lmnn", "--dataset", "wine", "--scheduler", value])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    assert "'--scheduler' option must be" in out.output and words in out.output
+
+
+def test_cli_scheduler_is_single_metric_only():
+    from click.testing import CliRunner
+
+    from convexmetric.cli.main import main
+
+    args = ["solve", "lmnn", "--dataset", "wine", "--scheduler", "local:1", "--pca", "3"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code != 0 and "--scheduler runs single-metric LMNN only" in out.output
+
+
+def test_dask_client_local_cluster_is_closed():
+    from convexmetric.solvers.lmnn_dask import dask_client
+
+    with dask_client("local:1") as c:
+        assert len(c.scheduler_info()["workers"]) == 1
+        cluster = c.cluster
+    assert cluster.status.name == "closed"

@@ -25,6 +25,7 @@ hangs on a cluster that lost all its workers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 logger = logging.getLogger(__name__)
@@ -201,3 +202,42 @@ def _is_cluster_failure(exc):
     except ImportError:  # pragma: no cover
         pass
     return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def dask_client(scheduler, owner="--scheduler", timeout=30):
+    """A Client for the duration of a ``with`` block (the CLI's ``--scheduler``).
+
+    ``scheduler``: an address (``tcp://host:8786``; the cluster is left running) or
+    ``local:N`` (a LocalCluster of N worker processes with one thread each, closed at
+    the end)."""
+    distributed = _require_distributed(owner)
+    text = str(scheduler)
+    if text.startswith("local:"):
+        n = text.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(
+                f"The '{owner}' option must be an address (tcp://host:port) or local:N with "
+                f"N an int in the range [1, inf). Got {text!r} instead."
+            )
+        with (
+            distributed.LocalCluster(n_workers=int(n), processes=True, threads_per_worker=1,
+                                     dashboard_address=":0") as cluster,
+            distributed.Client(cluster) as client,
+        ):  # fmt: skip
+            yield client
+        return
+    if "://" not in text:
+        raise ValueError(
+            f"The '{owner}' option must be an address (tcp://host:port) or local:N. "
+            f"Got {text!r} instead."
+        )
+    try:
+        client = distributed.Client(text, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(
+            f"The '{owner}' option names {text!r}, but no Dask scheduler answered there "
+            f"within {timeout} s ({exc})."
+        ) from None
+    with client:
+        yield client
