@@ -27,7 +27,7 @@ from convexmetric import datasets
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import pull_matrix
 from convexmetric.solvers.lmnn import pull_whitening
-from convexmetric.solvers.lmnn_dask import DaskExecutor
+from convexmetric.solvers.lmnn_dask import MAX_TASKS, DaskExecutor
 from convexmetric.solvers.lmnn_stream import LocalExecutor, StreamingEvaluator
 
 
@@ -93,7 +93,7 @@ def run(name, evals, fit):
                            fit_status=m.result_.status,
                            fit_evals=m.result_.info["stream_evaluations"])  # fmt: skip
             rows.append(row)
-    on_paper = blocks * d * d * 8 / 1e3
+    on_paper = min(blocks, MAX_TASKS) * d * d * 8 / 1e3
     for r in rows:
         line = (f"  dask, {r['workers']} worker(s): {r['ms']:8.1f} ms / evaluation "
                 f"(x{r['ms'] / (t_local * 1e3):.2f} of local); "
@@ -118,8 +118,10 @@ def on_paper(n=1_000_000, d=64, k=3, workers=32, memory_limit=1 << 30):
     gemm = 2.0 * n * n * (d + 1)  # the float32 candidate GEMMs over all blocks
     z = 2.0 * n * d * d * blocks  # Z = X Lᵀ, recomputed per block (as hinge_block does)
     mem = n * d * 8 + n * k * 8 + block_rows * n * 16  # data replica + one block's distances
-    traffic = blocks * (d * d * 8 + d * d * 8 + 64)  # L in, G and scalars out, per block
-    print(f"\nOn paper, 1M points × {d}, k={k}, {workers} workers, {block_rows}-row blocks:")
+    tasks = min(blocks, MAX_TASKS)  # consecutive blocks share a task beyond MAX_TASKS
+    traffic = tasks * (d * d * 8 + d * d * 8 + 64)  # L in, G and scalars out, per task
+    print(f"\nOn paper, 1M points × {d}, k={k}, {workers} workers, {block_rows}-row blocks "
+          f"(memory_limit {memory_limit >> 20} MiB) in {tasks} tasks:")  # fmt: skip
     print(f"  flops per evaluation: {gemm:.2e} (candidate GEMMs) + {z:.2e} (Z = X Lᵀ per "
           f"block) -> {(gemm + z) / workers:.2e} per worker")  # fmt: skip
     print(f"  memory per worker: {mem / 1e9:.2f} GB (a full replica of X, targets; one block)")

@@ -81,6 +81,23 @@ def test_block_map_is_the_same_on_dask(client, wine, sigma):
         assert abs(f - P.objective(M, X, T, y, 0.5)) <= 1e-10 * f
 
 
+def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypatch):
+    from convexmetric.solvers import lmnn_dask
+
+    X, _, y, T = wine
+    data, blocks = StreamData(X, y, T), row_blocks(y, 16)
+    monkeypatch.setattr(lmnn_dask, "MAX_TASKS", 3)
+    ex = DaskExecutor(client)
+    L = np.random.default_rng(1).normal(size=(X.shape[1], X.shape[1])) * 0.3
+    parts = ex.map_blocks(hinge_block, blocks, ex.scatter(data), L, 0.05)
+    local = LocalExecutor().map_blocks(hinge_block, blocks, data, L, 0.05)
+    assert len(parts) == 3 < len(local)
+    assert sum(p["count"] for p in parts) == sum(p["count"] for p in local)
+    for key in ("value", "lam", "G"):
+        a, b = sum(p[key] for p in parts), sum(p[key] for p in local)
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
+
+
 def test_lmnn_dask_matches_local_and_is_certified(client, wine):
     X, ylab, y, T = wine
     dask_fit = LMNN(backend="dask", tol=1e-3).fit(X, ylab)

@@ -6,15 +6,17 @@ blocks and adding the small partial sums. An *executor* runs that map:
 :class:`~.lmnn_stream.LocalExecutor` in this process, :class:`DaskExecutor` on the
 workers of a ``dask.distributed`` cluster. "local" and "dask" are two executors of one
 block map, not two solvers: the solver, the block function and the order in which the
-partial sums are added are the same, so both give the same numbers.
+partial sums are added are the same, so both give the same numbers (bit for bit up to
+:data:`MAX_TASKS` blocks; beyond, blocks are added in groups on the workers, which
+changes only the rounding, and never depends on the number of workers).
 
 Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
 row blocks' index arrays to every worker once per fit (``broadcast=True``: each block
 compares its rows against all other points, so every worker needs all of ``X``; the
 replicas also let a surviving worker take over a lost one's blocks). Each evaluation
-then sends only ``L`` (d×d; inline in the tasks while ``blocks × d² × 8`` bytes
-stay under :data:`INLINE_BYTES`, else broadcast once) and gathers per block the d×d matrix and three
-scalars. No n×n or n×k×n object travels.
+then sends only ``L`` (d×d; inline in the tasks while ``tasks × d² × 8`` bytes stay
+under :data:`INLINE_BYTES`, else broadcast once) and gathers per task (at most
+:data:`MAX_TASKS`) one d×d matrix and three scalars. No n×n or n×k×n object travels.
 
 Faults. If an evaluation fails because workers died or were restarted (the scattered
 data is gone, or a task was lost), the executor scatters the data again and repeats the
@@ -30,6 +32,10 @@ import logging
 
 logger = logging.getLogger(__name__)
 
+#: at most this many tasks per evaluation: beyond, consecutive blocks share a task that
+#: adds their partial sums on the worker (the grouping depends on the number of blocks
+#: only, never on the number of workers, so results do not depend on the cluster)
+MAX_TASKS = 256
 #: per evaluation, arguments up to this many bytes in all tasks together travel inline
 INLINE_BYTES = 1 << 20
 #: ``backend`` values of the estimators that take one
@@ -123,7 +129,9 @@ class DaskExecutor:
 
     def _scatter_blocks(self, blocks):
         self._blocks = blocks
-        self._block_futures = self.client.scatter(list(blocks), broadcast=True, hash=False)
+        size = -(-len(blocks) // MAX_TASKS)
+        groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
+        self._block_futures = self.client.scatter(groups, broadcast=True, hash=False)
 
     def _rescatter(self, handle):
         self.rescatters += 1
@@ -134,8 +142,10 @@ class DaskExecutor:
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
         """``[fn(rows, data, *args, **kwargs) for rows in blocks]``, on the workers.
 
-        ``args`` and ``kwargs`` are small (``L``, σ, flags): ``L`` is broadcast once per
-        evaluation, the row blocks once per fit. The results come back in block order."""
+        ``args`` and ``kwargs`` are small (``L``, σ, flags). The row blocks are
+        broadcast once per fit. With more than :data:`MAX_TASKS` blocks, each task runs
+        a group of consecutive blocks and returns their partial sums added (``fn``
+        returns a dict of numbers and arrays); the results come back in block order."""
         if self._block_futures is None or self._blocks is not blocks:
             self._scatter_blocks(blocks)
         self.evaluations += 1
@@ -163,8 +173,8 @@ class DaskExecutor:
         inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._block_futures)
         if inline > INLINE_BYTES:
             args = [self._scatter_one(a) if _is_array(a) else a for a in args]
-        futures = [client.submit(fn, rows, handle.future, *args, pure=False, **kwargs)
-                   for rows in self._block_futures]  # fmt: skip
+        futures = [client.submit(_group, fn, group, handle.future, *args, pure=False, **kwargs)
+                   for group in self._block_futures]  # fmt: skip
         try:
             distributed.wait(futures, timeout=self.timeout)
         except distributed.TimeoutError:
@@ -174,6 +184,17 @@ class DaskExecutor:
                 f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
             ) from None
         return client.gather(futures)
+
+
+def _group(fn, group, data, *args, **kwargs):
+    """``fn`` over a group of consecutive blocks, partial sums added in block order
+    (one block: its result as is, so small problems match the local executor bit for
+    bit). Values are numbers, arrays or None."""
+    total = fn(group[0], data, *args, **kwargs)
+    for rows in group[1:]:
+        part = fn(rows, data, *args, **kwargs)
+        total = {key: None if v is None else v + part[key] for key, v in total.items()}
+    return total
 
 
 class _Handle:
