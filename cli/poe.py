@@ -19,7 +19,7 @@ from ..problems import poe as P
 from ..result import relative_gap
 from ..solvers import poe as large_scale
 from ..taxonomy import make_taxonomy
-from ._common import emit, library_errors, load_array, write_outputs
+from ._common import POSITIVE_FLOAT, emit, library_errors, load_array, write_outputs
 
 KINDS = ("linear", "kernel", "multi")
 
@@ -83,7 +83,7 @@ _kind = click.option(
 _diag = click.option("--diagonal", is_flag=True, help="The diagonal LP of §4.4.")
 _beta = click.option(
     "--beta",
-    type=float,
+    type=POSITIVE_FLOAT,
     default=100.0,
     show_default=True,
     help="Loss weight β (objective tr(WR) + β/|C| Σ ξ).",

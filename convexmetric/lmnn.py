@@ -14,7 +14,14 @@ from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_choice, check_indices, check_scalar
+from ._validation import (
+    check_bool,
+    check_choice,
+    check_indices,
+    check_labels,
+    check_matrix,
+    check_scalar,
+)
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
@@ -110,6 +117,7 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        check_bool(self.refine, "refine", owner=name)
         if self.time_limit is not None:
             check_scalar(
                 self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
@@ -139,6 +147,8 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         n_y = len(y) if hasattr(y, "__len__") else None
         if n_x is not None and n_y is not None and n_x != n_y:
             raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
+        X = check_matrix(X, "X", min_rows=2)
+        y = check_labels(y, X.shape[0], column_ok=True)
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)

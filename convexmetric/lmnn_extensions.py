@@ -16,7 +16,12 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import kernels
-from ._validation import check_choice, check_scalar, check_square_kernel
+from ._validation import (
+    check_choice,
+    check_labels,
+    check_matrix,
+    check_scalar,
+)
 from .energy import energy_predict
 from .lmnn import LMNN
 from .neighbors import _sqdist, _vote, target_neighbors
@@ -36,7 +41,19 @@ def knn_from_distances(D, y_enc, k, *, exclude=None):
     return np.array([_vote(row) for row in y_enc[nn]], dtype=np.int64)
 
 
+def _check_common(est, name):
+    """The optional parameters shared by the extensions (None keeps the default)."""
+    if est.n_neighbors is not None:
+        check_scalar(est.n_neighbors, "n_neighbors", int, min_val=1, owner=name)
+    if getattr(est, "time_limit", None) is not None:
+        check_scalar(est.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name)
+    if hasattr(est, "conic_solver"):
+        check_choice(str(est.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"), owner=name)
+
+
 def _check_labels(est, X, y, k):
+    X = check_matrix(X, "X", min_rows=2)
+    y = check_labels(y, X.shape[0], column_ok=True)
     X, y = validate_data(est, X, y, ensure_min_samples=2, dtype=np.float64)
     check_classification_targets(y)
     classes, y_enc = np.unique(y, return_inverse=True)
@@ -104,6 +121,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        _check_common(self, name)
         X, self.classes_, y = _check_labels(self, X, y, self.k)
         if self.n_clusters is None:
             g, c = y, len(self.classes_)
@@ -248,8 +266,10 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         if self.gamma is not None:
             check_scalar(self.gamma, "gamma", float, min_val=0, closed="neither", owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        _check_common(self, name)
         if self.kernel == "precomputed":
-            check_square_kernel(X, name="X")
+            kernels.check_kernel(X, name="X")  # square, symmetric, PSD
         X, self.classes_, y = _check_labels(self, X, y, self.k)
         if self.kernel == "precomputed":
             K = X
