@@ -119,6 +119,13 @@ def load_csv(path):
     return header, arr
 
 
+def load_comparisons(path):
+    """Read a comparisons CSV (header ``i,j,k,l``); a file without comparisons is an error."""
+    from ..comparisons import Comparisons, check_comparisons
+
+    return check_comparisons(Comparisons.read_csv(path), name=os.path.basename(path))
+
+
 def load_xy(dataset, features, labels, *, split=True):
     """``(X_train, y_train, X_test, y_test, name)`` from a dataset name or files.
 

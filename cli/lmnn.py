@@ -15,6 +15,7 @@ from ..result import relative_gap
 from ..solvers.lmnn import solve as solve_large_scale
 from ._common import (
     DATA_OPTIONS,
+    POSITIVE_INT,
     apply_options,
     emit,
     library_errors,
@@ -178,7 +179,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
 @click.option("--gamma", type=float, default=None, help="kernel: RBF width (default 'scale').")
 @click.option(
     "--per-class",
-    type=int,
+    type=POSITIVE_INT,
     default=10,
     show_default=True,
     help="multi/kernel: points per class of the small instance solved exactly.",

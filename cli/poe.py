@@ -11,7 +11,6 @@ import time
 
 import click
 
-from ..comparisons import Comparisons
 from ..graph import filter_comparisons
 from ..metrics import gauc
 from ..poe import MKPOE, POE
@@ -19,7 +18,15 @@ from ..problems import poe as P
 from ..result import relative_gap
 from ..solvers import poe as large_scale
 from ..taxonomy import make_taxonomy
-from ._common import POSITIVE_FLOAT, emit, library_errors, load_array, write_outputs
+from ._common import (
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    emit,
+    library_errors,
+    load_array,
+    load_comparisons,
+    write_outputs,
+)
 
 KINDS = ("linear", "kernel", "multi")
 
@@ -47,7 +54,7 @@ def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
         return _built_in(kind, 20, n_comparisons, seed)
     if comparisons is None:
         raise ValueError("no input: give --dataset NAME or --comparisons FILE with data.")
-    C = Comparisons.read_csv(comparisons)
+    C = load_comparisons(comparisons)
     if kind == "linear":
         if features is None:
             raise ValueError("--kind linear needs --features FILE.")
@@ -192,7 +199,7 @@ def SOLVE(
 @_beta
 @click.option(
     "--n-per-class",
-    type=int,
+    type=POSITIVE_INT,
     default=5,
     show_default=True,
     help="Digits per class in the default instance (80% are used).",
@@ -275,7 +282,7 @@ def FILTER(comparisons, out, seed, as_json):
     """Filter relative comparisons (§2.2): duplicates, length-2 cycles, a maximal acyclic
     subset (Alg. 1, seeded), transitive reduction; report what each stage removed."""
     with library_errors():
-        C = Comparisons.read_csv(comparisons)
+        C = load_comparisons(comparisons)
         t0 = time.perf_counter()
         rep = filter_comparisons(C, random_state=seed)
         report = {

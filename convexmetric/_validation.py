@@ -65,8 +65,12 @@ def check_choice(value, name, choices, *, owner=None):
     return value
 
 
-def check_matrix(X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=False):
+def check_matrix(
+    X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=False, promote_1d=False
+):
     """Return ``X`` as a finite float array of the given ``ndim``.
+
+    With ``promote_1d`` (and ``ndim=2``), a 1-d vector is taken as a single row.
 
     Raises ``ValueError`` naming ``name`` for wrong dimensionality, too few rows,
     non-numeric or complex data (never silently dropping an imaginary part), NaN or inf.
@@ -102,8 +106,13 @@ def check_matrix(X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=F
         raise TypeError(f"{msg}: {exc}") from None
     except ValueError as exc:
         raise ValueError(f"{msg}: {exc}") from None
+    if promote_1d and ndim == 2 and arr.ndim == 1:
+        arr = arr[None, :]
     if arr.ndim != ndim:
-        raise ValueError(f"'{name}' must be a {ndim}-dimensional array; got shape {arr.shape}.")
+        hint = " Reshape your data (one row per sample)." if ndim == 2 else ""
+        raise ValueError(
+            f"'{name}' must be a {ndim}-dimensional array; got shape {arr.shape}.{hint}"
+        )
     # the wording after the name is scikit-learn's (its estimator checks match on it)
     if arr.shape[0] < min_rows:
         raise ValueError(
@@ -117,6 +126,18 @@ def check_matrix(X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=F
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"'{name}' contains NaN or infinity.")
     return arr
+
+
+def check_new_data(est, X, name="X"):
+    """``X`` given to a fitted estimator: a finite real 2-d array with the fitted width."""
+    X = check_matrix(X, name)
+    n = getattr(est, "n_features_in_", None)
+    if n is not None and X.shape[1] != n:
+        raise ValueError(
+            f"'{name}' has the wrong width: {name} has {X.shape[1]} features, but "
+            f"{type(est).__name__} is expecting {n} features as input."
+        )
+    return X
 
 
 def check_bool(value, name, *, owner=None):

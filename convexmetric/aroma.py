@@ -19,7 +19,6 @@ True
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
@@ -36,11 +35,7 @@ _CHUNK = 10_000  # triplets materialised at a time by fit
 
 def _rows(A, name):
     """A 2-d (one row per item) finite float array or CSR matrix, validated."""
-    if not sp.issparse(A):
-        A = np.asarray(A) if not isinstance(A, np.ndarray) else A
-        if A.ndim == 1:
-            A = A[None, :]
-    return check_matrix(A, name, allow_sparse=True)
+    return check_matrix(A, name, allow_sparse=True, promote_1d=True)
 
 
 class _OnlineBilinear(BaseEstimator):

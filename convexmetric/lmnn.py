@@ -20,6 +20,7 @@ from ._validation import (
     check_indices,
     check_labels,
     check_matrix,
+    check_new_data,
     check_scalar,
 )
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
@@ -184,6 +185,8 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError("'targets' must name points of the same class as each row.")
             if np.any(T == np.arange(X.shape[0])[:, None]):
                 raise ValueError("'targets' must not name a point as its own target neighbour.")
+            if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
+                raise ValueError("'targets' must not list a target neighbour twice in one row.")
         mu = float(self.mu)
         res = None
         for p in range(self.n_passes):
@@ -240,6 +243,7 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
     def transform(self, X):
         """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""
         check_is_fitted(self, "components_")
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_.T
 

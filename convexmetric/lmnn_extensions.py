@@ -20,6 +20,7 @@ from ._validation import (
     check_choice,
     check_labels,
     check_matrix,
+    check_new_data,
     check_scalar,
 )
 from .energy import energy_predict
@@ -177,6 +178,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     def distances(self, X):
         """``D̂(x, x_i)`` of eq. (16) to every training point (metric of ``x_i``'s cluster)."""
         check_is_fitted(self, "metrics_")
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         D = np.empty((X.shape[0], self._X.shape[0]))
         for c, L in enumerate(self.components_):
@@ -199,6 +201,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     def energy_predict(self, X):
         """Energy-based labels (eq. 15) with the metrics of eq. (16)."""
         check_is_fitted(self, "metrics_")
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         tc = None
         if self.cluster_centers_ is not None:
@@ -303,6 +306,7 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
                     f"(n_queries, {n}); got shape {K.shape}."
                 )
             return K
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._kernel(X, self._X)
 

@@ -41,10 +41,13 @@ from convexmetric import (
 )
 from convexmetric.cli.main import main as cli_main
 
+#: Deterministic in CI; ``BAD_INPUT_EXPLORE=10`` runs ten times the examples, randomised.
+EXPLORE = int(os.environ.get("BAD_INPUT_EXPLORE", "0"))
 FAST = settings(
-    max_examples=25,
+    max_examples=25 * max(EXPLORE, 1),
     deadline=None,
-    derandomize=True,
+    derandomize=not EXPLORE,
+    database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
@@ -284,7 +287,7 @@ for _cls in (DiagonalAROMA, FactoredAROMA, OASIS):
 CASES = [(est, p) for est, ps in PARAMS.items() for p in ps]
 
 
-@settings(FAST, max_examples=120)
+@settings(FAST, max_examples=120 * max(EXPLORE, 1))
 @given(case=st.sampled_from(CASES), data=st.data())
 def test_labelled_estimators_reject_bad_hyperparameters(case, data):
     name, param = case
@@ -486,6 +489,50 @@ def test_partial_fit_checks_each_argument(est, kind, which):
     rejected(lambda: model.partial_fit(**args), "q", "p_pos", "p_neg")
 
 
+_FITTED = {}
+
+
+def _fitted(name):
+    if name not in _FITTED:
+        X, y = _data(1)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            _FITTED[name] = LABELLED[name]().fit(X, y)
+    return _FITTED[name]
+
+
+APPLY = {  # what a fitted model applies to new data, and the argument's name
+    "LMNN": ("transform", "predict"),
+    "MultiMetricLMNN": ("predict", "distances"),
+    "KernelLMNN": ("transform", "predict"),
+    "SSNE": ("transform",),
+    "DiagonalAROMA": ("similarity",),
+    "FactoredAROMA": ("similarity",),
+    "OASIS": ("similarity",),
+    "OperatorSimilarity": ("transform",),
+    "HyperbolicPCA": ("transform",),
+}
+
+
+@FAST
+@given(
+    name=st.sampled_from(sorted(APPLY)),
+    kind=st.sampled_from(
+        [*X_KINDS[:2], "three_d", "one_d", "complex", "object", "ragged", "wrong_width"]
+    ),
+    data=st.data(),
+)
+def test_fitted_estimators_reject_bad_new_data(name, kind, data):
+    model = _fitted(name)
+    X, y = _data(2)
+    if kind == "wrong_width":
+        X = np.hstack([X, X[:, :1]])
+    else:
+        X, _, _ = _corrupt_X(kind, X, y, data.draw)
+    method = data.draw(st.sampled_from(APPLY[name]))
+    rejected(lambda: getattr(model, method)(X), "X", "Q")
+
+
 def test_every_public_estimator_is_driven():
     driven = set(LABELLED) | {"POE", "MKPOE"}
     public = {n for n in convexmetric.__all__ if isinstance(getattr(convexmetric, n), type)}
@@ -614,7 +661,7 @@ _BAD_OPTIONS = {
                         "--max-iter": ["0"], "--time-limit": ["-1", "0"],
                         "--n-passes": ["0"], "--n-components": ["0", "99"], "--pca": ["0", "99"],
                         "--gamma": ["-1", "nan"], "--n-clusters": ["0", "1000"]},
-    ("validate", "lmnn"): {"--k": ["0"], "--mu": ["2", "inf"], "--per-class": ["0", "-1"],
+    ("validate", "lmnn"): {"--k": ["0"], "--mu": ["2", "inf"], "--per-class": ["0", "-1", "-3"],
                            "--gamma": ["0"], "--n-clusters": ["0"]},
     ("solve", "ssne"): {"--n-components": ["0"], "--lam": ["-1", "nan"], "--epochs": ["0"],
                         "--restarts": ["0"], "--k": ["0", "-1"]},
@@ -631,7 +678,7 @@ _BAD_OPTIONS = {
                             "--n-triplets": ["0", "-1"], "--C": ["0", "nan"], "--r": ["0"],
                             "--epochs": ["0"]},
     ("solve", "poe"): {"--beta": ["0", "-1", "nan"], "--n-comparisons": ["0", "-1"]},
-    ("validate", "poe"): {"--beta": ["0", "-1", "inf"], "--n-per-class": ["0", "1"],
+    ("validate", "poe"): {"--beta": ["0", "-1", "inf"], "--n-per-class": ["0", "1", "-1"],
                           "--n-comparisons": ["0", "-1"]},
     ("datasets",): {"--bogus": ["1"]},
     ("filter",): {"--seed": ["x"]},
@@ -647,7 +694,7 @@ _DATA_ARGS = {
 }
 
 
-@settings(FAST, max_examples=60)
+@settings(FAST, max_examples=60 * max(EXPLORE, 1))
 @given(case=st.sampled_from(OPTION_CASES), data=st.data())
 def test_cli_refuses_bad_options(case, data):
     cmd, opt = case
