@@ -181,7 +181,9 @@ class SSNE(TransformerMixin, BaseEstimator):
         self._check_params()
         rng = np.random.default_rng(self.random_state)
         if y is None:
-            raise ValueError("SSNE needs supervision: fit(X, y) with labels or fit(pairs, s).")
+            raise ValueError(
+                "'y' is missing: SSNE needs supervision, fit(X, y) with labels or fit(pairs, s)."
+            )
         if pairs is not None:
             X = check_matrix(X, "X")
             idx = check_indices(pairs, X.shape[0], "pairs")

@@ -44,7 +44,7 @@ from convexmetric.cli.main import main as cli_main
 #: Deterministic in CI; ``BAD_INPUT_EXPLORE=10`` runs ten times the examples, randomised.
 EXPLORE = int(os.environ.get("BAD_INPUT_EXPLORE", "0"))
 FAST = settings(
-    max_examples=25 * max(EXPLORE, 1),
+    max_examples=50 * max(EXPLORE, 1),
     deadline=None,
     derandomize=not EXPLORE,
     database=None,
@@ -141,12 +141,14 @@ def _corrupt_y(kind, X, y, draw):
         y[draw(st.integers(0, len(y) - 1))] = np.nan
     elif kind == "two_d":
         y = np.column_stack([y, y])
+    elif kind == "missing":
+        y = None
     return X, y, ("X", "y")
 
 
 X_KINDS = ["nan", "inf", "empty", "one_sample", "three_d", "one_d", "no_columns", "complex",
            "object", "ragged"]  # fmt: skip
-Y_KINDS = ["short", "long", "single_class", "nan_labels", "two_d"]
+Y_KINDS = ["short", "long", "single_class", "nan_labels", "two_d", "missing"]
 
 
 @FAST
@@ -287,7 +289,7 @@ for _cls in (DiagonalAROMA, FactoredAROMA, OASIS):
 CASES = [(est, p) for est, ps in PARAMS.items() for p in ps]
 
 
-@settings(FAST, max_examples=120 * max(EXPLORE, 1))
+@settings(FAST, max_examples=200 * max(EXPLORE, 1))
 @given(case=st.sampled_from(CASES), data=st.data())
 def test_labelled_estimators_reject_bad_hyperparameters(case, data):
     name, param = case
@@ -585,11 +587,17 @@ def _write_bad_file(folder, kind, draw):
     elif kind == "empty_npz":
         path += ".npz"
         np.savez(path)
+    elif kind == "pickled_npz":
+        path += ".npz"
+        obj = np.empty(N, dtype=object)
+        obj[:] = [[i] for i in range(N)]
+        np.savez(path, X=obj, y=obj)
     return path
 
 
 FILE_KINDS = ["pickled", "complex", "three_d", "nan_csv", "empty_csv", "header_only",
-              "non_numeric", "ragged_csv", "bad_extension", "garbage_npy", "empty_npz"]  # fmt: skip
+              "non_numeric", "ragged_csv", "bad_extension", "garbage_npy", "empty_npz",
+              "pickled_npz"]  # fmt: skip
 
 LABELLED_COMMANDS = [
     ["solve", "lmnn", "--k", "1", "--max-iter", "20"],
@@ -694,7 +702,7 @@ _DATA_ARGS = {
 }
 
 
-@settings(FAST, max_examples=60 * max(EXPLORE, 1))
+@settings(FAST, max_examples=100 * max(EXPLORE, 1))
 @given(case=st.sampled_from(OPTION_CASES), data=st.data())
 def test_cli_refuses_bad_options(case, data):
     cmd, opt = case
@@ -785,12 +793,10 @@ def test_cli_comparison_commands_refuse_bad_files(target, kind, data):
             sub = kind.split(":")[1]
             if sub in KERNEL_KINDS:
                 np.save(kpath, _bad_kernel(sub, K, data.draw))
-                np.save(fpath, _bad_kernel(sub, K, data.draw)[:, :3] if sub != "non_square" else X)
-                if sub in ("non_symmetric", "non_psd", "non_square") and target == "linear":
-                    sub = "nan"  # any matrix is valid features; make it NaN
-                    F = X.copy()
-                    F[0, 0] = np.nan
-                    np.save(fpath, F)
+                # any real matrix is valid features: for --kind linear, make them complex or NaN
+                F = X + 1j if sub == "complex" else X.copy()
+                F[data.draw(st.integers(0, N - 1)), data.draw(st.integers(0, D - 1))] = np.nan
+                np.save(fpath, F)
             else:
                 kpath = fpath = _write_bad_file(tmp, sub, data.draw)
         args = ["solve", "poe", "--kind", target, "--comparisons", cpath, "--out", out]
