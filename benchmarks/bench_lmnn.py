@@ -1,7 +1,9 @@
 """LMNN side by side: plain CVXPY vs working set vs the large-scale solver, digits, scale.
 
 Run from the repository root: ``python benchmarks/bench_lmnn.py`` (about 3–4 minutes;
-``--quick`` skips the plain CVXPY solves). Everything runs in this one process except the
+``--quick`` skips the plain CVXPY solves; ``--scale`` runs only the rows of the scale
+issue: the 20,000 × 20 overlapping classes and ``augmented_digits``, each in a child
+process that reports its own peak resident memory). Everything runs in this one process except the
 memory measurement of the 20,000-point problem, which runs in a child process so that
 its peak resident memory is its own. Prints ratios: ours vs exact, ours vs plain CVXPY.
 Standard split (DESIGN.md), k = 3, mu = 0.5.
@@ -10,6 +12,7 @@ Standard split (DESIGN.md), k = 3, mu = 0.5.
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import subprocess
 import sys
@@ -110,13 +113,80 @@ def synthetic_child():
     )
 
 
+def scale_child(name):
+    """One default ``LMNN().fit`` of the scale issue; prints one JSON line."""
+    from convexmetric import LMNN
+
+    if name == "overlapping":  # the issue's recipe, raw features, LMNN(k=3, mu=0.5).fit(X, y)
+        X, y = datasets.overlapping_classes(20000, 20, 10, random_state=0)
+        Xte = yte = None
+    else:  # training split of augmented_digits (by source image), default LMNN()
+        X, Xte, y, yte = datasets.load_split("augmented_digits")
+    t0 = time.perf_counter()
+    model = LMNN(k=3, mu=0.5).fit(X, y)
+    seconds = time.perf_counter() - t0
+    r = model.result_
+    out = {
+        "name": name,
+        "n": int(X.shape[0]),
+        "d": int(X.shape[1]),
+        "seconds": seconds,
+        "objective": r.objective,
+        "lower_bound": r.lower_bound,
+        "certified_gap": (r.objective - r.lower_bound) / abs(r.objective),
+        "status": r.status,
+        "mode": r.info["mode"],
+        "full_checks": r.info.get("full_checks"),
+        "stream_evaluations": r.info.get("stream_evaluations"),
+        "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+    }
+    if Xte is not None:
+        Z, Zte = model.transform(X), model.transform(Xte)
+        out["knn_test_error"] = knn_error(Z, y, Zte, yte, 3)
+        out["euclidean_knn_test_error"] = knn_error(X, y, Xte, yte, 3)
+    print(json.dumps(out))
+
+
+def scale():
+    """The must-show rows of the scale issue, each in its own process (peak RSS its own)."""
+    print("\n== LMNN at scale (default LMNN(k=3, mu=0.5), memory_limit 1 GiB)")
+    for name in ("overlapping", "augmented_digits"):
+        proc = subprocess.run(
+            [sys.executable, __file__, "--scale-child", name],
+            check=True, capture_output=True, text=True,
+        )  # fmt: skip
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        print(
+            f"{name}: {r['n']} × {r['d']}, mode {r['mode']}, objective {r['objective']:.6g}, "
+            f"lower bound {r['lower_bound']:.6g}, certified gap {r['certified_gap']:.1e} "
+            f"(target 1e-3: ratio {r['certified_gap'] / 1e-3:.2f}) [{r['status']}], "
+            f"{r['seconds']:.0f} s (ratio to 600 s: {r['seconds'] / 600:.2f}), peak RSS "
+            f"{r['peak_rss_gib']:.2f} GiB (ratio to 2 GiB: {r['peak_rss_gib'] / 2:.2f})"
+        )
+        if "knn_test_error" in r:
+            print(
+                f"  3-NN test error: LMNN {r['knn_test_error']:.2%} vs Euclidean "
+                f"{r['euclidean_knn_test_error']:.2%} (ratio "
+                f"{r['knn_test_error'] / max(r['euclidean_knn_test_error'], 1e-12):.2f})"
+            )
+        sys.stdout.flush()
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="skip the plain CVXPY solves")
+    ap.add_argument("--scale", action="store_true", help="only the rows of the scale issue")
     ap.add_argument("--synthetic-child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--scale-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.synthetic_child:
         synthetic_child()
+        return
+    if args.scale_child:
+        scale_child(args.scale_child)
+        return
+    if args.scale:
+        scale()
         return
     for name in ("iris", "wine", "breast_cancer"):  # plain CVXPY on breast_cancer: too slow
         small(name, plain=not args.quick and name != "breast_cancer")
@@ -124,6 +194,7 @@ def main():
     print()
     sys.stdout.flush()
     subprocess.run([sys.executable, __file__, "--synthetic-child"], check=True)
+    scale()
 
 
 if __name__ == "__main__":

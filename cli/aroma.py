@@ -31,6 +31,7 @@ from ._common import (
     relative_gap,
     write_outputs,
 )
+from ._plot import plot_option, write_validate_plot
 
 VARIANTS = {"diagonal": "d-AROMA", "factored": "f-AROMA", "oasis": "OASIS"}
 
@@ -55,10 +56,10 @@ def _data(dataset, features, labels, seed):
 
 
 def _model(variant, r, C, n_iter, mistake_driven, seed):
-    kw = {"n_iter": n_iter, "mistake_driven": mistake_driven, "random_state": seed}
+    kw = {"max_iter": n_iter, "mistake_driven": mistake_driven, "random_state": seed}
     if variant == "oasis":
-        return OASIS(C, **kw)
-    return (DiagonalAROMA if variant == "diagonal" else FactoredAROMA)(r, **kw)
+        return OASIS(C=C, **kw)
+    return (DiagonalAROMA if variant == "diagonal" else FactoredAROMA)(r=r, **kw)
 
 
 def run_solve(
@@ -138,11 +139,13 @@ def data_options(f):
                 "--labels", type=click.Path(exists=True, dir_okay=False), help="Labels file."
             ),
             click.option(
+                "--max-iter",
                 "--n-iter",
+                "n_iter",
                 type=int,
                 default=20000,
                 show_default=True,
-                help="Triplets (online rounds).",
+                help="Triplets (online rounds); --n-iter is the former name.",
             ),
             click.option("--mistake-driven", is_flag=True, help="Update only when qᵀWp ≤ 0."),
             click.option(
@@ -236,7 +239,8 @@ def SOLVE(variant, r, C, **kw):
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the instance.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_json):
+@plot_option
+def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_json, plot):
     """Batch ranking problem exactly (CVXPY) against the online learners on the same triplets."""
     from ..problems.bilinear import objective, solve_batch
 
@@ -287,4 +291,5 @@ def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_jso
         f"mean hinge {v['mean_hinge']:.4f}"
         for k, v in report["solvers"].items()
     ]
+    write_validate_plot(plot, report)
     emit(report, as_json, lines)

@@ -11,18 +11,22 @@ from .. import datasets
 from ..lmnn import LMNN
 from ..neighbors import knn_error, target_neighbors
 from ..problems import lmnn as P
-from ..result import relative_gap
 from ..solvers.lmnn import solve as solve_large_scale
 from ._common import (
     DATA_OPTIONS,
+    NO_EXACT_NOTE,
+    NO_EXACT_OPTION,
     POSITIVE_INT,
     apply_options,
     emit,
     library_errors,
     load_xy,
     progress,
+    solver_entry,
+    solver_line,
     write_outputs,
 )
+from ._plot import Trace, plot_option, write_validate_plot
 
 _inputs = [
     *DATA_OPTIONS,
@@ -97,10 +101,19 @@ _extension_options = [
     "--out",
     type=click.Path(file_okay=False),
     default=None,
-    help="Directory for metric.npy, components.npy and report.json (written atomically).",
+    help="Directory for a model (model.json + .npy arrays, for `convexmetric transform` / "
+    "`predict`), metric.npy, components.npy and report.json; written atomically.",
+)
+@click.option(
+    "--memory-limit",
+    default=None,
+    callback=lambda ctx, param, value: _bytes(value),
+    help="Working memory of the solver in bytes (suffixes K, M, G allowed, e.g. 512M) "
+    "[default: 1G]; past it the solver streams over row blocks.",
 )
 @apply_options(_extension_options)
-def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, **ext):
+def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out,
+          memory_limit, **ext):  # fmt: skip
     """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors.
 
     Extensions (§5–6): --variant multi|kernel, --n-passes, --n-components with
@@ -113,6 +126,8 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     with library_errors():
         Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
         model = LMNN(k=k, mu=mu, solver=solver, max_iter=max_iter, time_limit=time_limit)
+        if memory_limit is not None:
+            model.set_params(memory_limit=memory_limit)
         model.fit(Xtr, ytr)
         Ztr, Zte = model.transform(Xtr), model.transform(Xte)
         report = {
@@ -123,12 +138,18 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
             "k": k,
             "mu": mu,
             **model.result_.summary(),
+            "mode": model.result_.info.get("mode"),
             "knn_test_error": knn_error(Ztr, ytr, Zte, yte, k),
             "euclidean_knn_test_error": knn_error(Xtr, ytr, Xte, yte, k),
             "loo_train_error": model.loo_error(),
         }
         if out is not None:
-            write_outputs(out, {"metric": model.metric_, "components": model.components_}, report)
+            write_outputs(
+                out,
+                {"metric": model.metric_, "components": model.components_},
+                report,
+                model=model,
+            )
     lines = [
         f"LMNN on {name}: {Xtr.shape[0]} training points × {Xtr.shape[1]} features, k={k}, mu={mu}",
         f"  solver {report['solver']}: objective {report['objective']:.8g}, status "
@@ -138,7 +159,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
         f"leave-one-out training error {report['loo_train_error']:.2%}",
     ]
     if out is not None:
-        lines.append(f"  wrote {out}/metric.npy, components.npy, report.json")
+        lines.append(f"  wrote {out}/ (model.json, metric.npy, components.npy, report.json)")
     emit(report, as_json, lines)
 
 
@@ -184,6 +205,8 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
     show_default=True,
     help="multi/kernel: points per class of the small instance solved exactly.",
 )
+@NO_EXACT_OPTION
+@plot_option
 def VALIDATE(
     dataset,
     features,
@@ -198,8 +221,11 @@ def VALIDATE(
     kernel,
     gamma,
     per_class,
+    no_exact,
+    plot,
 ):
-    """Solve eq. (14) exactly and with the large-scale solver; report the relative gaps."""
+    """Solve eq. (14) exactly and with the large-scale solver; report the relative gaps
+    and each solver's certified gap (``--no-exact``: the certificates alone)."""
     if variant != "single":
         conic_solver = conic_solver or "CLARABEL"
         return _validate_extension(
@@ -215,6 +241,8 @@ def VALIDATE(
             kernel,
             gamma,
             per_class,
+            no_exact,
+            plot,
         )
     conic_solver = conic_solver or "SCS"
     with library_errors():
@@ -228,9 +256,11 @@ def VALIDATE(
             LMNN(k=k, mu=mu, max_iter=1).fit(Xtr, ytr)  # raises the clear error
         T = target_neighbors(Xtr, y, k)
         n_terms = len(P.all_triplets(y, T)[0])
-        exact = LMNN(k=k, mu=mu, solver="exact").fit(Xtr, ytr, targets=T).result_
-        solvers = {"working-set": exact}
-        if plain or (plain is None and n_terms <= 25_000):
+        exact, solvers = None, {}
+        if not no_exact:
+            exact = LMNN(k=k, mu=mu, solver="exact").fit(Xtr, ytr, targets=T).result_
+            solvers["working-set"] = exact
+        if not no_exact and (plain or (plain is None and n_terms <= 25_000)):
             t0 = time.perf_counter()
             M, value, status, _ = P.solve(Xtr, y, T, mu, solver=conic_solver)
             from ..result import SolveResult
@@ -243,13 +273,16 @@ def VALIDATE(
                 solver=conic_solver,
                 info={"cvxpy_value": value},
             )
-        solvers["subgradient"] = solve_large_scale(Xtr, y, T, mu, callback=progress("subgradient"))
-        ref = exact.objective
+        trace = Trace(progress("subgradient"))
+        solvers["subgradient"] = solve_large_scale(Xtr, y, T, mu, callback=trace)
+        ref = None if exact is None else exact.objective
         report = {
             "method": "lmnn",
             "instance": name,
             "n_hinge_terms": n_terms,
-            "exact": {
+            "exact": None
+            if exact is None
+            else {
                 "objective": ref,
                 "seconds": exact.seconds,
                 "status": exact.status,
@@ -257,27 +290,36 @@ def VALIDATE(
                 "lower_bound": exact.lower_bound,
             },
             "solvers": {
-                key: {
-                    "objective": r.objective,
-                    "seconds": r.seconds,
-                    "status": r.status,
-                    "relative_gap": relative_gap(r.objective, ref),
-                }
-                for key, r in solvers.items()
-                if key != "working-set"
+                key: solver_entry(r, ref) for key, r in solvers.items() if key != "working-set"
             },
         }
-    lines = [
-        f"LMNN eq. (14) on {name} (k={k}, mu={mu}, {n_terms} hinge terms)",
-        f"  exact ({exact.solver}): objective {ref:.10g}, status {exact.status}, "
-        f"{exact.seconds:.2f} s",
-    ]
-    for key, r in report["solvers"].items():
+    lines = [f"LMNN eq. (14) on {name} (k={k}, mu={mu}, {n_terms} hinge terms)"]
+    if exact is None:
+        lines.append(NO_EXACT_NOTE)
+    else:
         lines.append(
-            f"  {key}: objective {r['objective']:.10g}, status {r['status']}, "
-            f"{r['seconds']:.2f} s, relative gap {r['relative_gap']:.2e}"
+            f"  exact ({exact.solver}): objective {ref:.10g}, status {exact.status}, "
+            f"{exact.seconds:.2f} s"
         )
+    lines += [solver_line(key, r) for key, r in report["solvers"].items()]
+    write_validate_plot(plot, report, solvers, {"subgradient": trace})
     emit(report, as_json, lines)
+
+
+def _bytes(value):
+    """``--memory-limit``: an int of bytes, optionally with a K, M or G suffix (powers of 2)."""
+    if value is None:
+        return None
+    text = str(value).strip().upper().removesuffix("B")
+    factor = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+    try:
+        number = int(text[:-1] if factor > 1 else text)
+    except ValueError:
+        raise click.BadParameter(
+            f"must be a positive number of bytes such as 1073741824 or 1G; got {value!r}.",
+            param_hint="'--memory-limit'",
+        ) from None
+    return number * factor
 
 
 def _extension_requested(ext):
@@ -317,7 +359,7 @@ def _solve_extension(
             for attr in ("metric_", "metrics_", "A_"):
                 if hasattr(model, attr):
                     arrays[attr.rstrip("_")] = getattr(model, attr)
-            write_outputs(out, arrays, report)
+            write_outputs(out, arrays, report, model=model)
     lines = [
         f"LMNN ({report['variant']}) on {name}: {Xtr.shape[0]} training points × "
         f"{Xtr.shape[1]} features, k={k}, mu={mu}",
@@ -344,8 +386,12 @@ def _validate_extension(
     kernel,
     gamma,
     per_class,
+    no_exact=False,
+    plot=None,
 ):
     from .lmnn_ext import small_instance, validate_variant
+
+    runs = {}
 
     with library_errors():
         if dataset is None and features is None:
@@ -362,6 +408,8 @@ def _validate_extension(
             conic_solver=conic_solver,
             kernel=kernel,
             gamma=gamma,
+            no_exact=no_exact,
+            runs=runs,
         )
         report = {
             "method": "lmnn",
@@ -370,16 +418,16 @@ def _validate_extension(
             "exact": exact,
             "solvers": solvers,
         }
-    lines = [
-        f"LMNN {variant} SDP on {report['instance']} (k={k}, mu={mu})",
-        f"  exact ({exact['solver']}): objective {exact['objective']:.10g}, status "
-        f"{exact['status']}, {exact['seconds']:.2f} s",
-    ]
-    for key, r in solvers.items():
+    lines = [f"LMNN {variant} SDP on {report['instance']} (k={k}, mu={mu})"]
+    if exact is None:
+        lines.append(NO_EXACT_NOTE)
+    else:
         lines.append(
-            f"  {key}: objective {r['objective']:.10g}, status {r['status']}, "
-            f"{r['seconds']:.2f} s, relative gap {r['relative_gap']:.2e}"
+            f"  exact ({exact['solver']}): objective {exact['objective']:.10g}, status "
+            f"{exact['status']}, {exact['seconds']:.2f} s"
         )
+    lines += [solver_line(key, r) for key, r in solvers.items()]
+    write_validate_plot(plot, report, runs)
     emit(report, as_json, lines)
 
 

@@ -103,7 +103,7 @@ def SOLVE(
         report["history"] = [float(v) for v in model.result_.history]
         report["restart_objectives"] = model.result_.info["restart_objectives"]
         if out is not None:
-            write_outputs(out, {"W": model.W_}, report)
+            write_outputs(out, {"W": model.W_}, report, model=model)
     lines = [
         f"SSNE on {report['instance']}: M={n_components}, lam={lam:g}; objective "
         f"{report['objective']:.6g} ({report['status']}, {report['iterations']} epochs, "
@@ -115,5 +115,5 @@ def SOLVE(
             f"(Euclidean {report['euclidean_knn_test_error']:.2%})"
         )
     if out is not None:
-        lines.append(f"  wrote {out}/W.npy, report.json")
+        lines.append(f"  wrote {out}/ (model.json, W.npy, report.json)")
     emit(report, as_json, lines)

@@ -3,20 +3,22 @@
 Each learns ``W`` (m×n) for the similarity ``S_W(q, p) = qᵀ W p`` from triplets
 ``(q, p⁺, p⁻)``, one round per triplet. ``partial_fit(q, p_pos, p_neg)`` consumes a
 stream (single vectors or blocks of rows, dense or scipy.sparse; queries and objects
-may have different dimensions); ``fit(X, y)`` draws ``n_iter`` triplets from labels
+may have different dimensions); ``fit(X, y)`` draws ``max_iter`` triplets from labels
 with :func:`convexmetric.bilinear.sample_triplets` (query, same-class positive,
 other-class negative), so ``m = n = X.shape[1]``.
 
 >>> from convexmetric.datasets import bag_of_features
 >>> X, y = bag_of_features(200, 100, 4, random_state=0)
->>> model = DiagonalAROMA(r=0.1, n_iter=2000, random_state=0).fit(X, y)
+>>> model = DiagonalAROMA(r=0.1, max_iter=2000, random_state=0).fit(X, y)
 >>> model.W_.shape, model.Sigma_.shape
 ((100, 100), (100, 100))
->>> model.score(X, y) > OASIS(C=0.1, n_iter=0, init="identity").fit(X, y).score(X, y)
+>>> model.score(X, y) > OASIS(C=0.1, max_iter=0, init="identity").fit(X, y).score(X, y)
 True
 """
 
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -24,6 +26,7 @@ from sklearn.exceptions import NotFittedError
 
 from . import bilinear
 from ._validation import check_choice, check_labels, check_matrix, check_scalar
+from ._verbose import check_verbose, log_summary, logging_to_stderr
 from .metrics import precision_at_k
 from .result import SolveResult
 from .solvers.aroma_stream import DiagonalEngine, FactoredEngine, OasisEngine
@@ -31,6 +34,7 @@ from .solvers.aroma_stream import DiagonalEngine, FactoredEngine, OasisEngine
 __all__ = ["OASIS", "DiagonalAROMA", "FactoredAROMA"]
 
 _CHUNK = 10_000  # triplets materialised at a time by fit
+logger = logging.getLogger(__name__)
 
 
 def _rows(A, name):
@@ -48,7 +52,8 @@ class _OnlineBilinear(BaseEstimator):
 
     def _check_common(self):
         name = type(self).__name__
-        check_scalar(self.n_iter, "n_iter", int, min_val=0, owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=0, owner=name)
+        check_verbose(self.verbose, name)
         if not isinstance(self.mistake_driven, bool | np.bool_):
             raise ValueError(
                 f"The 'mistake_driven' parameter of {name} must be a bool. "
@@ -65,6 +70,7 @@ class _OnlineBilinear(BaseEstimator):
 
     def _sync(self):
         self.W_ = self._engine.W
+        self.n_iter_ = self.n_rounds_
         self.n_updates_ = self._engine.updates
         self.result_ = SolveResult(
             matrix=self.W_,
@@ -89,25 +95,33 @@ class _OnlineBilinear(BaseEstimator):
         self.loss_history_.append(self.average_loss_)
         self._sync()
 
-    def fit(self, X, y, n_iter=None):
-        """Learn ``W`` from ``n_iter`` triplets drawn from the labels ``y`` (``m = n = d``).
+    def fit(self, X, y, max_iter=None):
+        """Learn ``W`` from ``max_iter`` triplets drawn from the labels ``y`` (``m = n = d``).
 
         Parameters
         ----------
         X : array or sparse matrix of shape (N, d)
         y : array of shape (N,)
-        n_iter : int, optional
-            Overrides the ``n_iter`` parameter for this call.
+        max_iter : int, optional
+            Overrides the ``max_iter`` parameter for this call.
         """
         X = check_matrix(X, "X", allow_sparse=True)
         y = check_labels(y, X.shape[0])
         self._start(X.shape[1], X.shape[1])
-        if n_iter is not None:
-            n_iter = check_scalar(n_iter, "n_iter", int, min_val=0, owner=type(self).__name__)
-        n_iter = self.n_iter if n_iter is None else n_iter
-        triplets = bilinear.sample_triplets(y, n_iter, random_state=self.random_state)
-        for s in range(0, n_iter, _CHUNK):
-            self._run(*bilinear.triplet_differences(X, X, triplets[s : s + _CHUNK]))
+        name = type(self).__name__
+        if max_iter is not None:
+            max_iter = check_scalar(max_iter, "max_iter", int, min_val=0, owner=name)
+        max_iter = self.max_iter if max_iter is None else max_iter
+        triplets = bilinear.sample_triplets(y, max_iter, random_state=self.random_state)
+        with logging_to_stderr(logger, self.verbose):
+            for s in range(0, max_iter, _CHUNK):
+                self._run(*bilinear.triplet_differences(X, X, triplets[s : s + _CHUNK]))
+                if self.verbose:
+                    logger.info(
+                        "%s: %d triplets, average online loss %.6g, %d updates",
+                        name, self.n_rounds_, self.average_loss_, self.n_updates_,
+                    )  # fmt: skip
+            log_summary(logger, self.verbose, name, self.result_)
         return self
 
     def partial_fit(self, q, p_pos, p_neg):
@@ -170,11 +184,14 @@ class _OnlineBilinear(BaseEstimator):
 class _AROMA(_OnlineBilinear):
     """The parameters shared by d-AROMA and f-AROMA (documented on :class:`DiagonalAROMA`)."""
 
-    def __init__(self, r=1.0, *, n_iter=10000, mistake_driven=False, random_state=None):
+    def __init__(
+        self, *, r=1.0, max_iter=10000, mistake_driven=False, random_state=None, verbose=0
+    ):
         self.r = r
-        self.n_iter = n_iter
+        self.max_iter = max_iter
         self.mistake_driven = mistake_driven
         self.random_state = random_state
+        self.verbose = verbose
 
 
 class DiagonalAROMA(_AROMA):
@@ -184,17 +201,20 @@ class DiagonalAROMA(_AROMA):
     ----------
     r : float, default=1.0
         AROW's regulariser ``r > 0`` (small ``r``: aggressive updates).
-    n_iter : int, default=10000
-        Triplets drawn by :meth:`fit`.
+    max_iter : int, default=10000
+        Triplets drawn by :meth:`fit`, one round each (formerly ``n_iter``).
     mistake_driven : bool, default=False
         Update only when ``qᵀ W p ≤ 0`` instead of ``< 1``.
     random_state : int, Generator or None
         Seeds the triplet stream of :meth:`fit`.
+    verbose : {0, 1}, default=0
+        1: log the online loss every 10,000 triplets (INFO, logger ``convexmetric.aroma``).
 
     Attributes
     ----------
     W_, Sigma_ : ndarray of shape (m, n)
     n_rounds_, n_updates_, n_mistakes_ : int
+    n_iter_ : int, rounds so far (``n_rounds_``)
     average_loss_ : float
     result_ : SolveResult
     """
@@ -243,19 +263,27 @@ class OASIS(_OnlineBilinear):
         Aggressiveness ``C > 0``: the step is ``τ = min(C, ℓ / ‖q pᵀ‖²_F)``.
     init : {"identity", "zeros"}, default="identity"
         ``W₀ = I`` (OASIS's choice; the m×n identity when m ≠ n) or ``W₀ = 0``.
-    n_iter, mistake_driven, random_state : as in :class:`DiagonalAROMA`.
+    max_iter, mistake_driven, random_state, verbose : as in :class:`DiagonalAROMA`.
     """
 
     _solver = "OASIS"
 
     def __init__(
-        self, C=0.1, *, init="identity", n_iter=10000, mistake_driven=False, random_state=None
+        self,
+        *,
+        C=0.1,
+        init="identity",
+        max_iter=10000,
+        mistake_driven=False,
+        random_state=None,
+        verbose=0,
     ):
         self.C = C
         self.init = init
-        self.n_iter = n_iter
+        self.max_iter = max_iter
         self.mistake_driven = mistake_driven
         self.random_state = random_state
+        self.verbose = verbose
 
     def _make_engine(self, m, n):
         C = check_scalar(self.C, "C", float, min_val=0, closed="neither", owner="OASIS")

@@ -143,7 +143,11 @@ def split(X, y, *, test_size=0.3, random_state=0, scale=True):
 
 
 def load_split(name, **kw):
-    """``split(*load(name))``."""
+    """``split(*load(name), **kw)``; by source item for the data sets of :data:`GROUPED`
+    (:func:`split_by_source`: no source item on both sides)."""
+    key = ALIASES.get(name, name)
+    if key in GROUPED:
+        return split_by_source(*GROUPED[key](), **kw)
     return split(*load(name), **kw)
 
 
@@ -345,3 +349,121 @@ REGISTRY["circles"] = (
     "concentric circles of LMNN Fig. 7: 72 × 2, 2 classes; three 40° arcs of each circle "
     "(full circles cannot give Fig. 7's 0% with three metrics; see concentric_circles)",
 )
+
+
+# --- LMNN at scale: overlapping Gaussian classes and augmented digits --------------------------
+
+
+def overlapping_classes(n=20000, d=20, n_classes=10, *, random_state=0):
+    """Heavily overlapping Gaussian classes, the scale test of the LMNN scale issue.
+
+    Class centres are drawn from ``N(0, 2²)`` in ``d`` dimensions; every feature gets a
+    noise scale drawn uniformly in ``[0.5, 2]`` (shared by all classes), and each point
+    is its class centre plus Gaussian noise with those scales. Labels are balanced
+    (``i mod n_classes``, shuffled). Returns ``(X, y)``, ``X`` of shape ``(n, d)``.
+
+    >>> X, y = overlapping_classes(100, 5, 3, random_state=0)
+    >>> X.shape, sorted(set(y.tolist()))
+    ((100, 5), [0, 1, 2])
+    """
+    from ._validation import check_scalar
+
+    own = "overlapping_classes"
+    check_scalar(n_classes, "n_classes", int, min_val=2, owner=own)
+    check_scalar(n, "n", int, min_val=n_classes, owner=own)
+    check_scalar(d, "d", int, min_val=1, owner=own)
+    rng = np.random.default_rng(random_state)
+    centres = rng.normal(0.0, 2.0, (n_classes, d))
+    scales = rng.uniform(0.5, 2.0, d)
+    y = np.arange(n) % n_classes
+    rng.shuffle(y)
+    X = centres[y] + rng.normal(size=(n, d)) * scales
+    return X, y
+
+
+#: the variants of :func:`augmented_digits`: rotations (degrees) and shifts (dy, dx), pixels
+AUGMENT_ANGLES = (0.0, -6.0, 6.0, -12.0, 12.0)
+AUGMENT_SHIFTS = tuple((dy, dx) for dy in (-1, 0, 1) for dx in (-1, 0, 1))
+AUGMENT_PER_IMAGE = 33  #: variants kept per source image (the identity always among them)
+
+
+def _shift(imgs, dy, dx):
+    """Shift a stack of images by whole pixels, filling with zeros."""
+    out = np.zeros_like(imgs)
+    h, w = imgs.shape[1:]
+    out[:, max(dy, 0) : h + min(dy, 0), max(dx, 0) : w + min(dx, 0)] = imgs[
+        :, max(-dy, 0) : h + min(-dy, 0), max(-dx, 0) : w + min(-dx, 0)
+    ]
+    return out
+
+
+def augmented_digits(random_state=0):
+    """About 60,000 8×8 digits made from scikit-learn's 1,797 by small shifts and rotations.
+
+    Every source image is rotated about its centre by each angle of
+    :data:`AUGMENT_ANGLES` (``scipy.ndimage.rotate``, bilinear, same 8×8 frame, zero
+    fill) and each rotation is shifted by every ``(dy, dx) ∈ {−1, 0, 1}²`` pixels (zero
+    fill): 45 variants per image. Of these, the untransformed image and 32 others drawn
+    with ``random_state`` are kept (:data:`AUGMENT_PER_IMAGE` = 33 per image, 59,301 in
+    all); pixel values stay on the 0–16 scale. Returns ``(X, y, source)``: ``X`` of
+    shape ``(59301, 64)``, the digit labels, and for each row the index of its source
+    image in ``sklearn.datasets.load_digits()``. :func:`load_split` splits by source.
+
+    >>> X, y, source = augmented_digits()
+    >>> X.shape, int(source.max()) + 1
+    ((59301, 64), 1797)
+    """
+    from scipy import ndimage
+
+    d = _skd.load_digits()
+    imgs, labels = np.asarray(d.images, dtype=float), np.asarray(d.target)
+    n = len(labels)
+    variants = []
+    for angle in AUGMENT_ANGLES:
+        rot = imgs if angle == 0 else ndimage.rotate(
+            imgs, angle, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0
+        )  # fmt: skip
+        variants.extend(_shift(rot, dy, dx) for dy, dx in AUGMENT_SHIFTS)
+    stack = np.stack(variants, axis=1)  # (n, 45, 8, 8); variant 4 is the identity
+    identity = AUGMENT_SHIFTS.index((0, 0))
+    others = np.delete(np.arange(len(variants)), identity)
+    rng = np.random.default_rng(random_state)
+    keep = np.array(
+        [np.r_[identity, np.sort(rng.choice(others, AUGMENT_PER_IMAGE - 1, replace=False))]
+         for _ in range(n)]
+    )  # fmt: skip
+    X = stack[np.arange(n)[:, None], keep].reshape(n * AUGMENT_PER_IMAGE, 64)
+    source = np.repeat(np.arange(n), AUGMENT_PER_IMAGE)
+    X = np.maximum(X, 0.0)  # bilinear rotation can undershoot by rounding
+    return X, labels[source], source
+
+
+def split_by_source(X, y, source, *, test_size=0.3, random_state=0, scale=True):
+    """The standard split, drawn over *source* items: no source on both sides.
+
+    The source ids are split 70/30, stratified by their (single) label; every row goes
+    with its source. The scaler is fitted on the training part, as in :func:`split`.
+    """
+    ids, first = np.unique(source, return_index=True)
+    tr_ids, _ = train_test_split(
+        ids, test_size=test_size, random_state=random_state, stratify=np.asarray(y)[first]
+    )
+    tr = np.isin(source, tr_ids)
+    Xtr, Xte, ytr, yte = X[tr], X[~tr], np.asarray(y)[tr], np.asarray(y)[~tr]
+    if scale:
+        sc = StandardScaler().fit(Xtr)
+        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+    return Xtr, Xte, ytr, yte
+
+
+REGISTRY["overlapping"] = (
+    lambda random_state=0: overlapping_classes(random_state=random_state),
+    "overlapping Gaussian classes of the LMNN scale issue: 20000 × 20, 10 classes (generated)",
+)
+REGISTRY["augmented_digits"] = (
+    lambda random_state=0: augmented_digits(random_state=random_state)[:2],
+    "digits shifted ±1 px and rotated ≤ 12°: 59301 × 64, 10 classes, 33 per source "
+    "image; load_split splits by source image (41481 training points)",
+)
+#: data sets whose standard split is drawn over source items: name -> loader of (X, y, source)
+GROUPED = {"augmented_digits": augmented_digits}

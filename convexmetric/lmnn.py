@@ -9,11 +9,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._mahalanobis import MahalanobisMixin
 from ._validation import (
     check_bool,
     check_choice,
@@ -23,14 +26,18 @@ from ._validation import (
     check_new_data,
     check_scalar,
 )
+from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
+from .solvers.lmnn import check_memory_limit
 from .solvers.lmnn import solve as solve_large_scale
 from .solvers.lmnn_exact import solve_working_set
 
+logger = logging.getLogger(__name__)
 
-class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
+
+class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     """Large margin nearest neighbour metric learning.
 
     Learns a Mahalanobis metric ``M ⪰ 0`` minimising eq. (14): ``(1 − μ)`` times the
@@ -71,6 +78,21 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
     search : {"brute", "balltree", "kdtree", "auto"}, default="brute"
         Impostor search of the large-scale solver (§6); all give the same result,
         ``"auto"`` picks the faster by measuring.
+    tol : float, default=1e-4
+        Certified relative gap ``(objective − lower bound)/|objective|`` below which the
+        large-scale solver reports "optimal" (``solver="subgradient"``).
+    random_state : int, Generator or None
+        Accepted for a uniform interface. LMNN's fit makes no random choice (target
+        neighbours, impostor search and both solvers are deterministic), so it does not
+        change the result.
+    verbose : {0, 1}, default=0
+        1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
+
+    memory_limit : int or None, default=2**30
+        Bytes of working memory for the large-scale solver. When the active list or a
+        full check would exceed it, the solver streams over row blocks instead (exact
+        objective and gradient, never a triplet list); ``result_.info["mode"]`` says
+        which mode ran. ``None``: no bound.
 
     Attributes
     ----------
@@ -78,12 +100,14 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
     components_ : ndarray (d, d), with ``metric_ = components_.T @ components_``
     objective_ : float, eq. (14) at ``metric_``
     result_ : SolveResult
+    n_iter_ : int, iterations of the solver (``result_.iterations``)
     targets_ : ndarray (n, k), target neighbours used
     classes_ : ndarray
     """
 
     def __init__(
         self,
+        *,
         k=3,
         mu=0.5,
         solver="subgradient",
@@ -97,6 +121,10 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         reduction="S",
         pca=None,
         search="brute",
+        tol=1e-4,
+        random_state=None,
+        verbose=0,
+        memory_limit=2**30,
     ):
         self.k = k
         self.mu = mu
@@ -111,6 +139,11 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         self.reduction = reduction
         self.pca = pca
         self.search = search
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+        self.memory_limit = memory_limit
 
     def _validate_params(self):
         name = type(self).__name__
@@ -131,6 +164,10 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
         check_scalar(self.n_passes, "n_passes", int, min_val=1, owner=name)
         check_choice(self.reduction, "reduction", ("S", "R"), owner=name)
         check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
+        check_verbose(self.verbose, name)
+
+        check_memory_limit(self.memory_limit, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -189,10 +226,12 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError("'targets' must not list a target neighbour twice in one row.")
         mu = float(self.mu)
         res = None
-        for p in range(self.n_passes):
-            if p > 0:  # §5.1: re-select targets under the metric of the previous pass
-                T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
-            res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
+        with logging_to_stderr(logger, self.verbose):
+            for p in range(self.n_passes):
+                if p > 0:  # §5.1: re-select targets under the metric of the previous pass
+                    T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
+                res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
+            log_summary(logger, self.verbose, name, res)
         if res.status == "optimal_inaccurate" and self.solver == "subgradient":
             import warnings
 
@@ -238,7 +277,13 @@ class LMNN(TransformerMixin, ClassifierMixin, BaseEstimator):
             refine=self.refine,
             time_limit=self.time_limit,
             search=self.search,
+            tol=float(self.tol),
+            callback=progress_callback(logger, self.verbose, type(self).__name__),
+            memory_limit=self.memory_limit,
         )
+
+    def _mahalanobis_matrix(self):
+        return self.metric_
 
     def transform(self, X):
         """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""

@@ -10,12 +10,15 @@
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import kernels
+from ._mahalanobis import MahalanobisMixin
 from ._validation import (
     check_choice,
     check_labels,
@@ -23,6 +26,7 @@ from ._validation import (
     check_new_data,
     check_scalar,
 )
+from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .energy import energy_predict
 from .lmnn import LMNN
 from .neighbors import _sqdist, _vote, target_neighbors
@@ -31,6 +35,8 @@ from .problems import lmnn_multi as PM
 from .problems.lmnn import components_from_metric
 from .solvers import lmnn_kernel as SK
 from .solvers import lmnn_multi as SM
+
+logger = logging.getLogger(__name__)
 
 
 def knn_from_distances(D, y_enc, k, *, exclude=None):
@@ -85,16 +91,22 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     n_neighbors : int or None, k of :meth:`predict` (default ``k``).
     random_state : int or None, seeds k-means.
     time_limit : float or None, seconds for the large-scale solver (status "user_limit").
+    tol : float, certified relative gap below which the large-scale solver reports
+        "optimal" (saddles of the factor refinement are escaped until then).
+    verbose : {0, 1}, log a summary of each stage (INFO, logger
+        ``convexmetric.lmnn_extensions``; the single-metric start logs its progress).
 
     Attributes
     ----------
     metrics_ : (c, d, d) PSD matrices; components_ : (c, d, d) factors
     clusters_ : cluster of every training point; objective_, result_, targets_
+    n_iter_ : iterations of the multi-metric solver (``result_.iterations``)
     single_ : the single-metric :class:`~convexmetric.LMNN` used as the start
     """
 
     def __init__(
         self,
+        *,
         k=3,
         mu=0.5,
         n_clusters=None,
@@ -104,8 +116,12 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         random_state=None,
         conic_solver="CLARABEL",
         time_limit=None,
+        tol=1e-4,
+        verbose=0,
     ):
+        self.verbose = verbose
         self.time_limit = time_limit
+        self.tol = tol
         self.k = k
         self.mu = mu
         self.n_clusters = n_clusters
@@ -123,6 +139,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
         _check_common(self, name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
+        check_verbose(self.verbose, name)
         X, self.classes_, y = _check_labels(self, X, y, self.k)
         if self.n_clusters is None:
             g, c = y, len(self.classes_)
@@ -137,7 +155,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
             g, self.cluster_centers_ = km.labels_.astype(np.int64), km.cluster_centers_
         T = target_neighbors(X, y, self.k)
         mu = float(self.mu)
-        self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver).fit(X, y, targets=T)
+        self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver, verbose=self.verbose)
+        self.single_.fit(X, y, targets=T)
         if self.solver == "exact":
             import time
 
@@ -167,7 +186,11 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
                 M0=self.single_.metric_,
                 max_iter=self.max_iter,
                 time_limit=self.time_limit,
+                tol=float(self.tol),
             )
+        with logging_to_stderr(logger, self.verbose):
+            log_summary(logger, self.verbose, name, res)
+        self.n_iter_ = res.iterations
         self.metrics_ = np.stack([0.5 * (M + M.T) for M in res.matrices])
         self.components_ = np.stack([components_from_metric(M) for M in self.metrics_])
         self.objective_, self.result_ = float(res.objective), res
@@ -219,7 +242,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return self.classes_[pred]
 
 
-class KernelLMNN(ClassifierMixin, BaseEstimator):
+class KernelLMNN(MahalanobisMixin, ClassifierMixin, BaseEstimator):
     """Kernel LMNN (§5.3): ``M = Σ A_lm Φ(x_l)Φ(x_m)ᵀ``, everything through kernel values.
 
     Parameters
@@ -229,16 +252,24 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
         With ``"precomputed"``, ``fit`` takes the n×n training kernel and
         ``transform``/``predict`` take m×n kernel values against the training points.
     gamma : float or None, RBF width (default: scikit-learn's "scale").
-    solver : {"subgradient", "exact"}; max_iter; n_neighbors : as in LMNN.
+    solver : {"subgradient", "exact"}; max_iter; n_neighbors; tol; time_limit : as in LMNN.
+    random_state : accepted for a uniform interface; the fit makes no random choice.
+    verbose : {0, 1}, log the solver's progress (INFO, logger
+        ``convexmetric.lmnn_extensions``).
 
     Attributes
     ----------
     A_ : (n, n) PSD matrix; components_ : factor with ``A_ = components_ᵀ components_``
-    objective_, result_, targets_
+    objective_, result_, targets_, n_iter_
+
+    ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
+    the distance in the kernel's feature space; ``get_mahalanobis_matrix`` exists for
+    ``kernel="linear"`` only (``M = XᵀAX`` over the training inputs ``X``).
     """
 
     def __init__(
         self,
+        *,
         k=3,
         mu=0.5,
         kernel="rbf",
@@ -246,7 +277,15 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
         solver="subgradient",
         max_iter=3000,
         n_neighbors=None,
+        tol=1e-4,
+        time_limit=None,
+        random_state=None,
+        verbose=0,
     ):
+        self.tol = tol
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.verbose = verbose
         self.k = k
         self.mu = mu
         self.kernel = kernel
@@ -271,6 +310,12 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
             check_scalar(self.gamma, "gamma", float, min_val=0, closed="neither", owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
         _check_common(self, name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
+            )
+        check_verbose(self.verbose, name)
         if self.kernel == "precomputed":
             kernels.check_kernel(X, name="X")  # square, symmetric, PSD
         X, self.classes_, y = _check_labels(self, X, y, self.k)
@@ -282,10 +327,22 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
             K = self._kernel(X)
         T = PK.kernel_targets(K, y, self.k)
         mu = float(self.mu)
-        if self.solver == "exact":
-            res = SK.solve(K, y, T, mu, exact=True)
-        else:
-            res = SK.solve(K, y, T, mu, max_iter=self.max_iter)
+        with logging_to_stderr(logger, self.verbose):
+            if self.solver == "exact":
+                res = SK.solve(K, y, T, mu, exact=True)
+            else:
+                res = SK.solve(
+                    K,
+                    y,
+                    T,
+                    mu,
+                    max_iter=self.max_iter,
+                    tol=float(self.tol),
+                    time_limit=self.time_limit,
+                    callback=progress_callback(logger, self.verbose, name),
+                )
+            log_summary(logger, self.verbose, name, res)
+        self.n_iter_ = res.iterations
         self.A_ = 0.5 * (res.matrix + res.matrix.T)
         self.components_ = components_from_metric(self.A_)
         self.objective_, self.result_, self.targets_ = float(res.objective), res, T
@@ -309,6 +366,15 @@ class KernelLMNN(ClassifierMixin, BaseEstimator):
         X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._kernel(X, self._X)
+
+    def _mahalanobis_matrix(self):
+        if self.kernel != "linear":
+            raise ValueError(
+                f"KernelLMNN with kernel={self.kernel!r} learns a metric in the kernel's "
+                "feature space and has no Mahalanobis matrix on the inputs (only "
+                "kernel='linear' has one); pair_distance and get_metric work for every kernel."
+            )
+        return self._X.T @ self.A_ @ self._X
 
     def transform(self, X):
         """Coordinates ``k(x) Lᵀ`` in which Euclidean distance is the learned one."""

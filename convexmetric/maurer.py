@@ -18,20 +18,30 @@ points ``X`` (``coef_ = C``), and ``metric_`` holds ``C Cᵀ`` (``A = Σ_pq (CC�
 
 from __future__ import annotations
 
+import logging
+import time
+
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.metrics import roc_auc_score
 
 from . import kernels as _kernels
 from ._validation import check_choice, check_matrix, check_scalar
+from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .pairs import Pairs, balanced_pairs, label_pairs
 from .problems import maurer as _problem
 from .result import SolveResult
 from .solvers import maurer as _solvers
+from .solvers.smoothing import SmoothingSettings
+from .solvers.subgradient import SubgradientSettings
+
+logger = logging.getLogger(__name__)
 
 ORACLES = {"balanced": balanced_pairs, "labels": label_pairs}
 KERNELS = {"maurer": _kernels.maurer_kernel, "linear": None}
 
 
-class _PairOperator:
+class _PairOperator(BaseEstimator):
     """Shared plumbing: pairs from the input, kernels, transform and pair predictions."""
 
     def _pairs(self, X, y):
@@ -92,6 +102,16 @@ class _PairOperator:
         """``sgn(1 − ‖T(x − x')‖)``: +1 similar, −1 dissimilar, 0 undecided (Definition 1)."""
         return np.sign(1.0 - self.pair_distances(x, x_prime))
 
+    def score(self, X, y=None):
+        """ROC AUC of ``−‖T(x − x')‖²`` for telling similar pairs from dissimilar ones.
+
+        ``X`` is a :class:`Pairs` object, or points with labels ``y`` from which pairs
+        are drawn by the estimator's oracle (``n_pairs``, ``random_state``): the same
+        pairs for every candidate of a grid search. Higher is better.
+        """
+        pairs = self._pairs(X, y)
+        return float(roc_auc_score(pairs.r > 0, -self.pair_distances(pairs)))
+
     def _setup(self, pairs):
         self.points_ = pairs.points
         self.n_features_in_ = pairs.dim
@@ -120,6 +140,16 @@ class OperatorSimilarity(_PairOperator):
         steps, blocks of 50, regulariser gradient refreshed every 500 steps).
     n_pairs, oracle : pairs drawn from ``X, y`` (2000, ``"balanced"`` or ``"labels"``).
     random_state : int, Generator or None
+        Seeds the pair oracle and the SGD (start and sampling).
+    time_limit : float or None
+        Seconds for the SGD, or for each stage of ``solver="subgradient"``.
+    verbose : {0, 1}
+        1: log the solver's progress and a summary (INFO, logger ``convexmetric.maurer``).
+
+    Attributes
+    ----------
+    coef_, singular_values_, components_ (linear), metric_, objective_, train_risk_,
+    result_, n_iter_ (``result_.iterations``)
 
     Examples
     --------
@@ -132,6 +162,7 @@ class OperatorSimilarity(_PairOperator):
 
     def __init__(
         self,
+        *,
         lam=0.005,
         gamma=1.0,
         gamma_neg=None,
@@ -146,7 +177,10 @@ class OperatorSimilarity(_PairOperator):
         n_pairs=2000,
         oracle="balanced",
         random_state=None,
+        time_limit=None,
+        verbose=0,
     ):
+        self.time_limit, self.verbose = time_limit, verbose
         self.lam, self.gamma, self.gamma_neg = lam, gamma, gamma_neg
         self.regularizer, self.solver, self.kernel = regularizer, solver, kernel
         self.n_components, self.learning_rate, self.max_iter = n_components, learning_rate, max_iter
@@ -179,6 +213,11 @@ class OperatorSimilarity(_PairOperator):
             check_scalar(self.reg_every, "reg_every", int, min_val=1, owner=own)
             if self.n_components is not None:
                 check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=own
+            )
+        check_verbose(self.verbose, own)
         return p
 
     def fit(self, X, y=None):
@@ -186,6 +225,22 @@ class OperatorSimilarity(_PairOperator):
         p = self._check_params()
         pairs = self._pairs(X, y)
         self._setup(pairs)
+        with logging_to_stderr(logger, self.verbose):
+            res, coef, K = self._solve(p, pairs)
+            log_summary(logger, self.verbose, "OperatorSimilarity", res)
+        self._finish(coef, coef.T @ coef if K is None else coef.T @ K @ coef)
+        self.result_, self.n_iter_ = res, res.iterations
+        d2 = self.pair_distances(pairs)
+        z = _problem.hinge_arguments(d2, pairs.r, p["gamma"], p["gamma_neg"])
+        sv2 = self.singular_values_**2
+        reg = float(np.sqrt(np.sum(sv2**2))) if p["regularizer"] == "hs" else float(sv2.sum())
+        self.objective_ = float(np.maximum(z, 0).mean() + p["lam"] * reg / np.sqrt(len(pairs)))
+        self.train_risk_ = float(np.mean(pairs.r * (1.0 - d2) <= 0))
+        return self
+
+    def _solve(self, p, pairs):
+        """Run the chosen solver; return its SolveResult, ``coef`` and the kernel (or None)."""
+        cb = progress_callback(logger, self.verbose, "OperatorSimilarity")
         K = None if self.kernel_fn_ is None else self.kernel_fn_(pairs.points, pairs.points)
         if self.solver == "sgd":
             backend = (
@@ -203,6 +258,8 @@ class OperatorSimilarity(_PairOperator):
                 block_size=self.block_size,
                 reg_every=self.reg_every,
                 random_state=self.random_state,
+                time_limit=self.time_limit,
+                callback=cb,
             )
             coef = res.matrix.T if K is None else res.matrix  # V is d×D; β is n×d
         else:
@@ -219,19 +276,20 @@ class OperatorSimilarity(_PairOperator):
                     matrix=A, objective=val, status=status, seconds=sec, solver="CLARABEL"
                 )
             else:
-                res = _solvers.solve_projected(U, pairs.r, **p)
+                kw = {}
+                if cb is not None or self.time_limit is not None:  # the solver's defaults, plus
+                    kw["settings"] = SubgradientSettings(
+                        max_iter=3000, patience=200, callback=cb, time_limit=self.time_limit
+                    )
+                    kw["smoothing"] = SmoothingSettings(
+                        sigma0=0.01, sigma_min=1e-7, stage_iter=400, callback=cb,
+                        time_limit=self.time_limit,
+                    )  # fmt: skip
+                res = _solvers.solve_projected(U, pairs.r, **p, **kw)
             w, E = np.linalg.eigh(res.matrix)
             V = E * np.sqrt(np.maximum(w, 0.0))  # A = V Vᵀ in the feature coordinates
             coef = V if fmap is None else fmap.basis_ @ V
-        self._finish(coef, coef.T @ coef if K is None else coef.T @ K @ coef)
-        self.result_ = res
-        d2 = self.pair_distances(pairs)
-        z = _problem.hinge_arguments(d2, pairs.r, p["gamma"], p["gamma_neg"])
-        sv2 = self.singular_values_**2
-        reg = float(np.sqrt(np.sum(sv2**2))) if p["regularizer"] == "hs" else float(sv2.sum())
-        self.objective_ = float(np.maximum(z, 0).mean() + p["lam"] * reg / np.sqrt(len(pairs)))
-        self.train_risk_ = float(np.mean(pairs.r * (1.0 - d2) <= 0))
-        return self
+        return res, coef, K
 
 
 class HyperbolicPCA(_PairOperator):
@@ -239,7 +297,9 @@ class HyperbolicPCA(_PairOperator):
     the top-``n_components`` eigenspace of ``Â = (1/m) Σ η_{r_i} Q_{x_i − x'_i}``,
     ``η₁ = −1``, ``η₋₁ = 1/(c² − 1)`` (Proposition 15 and 17).
 
-    ``objective_ = ⟨P, Â⟩₂`` (the sum of the top eigenvalues, maximised by P).
+    ``objective_ = ⟨P, Â⟩₂`` (the sum of the top eigenvalues, maximised by P). The
+    eigendecomposition is exact: ``result_`` reports status "optimal", no iterations.
+    ``random_state`` seeds the pair oracle; ``verbose=1`` logs a summary.
 
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0]]); y = [0, 0, 1, 1]
     >>> h = HyperbolicPCA(n_components=1, c=2.0, random_state=0).fit(X, y)
@@ -249,13 +309,16 @@ class HyperbolicPCA(_PairOperator):
 
     def __init__(
         self,
+        *,
         n_components=10,
         c=2.0,
         kernel=None,
         n_pairs=2000,
         oracle="balanced",
         random_state=None,
+        verbose=0,
     ):
+        self.verbose = verbose
         self.n_components, self.c, self.kernel = n_components, c, kernel
         self.n_pairs, self.oracle, self.random_state = n_pairs, oracle, random_state
 
@@ -264,6 +327,8 @@ class HyperbolicPCA(_PairOperator):
         own = "HyperbolicPCA"
         c = check_scalar(self.c, "c", float, min_val=1, closed="neither", owner=own)
         d = check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
+        check_verbose(self.verbose, own)
+        t0 = time.perf_counter()
         pairs = self._pairs(X, y)
         self._setup(pairs)
         if self.kernel_fn_ is None:
@@ -282,4 +347,15 @@ class HyperbolicPCA(_PairOperator):
         self.coef_ = c * (E if basis is None else basis @ E)
         self.singular_values_ = np.full(d, c)
         self.components_ = self.coef_.T if basis is None else None
+        self.result_ = SolveResult(
+            matrix=self.metric_,
+            objective=self.objective_,
+            status="optimal",
+            iterations=0,
+            seconds=time.perf_counter() - t0,
+            solver="eigh",
+        )
+        self.n_iter_ = 0
+        with logging_to_stderr(logger, self.verbose):
+            log_summary(logger, self.verbose, own, self.result_)
         return self

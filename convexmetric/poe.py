@@ -13,20 +13,77 @@ training items), concatenated over kernels for MKPOE.
 >>> m = POE(beta=10.0, solver="exact").fit(C, X)
 >>> m.score(C, X)
 1.0
+
+Model selection: scikit-learn splits the *comparisons* (the samples of POE) and needs
+the items alongside; bundle them with :class:`ItemComparisons` and score by GAUC:
+
+>>> from sklearn.model_selection import GridSearchCV, KFold
+>>> rng = np.random.default_rng(0); X = rng.normal(size=(12, 2))
+>>> D = ((X[:, None] - X[None]) ** 2).sum(-1)
+>>> T = np.array([(i, j, i, k) for i in range(12) for j in range(12) for k in range(12)
+...               if len({i, j, k}) == 3 and D[i, j] < D[i, k]])
+>>> search = GridSearchCV(POE(), {"beta": [1.0, 10.0]}, cv=KFold(3, shuffle=True, random_state=0))
+>>> search.fit(ItemComparisons(T[::7], X)).best_params_["beta"] in (1.0, 10.0)
+True
 """
 
 from __future__ import annotations
 
-import numpy as np
+import logging
 
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ._mahalanobis import MahalanobisMixin
 from ._validation import check_choice, check_matrix, check_scalar
+from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .comparisons import check_comparisons
+from .graph import filter_comparisons
 from .kernels import check_kernel, linear_kernel, rbf_kernel
 from .metrics import gauc
 from .problems import poe as formulations
 from .problems.common import SOLVER_OPTIONS
 from .result import SolveResult
 from .solvers import poe as large_scale
+from .solvers.smoothing import SmoothingSettings
+from .solvers.subgradient import SubgradientSettings
+
+logger = logging.getLogger(__name__)
+
+
+class ItemComparisons(np.ndarray):
+    """Comparisons as an ``(m, 4)`` int array that carries the items they refer to.
+
+    Row ``t`` is the comparison ``(i, j, k, l)``; ``.items`` is the feature matrix (POE)
+    or the list of kernels (MKPOE) the indices point into. Indexing rows keeps
+    ``.items``, so scikit-learn's cross-validation splits the comparisons while every
+    fold sees all items: ``GridSearchCV(POE(), grid).fit(ItemComparisons(C, X))``.
+    """
+
+    def __new__(cls, comparisons, items):
+        obj = check_comparisons(comparisons).to_array().view(cls)
+        obj.items = items
+        return obj
+
+    def __array_finalize__(self, obj):
+        self.items = getattr(obj, "items", None)
+
+    def __reduce__(self):  # keep ``items`` through pickling (joblib's parallel folds)
+        return (ItemComparisons, (np.asarray(self), self.items))
+
+
+def _unbundle(comparisons, items, owner, what):
+    """Split an :class:`ItemComparisons` into plain comparisons and its items."""
+    if isinstance(comparisons, ItemComparisons):
+        if items is None:
+            items = comparisons.items
+        comparisons = np.asarray(comparisons)
+    if items is None and what is not None:
+        raise ValueError(
+            f"{owner}.fit needs '{what}' (the items the comparisons index), or comparisons "
+            f"bundled with their items: ItemComparisons(comparisons, {what})."
+        )
+    return comparisons, items
 
 
 def components_from_W(W):
@@ -43,12 +100,16 @@ def components_from_W(W):
     return (V[:, keep] * np.sqrt(lam[keep])).T
 
 
-def _fit_blocks(blocks, kernels, C, beta, diagonal, solver):
-    """Solve over ``blocks`` (exact) or through the large-scale solver; a SolveResult."""
+def _fit_blocks(blocks, kernels, C, beta, diagonal, solver, options=None):
+    """Solve over ``blocks`` (exact) or through the large-scale solver; a SolveResult.
+
+    ``options``: keyword arguments of :func:`convexmetric.solvers.poe.solve`.
+    """
     if solver == "subgradient":
+        kw = options or {}
         if kernels is None:
-            return large_scale.solve(blocks, C, beta, diagonal=diagonal)
-        return large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal)
+            return large_scale.solve(blocks, C, beta, diagonal=diagonal, **kw)
+        return large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal, **kw)
     solver = "CLARABEL" if solver == "exact" else solver
     Ws, value, status, seconds = formulations.solve(
         blocks, C, beta, diagonal=diagonal, solver=solver
@@ -58,16 +119,63 @@ def _fit_blocks(blocks, kernels, C, beta, diagonal, solver):
     )
 
 
-class _POEBase:
+class _POEBase(BaseEstimator):
     def _check_common(self):
-        check_scalar(self.beta, "beta", float, min_val=0.0, closed="neither", owner=self._name)
-        check_choice(
-            self.solver, "solver", ["subgradient", "exact", *SOLVER_OPTIONS], owner=self._name
-        )
-        check_choice(self.diagonal, "diagonal", [False, True], owner=self._name)
+        own = self._name
+        check_scalar(self.beta, "beta", float, min_val=0.0, closed="neither", owner=own)
+        check_choice(self.solver, "solver", ["subgradient", "exact", *SOLVER_OPTIONS], owner=own)
+        check_choice(self.diagonal, "diagonal", [False, True], owner=own)
+        check_choice(self.filter_graph, "filter_graph", [False, True], owner=own)
+        if self.max_iter is not None:
+            check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=own)
+        if self.tol is not None:
+            check_scalar(self.tol, "tol", float, min_val=0.0, closed="neither", owner=own)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=own
+            )
+        check_verbose(self.verbose, own)
+
+    def _comparisons(self, comparisons, n):
+        C = check_comparisons(comparisons, n, owner=self._name)
+        if self.filter_graph:  # §2.2: duplicates, 2-cycles, acyclic subgraph (seeded), reduction
+            self.filter_report_ = filter_comparisons(C, random_state=self.random_state)
+            C = self.filter_report_.comparisons
+        return C
+
+    def _solve(self, blocks, kernels, C):
+        """Run the solver (with the estimator's caps and progress logging); a SolveResult."""
+        with logging_to_stderr(logger, self.verbose):
+            res = _fit_blocks(blocks, kernels, C, self.beta, self.diagonal, self.solver,
+                              self._solver_options())  # fmt: skip
+            log_summary(logger, self.verbose, self._name, res)
+        return res
+
+    def _solver_options(self):
+        """Keyword arguments of the large-scale solver: its defaults unless a cap is set
+        (``verbose`` only adds the callback, so it never changes the result)."""
+        cb = progress_callback(logger, self.verbose, self._name)
+        if self.max_iter is None and self.tol is None and self.time_limit is None:
+            return None if cb is None else {"callback": cb}  # the solver's own defaults
+        if self.diagonal:  # the certified smoothed L-BFGS-B of solvers.poe_diagonal
+            opts = {"time_limit": self.time_limit}
+            if self.tol is not None:
+                opts["tol"] = float(self.tol)
+            if self.max_iter is not None:
+                opts["stage_iter"] = int(self.max_iter)
+            return {"settings": opts, "callback": cb}
+        sub = SubgradientSettings(max_iter=self.max_iter or 100, patience=30, rtol=1e-4,
+                                  callback=cb, time_limit=self.time_limit)  # fmt: skip
+        smooth = SmoothingSettings(sigma0=0.1, stage_iter=200, callback=cb,
+                                   time_limit=self.time_limit)  # fmt: skip
+        if self.tol is not None:
+            smooth.gap_tol = float(self.tol)
+        # App. B's subgradient + smoothing, named: the path these settings belong to
+        return {"method": "subgradient", "settings": sub, "smoothing": smooth}
 
     def _finish(self, result, blocks, C):
         self.result_ = result
+        self.n_iter_ = result.iterations
         self.W_ = [np.asarray(W) for W in result.matrices]
         self.objective_ = formulations.objective(self.W_, blocks, C, self.beta)
         self.components_ = [components_from_W(W) for W in self.W_]
@@ -77,12 +185,20 @@ class _POEBase:
         if not hasattr(self, "W_"):
             raise RuntimeError(f"This {self._name} instance is not fitted yet; call fit first.")
 
-    def score(self, comparisons, X):
-        """GAUC (eq. 18) of the comparisons among the items ``X`` embedded by ``transform``."""
-        return gauc(self.transform(X), comparisons)
+    def score(self, comparisons, X=None):
+        """GAUC (eq. 18) of the comparisons among the items ``X`` embedded by ``transform``.
+
+        ``X`` defaults to the items of an :class:`ItemComparisons`, else to the training
+        items (their embedding ``embedding_``). Higher is better, so ``GridSearchCV`` can
+        use it as is.
+        """
+        self._check_fitted()
+        comparisons, X = _unbundle(comparisons, X, self._name, None)
+        Z = self.embedding_ if X is None else self.transform(X)
+        return gauc(Z, comparisons)
 
 
-class POE(_POEBase):
+class POE(MahalanobisMixin, _POEBase):
     """Partial order embedding with one feature space: LPOE (Alg. 2) or KPOE (Alg. 3).
 
     Parameters
@@ -102,32 +218,80 @@ class POE(_POEBase):
         diagonal LPs the certified smoothed L-BFGS-B of
         :mod:`convexmetric.solvers.poe_diagonal`), or an exact conic solve ("exact" is
         CLARABEL).
+    max_iter : int or None
+        Iteration cap of the large-scale solver: projected-subgradient iterations before
+        the smoothed refinement (full ``W``; default 100), or L-BFGS-B iterations per
+        smoothing stage (diagonal; default 2000). Ignored by the exact solvers.
+    tol : float or None
+        Certified relative gap that ends the large-scale solver (default: 1e-6 for the
+        smoothed refinement of full ``W``, 1e-4 for the diagonal solver).
+    time_limit : float or None
+        Seconds for each stage of the large-scale solver (status "user_limit").
+    filter_graph : bool, default=False
+        Filter the comparisons first (§2.2: duplicates, length-2 cycles, a maximal
+        acyclic subgraph by Alg. 1, transitive reduction); ``filter_report_`` records it.
+    random_state : int, Generator or None
+        Seeds Alg. 1's random edge order (``filter_graph=True``); the solvers themselves
+        make no random choice.
+    verbose : {0, 1}, default=0
+        1: log the solver's progress and a summary (INFO, logger ``convexmetric.poe``).
 
     Attributes
     ----------
     W_ : ndarray  (``diagonal``: the vector of the diagonal)
     components_ : ndarray, ``N`` with ``W = NᵀN``; ``transform`` applies ``x ↦ N x``
         (or ``N K_x``)
+    embedding_ : ndarray, the training items embedded
     objective_ : float, the objective at ``W_``
     result_ : SolveResult
+    n_iter_ : int, ``result_.iterations``
+
+    With ``kernel=None`` or ``"linear"`` POE learns a Mahalanobis metric on the inputs:
+    metric-learn's ``get_mahalanobis_matrix``, ``get_metric``, ``pair_distance`` and
+    ``pair_score`` apply (``M = W`` for LPOE, ``M = X_fitᵀ W X_fit`` for the linear
+    kernel); the last three work through ``transform`` for every kernel.
     """
 
     _name = "POE"
 
-    def __init__(self, beta=1.0, *, kernel=None, gamma=None, diagonal=False, solver="subgradient"):
+    def __init__(
+        self,
+        *,
+        beta=1.0,
+        kernel=None,
+        gamma=None,
+        diagonal=False,
+        solver="subgradient",
+        max_iter=None,
+        tol=None,
+        time_limit=None,
+        filter_graph=False,
+        random_state=None,
+        verbose=0,
+    ):
         self.beta = beta
         self.kernel = kernel
         self.gamma = gamma
         self.diagonal = diagonal
         self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.time_limit = time_limit
+        self.filter_graph = filter_graph
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _kernel(self, X, Y=None):
         if self.kernel == "linear":
             return linear_kernel(X, Y)
         return rbf_kernel(X, Y, gamma=self.gamma_)
 
-    def fit(self, comparisons, X):
-        """Learn ``W`` from ``comparisons`` over the rows of ``X``; return self."""
+    def fit(self, comparisons, X=None):
+        """Learn ``W`` from ``comparisons`` over the rows of ``X``; return self.
+
+        ``comparisons`` may be an :class:`ItemComparisons` carrying ``X``.
+        """
+        comparisons, X = _unbundle(comparisons, X, "POE", "X")
         self._check_common()
         check_choice(self.kernel, "kernel", [None, "linear", "rbf", "precomputed"], owner="POE")
         if self.gamma is not None:
@@ -136,7 +300,7 @@ class POE(_POEBase):
             K = check_kernel(X, name="X")
         else:
             X = check_matrix(X, "X")
-        C = check_comparisons(comparisons, X.shape[0], owner="POE")
+        C = self._comparisons(comparisons, X.shape[0])
         if self.kernel is None:
             blocks, kernels = formulations.lpoe_blocks(X), None
         else:
@@ -149,11 +313,24 @@ class POE(_POEBase):
             kernels = [K]
             blocks = formulations.kernel_blocks(kernels)
         self.n_features_in_ = X.shape[1]
-        res = _fit_blocks(blocks, kernels, C, self.beta, self.diagonal, self.solver)
+        res = self._solve(blocks, kernels, C)
         self._finish(res, blocks, C)
         self.W_ = self.W_[0]
         self.components_ = self.components_[0]
+        self.embedding_ = (X if kernels is None else K) @ self.components_.T
         return self
+
+    def _mahalanobis_matrix(self):
+        W = np.diag(self.W_) if np.ndim(self.W_) == 1 else self.W_
+        if self.kernel is None:
+            return W
+        if self.kernel == "linear":
+            return self.X_fit_.T @ W @ self.X_fit_
+        raise ValueError(
+            f"POE with kernel={self.kernel!r} embeds through the kernel and has no "
+            "Mahalanobis matrix on the inputs (kernel=None or 'linear' have one); "
+            "pair_distance and get_metric work for every kernel."
+        )
 
     def transform(self, X):
         """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values
@@ -181,15 +358,36 @@ class MKPOE(_POEBase):
     components_ : list of ndarray
     kernel_weights_ : ndarray, ``tr(WᵖKᵖ)`` normalised to sum 1 (the share of the
         regulariser, i.e. of the embedding's energy, carried by each kernel)
-    objective_, result_
+    embedding_ : ndarray, the training items embedded
+    objective_, result_, n_iter_
+
+    Parameters: ``beta``, ``diagonal``, ``solver`` and the rest as in :class:`POE`.
     """
 
     _name = "MKPOE"
 
-    def __init__(self, beta=1.0, *, diagonal=False, solver="subgradient"):
+    def __init__(
+        self,
+        *,
+        beta=1.0,
+        diagonal=False,
+        solver="subgradient",
+        max_iter=None,
+        tol=None,
+        time_limit=None,
+        filter_graph=False,
+        random_state=None,
+        verbose=0,
+    ):
         self.beta = beta
         self.diagonal = diagonal
         self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.time_limit = time_limit
+        self.filter_graph = filter_graph
+        self.random_state = random_state
+        self.verbose = verbose
 
     def _check_kernels(self, kernels, n=None, square=True):
         if isinstance(kernels, np.ndarray) and kernels.ndim == 2:
@@ -213,14 +411,19 @@ class MKPOE(_POEBase):
             out.append(K)
         return out
 
-    def fit(self, comparisons, kernels):
-        """Learn ``W¹ … Wᵐ`` from ``comparisons`` over the items of ``kernels``; return self."""
+    def fit(self, comparisons, kernels=None):
+        """Learn ``W¹ … Wᵐ`` from ``comparisons`` over the items of ``kernels``; return self.
+
+        ``comparisons`` may be an :class:`ItemComparisons` carrying the kernels.
+        """
+        comparisons, kernels = _unbundle(comparisons, kernels, "MKPOE", "kernels")
         self._check_common()
         kernels = self._check_kernels(kernels)
-        C = check_comparisons(comparisons, kernels[0].shape[0], owner="MKPOE")
+        C = self._comparisons(comparisons, kernels[0].shape[0])
         blocks = formulations.kernel_blocks(kernels)
-        res = _fit_blocks(blocks, kernels, C, self.beta, self.diagonal, self.solver)
+        res = self._solve(blocks, kernels, C)
         self._finish(res, blocks, C)
+        self.embedding_ = np.hstack([K @ N.T for K, N in zip(kernels, self.components_)])
         self.n_train_ = kernels[0].shape[0]
         tr = np.array([formulations.regulariser([W], [(K, K)]) for W, K in zip(self.W_, kernels)])
         self.kernel_weights_ = tr / tr.sum() if tr.sum() > 0 else np.full(len(tr), 1 / len(tr))

@@ -31,14 +31,18 @@ two-class wdbc (see the closing note of issue 7).
 
 from __future__ import annotations
 
+import logging
 import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ._validation import check_indices, check_labels, check_matrix, check_scalar
+from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .result import SolveResult
 from .solvers.ssne import SSNESettings, embed, features, ssne_bcd
+
+logger = logging.getLogger(__name__)
 
 
 def label_pairs(y, *, dissimilar=0.0, max_pairs=50_000, random_state=None):
@@ -98,7 +102,13 @@ class SSNE(TransformerMixin, BaseEstimator):
     dissimilar : float, default=0.0
         Target similarity of different-label pairs when fitting from labels.
     n_epochs, batch_size, learning_rate, decay, n_blocks
-        Solver settings (:class:`~convexmetric.solvers.ssne.SSNESettings`).
+        Solver settings (:class:`~convexmetric.solvers.ssne.SSNESettings`); ``n_epochs``
+        is the iteration cap (epochs).
+    tol : float, default=1e-5
+        A run ends when the objective changes by less than ``tol`` (relative) for
+        5 epochs in a row.
+    time_limit : float or None
+        Seconds for each run (restart); the best iterate so far is kept.
     n_restarts : int, default=1
         Seeded starts; the lowest objective wins (the problem is non-convex).
     init_scale : float, default=1.0
@@ -107,6 +117,8 @@ class SSNE(TransformerMixin, BaseEstimator):
         Pairs drawn from labels (all pairs if there are fewer).
     random_state : int, Generator or None
         Seeds the initialisation, the pair sample and the minibatch schedule.
+    verbose : {0, 1}, default=0
+        1: log each epoch's objective and a summary (INFO, logger ``convexmetric.ssne``).
 
     Attributes
     ----------
@@ -119,13 +131,15 @@ class SSNE(TransformerMixin, BaseEstimator):
     result_ : SolveResult
         The winning run; ``result_.info["restart_objectives"]`` and
         ``result_.info["histories"]`` hold every run.
+    n_iter_ : int
+        Epochs run, summed over the restarts (``result_.iterations``).
     """
 
     def __init__(
         self,
+        *,
         n_components=16,
         lam=100.0,
-        *,
         dissimilar=0.0,
         n_epochs=40,
         batch_size=128,
@@ -135,8 +149,14 @@ class SSNE(TransformerMixin, BaseEstimator):
         n_restarts=1,
         init_scale=1.0,
         max_pairs=50_000,
+        tol=1e-5,
+        time_limit=None,
         random_state=None,
+        verbose=0,
     ):
+        self.tol = tol
+        self.time_limit = time_limit
+        self.verbose = verbose
         self.n_components = n_components
         self.lam = lam
         self.dissimilar = dissimilar
@@ -165,6 +185,11 @@ class SSNE(TransformerMixin, BaseEstimator):
         check_scalar(self.n_restarts, "n_restarts", int, min_val=1, owner=own)
         check_scalar(self.init_scale, "init_scale", float, min_val=0.0, closed="right", owner=own)
         check_scalar(self.max_pairs, "max_pairs", int, min_val=1, owner=own)
+        check_scalar(self.tol, "tol", float, min_val=0.0, owner=own)
+        if self.time_limit is not None:
+            check_scalar(self.time_limit, "time_limit", float, min_val=0, closed="neither",
+                         owner=own)  # fmt: skip
+        check_verbose(self.verbose, own)
         if self.n_blocks > self.n_components:
             raise ValueError(
                 f"The 'n_blocks' parameter of SSNE must not exceed n_components="
@@ -207,8 +232,11 @@ class SSNE(TransformerMixin, BaseEstimator):
         if len(I) == 0:
             raise ValueError("SSNE needs at least one pair of points.")
         self.n_features_in_ = X.shape[1]
-        self.W_, self.result_ = self._solve(X, I, J, s, rng)
+        with logging_to_stderr(logger, self.verbose):
+            self.W_, self.result_ = self._solve(X, I, J, s, rng)
+            log_summary(logger, self.verbose, "SSNE", self.result_)
         self.objective_ = float(self.result_.objective)
+        self.n_iter_ = self.result_.iterations
         self.active_components_ = np.flatnonzero(np.any(self.W_ != 0, axis=0))
         if len(self.active_components_) == 0:
             warnings.warn(
@@ -227,6 +255,9 @@ class SSNE(TransformerMixin, BaseEstimator):
             learning_rate=self.learning_rate,
             decay=self.decay,
             n_blocks=self.n_blocks,
+            tol=float(self.tol),
+            time_limit=self.time_limit,
+            callback=progress_callback(logger, self.verbose, "SSNE", every=0.0),
         )
         runs = []
         for _ in range(self.n_restarts):
@@ -266,3 +297,19 @@ class SSNE(TransformerMixin, BaseEstimator):
     def similarity(self, X, Z):
         """The learned similarity matrix ``H(X) H(Z)ᵀ`` (eq. 2)."""
         return self.transform(X) @ self.transform(Z).T
+
+    def score(self, X, y):
+        """Minus the mean squared loss of eq. (3) on the label pairs of ``X, y``.
+
+        Targets: ``+1`` for same-label pairs, ``dissimilar`` for the others (as in
+        :meth:`fit`; at most ``max_pairs`` pairs, drawn with ``random_state``). Higher is
+        better, so ``GridSearchCV`` can use it as is.
+        """
+        X = self._check_X(X)
+        y = check_labels(y, X.shape[0])
+        I, J, s = label_pairs(y, dissimilar=self.dissimilar, max_pairs=self.max_pairs,
+                              random_state=self.random_state)  # fmt: skip
+        if len(I) == 0:
+            raise ValueError("SSNE.score needs at least two points (one pair).")
+        H = self.transform(X)
+        return -float(np.mean((np.einsum("ij,ij->i", H[I], H[J]) - s) ** 2))

@@ -11,8 +11,14 @@ of under 90° (74° at this spacing ratio), so three 120° k-means sectors canno
 0%; the second table shows it (same spacing ratio, ``arc=120``: full circles). The
 argument is in the docstring of ``concentric_circles``. Run:
 ``python examples/lmnn_circles.py`` (about 10 s).
+
+``--plot DIR`` also writes ``DIR/lmnn_fig7_circles.png``: the points of seed 0 with a
+ball (the shape) of each learned metric at its cluster centre (marker = cluster), one panel
+per number of metrics. ``--quick``: seed 0 only, no full-circle table.
 """
 
+import argparse
+import os
 import warnings
 
 from convexmetric import LMNN, MultiMetricLMNN, datasets
@@ -21,20 +27,61 @@ from convexmetric.neighbors import loo_error
 warnings.simplefilter("ignore")
 
 
-def row(X, y, seed, counts=(2, 3)):
-    errs = [loo_error(X, y, 1), loo_error(LMNN(k=1).fit(X, y).transform(X), y, 1)]
+def fit_row(X, y, seed, counts=(2, 3)):
+    """LOO errors (Euclidean, 1 metric, then each count) and the fitted models."""
+    one = LMNN(k=1).fit(X, y)
+    errs, models = [loo_error(X, y, 1), loo_error(one.transform(X), y, 1)], [None, one]
     for c in counts:
-        errs.append(MultiMetricLMNN(k=1, n_clusters=c, random_state=seed).fit(X, y).loo_error(1))
-    return errs
+        mm = MultiMetricLMNN(k=1, n_clusters=c, random_state=seed).fit(X, y)
+        errs.append(mm.loo_error(1))
+        models.append(mm)
+    return errs, models
 
 
-print("three 40° arcs per circle (72 points): leave-one-out 1-NN error")
-print("seed  Euclidean  1 metric  2 metrics  3 metrics")
-for seed in range(5):
-    X, y = datasets.concentric_circles(random_state=seed)
-    print(f"{seed:4d}" + "".join(f"{e:10.1%}" for e in row(X, y, seed)))
+def figure(X, y, errs, models):
+    from convexmetric.plotting import plot_local_metrics
 
-print("\nfull circles (arc=120, same spacing ratio, 72 points): the impossibility")
-print("seed  Euclidean  1 metric  2 metrics  3 metrics  6 metrics")
-X, y = datasets.concentric_circles(arc=120.0, random_state=0)
-print(f"{0:4d}" + "".join(f"{e:10.1%}" for e in row(X, y, 0, counts=(2, 3, 6))))
+    panels = {f"Euclidean: LOO error {errs[0]:.0%}": None}
+    panels[f"1 metric: {errs[1]:.0%}"] = {"metrics": models[1].metric_[None]}
+    for e, mm in zip(errs[2:], models[2:]):
+        spec = {"metrics": mm.metrics_, "clusters": mm.clusters_}
+        if getattr(mm, "cluster_centers_", None) is not None:
+            spec["centers"] = mm.cluster_centers_
+        panels[f"{len(mm.metrics_)} metrics: {e:.0%}"] = spec
+    return plot_local_metrics(
+        X,
+        y,
+        panels,
+        title="LMNN Fig. 7: concentric arcs; ellipses: balls of the learned metrics (seed 0)",
+    )
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="seed 0 only, no full-circle table")
+    ap.add_argument("--plot", metavar="DIR", default=None, help="write the figure here")
+    args = ap.parse_args(argv)
+    print("three 40° arcs per circle (72 points): leave-one-out 1-NN error")
+    print("seed  Euclidean  1 metric  2 metrics  3 metrics")
+    shown = None
+    for seed in range(1 if args.quick else 5):
+        X, y = datasets.concentric_circles(random_state=seed)
+        errs, models = fit_row(X, y, seed)
+        print(f"{seed:4d}" + "".join(f"{e:10.1%}" for e in errs))
+        if seed == 0:
+            shown = (X, y, errs, models)
+    if not args.quick:
+        print("\nfull circles (arc=120, same spacing ratio, 72 points): the impossibility")
+        print("seed  Euclidean  1 metric  2 metrics  3 metrics  6 metrics")
+        X, y = datasets.concentric_circles(arc=120.0, random_state=0)
+        errs, _ = fit_row(X, y, 0, counts=(2, 3, 6))
+        print(f"{0:4d}" + "".join(f"{e:10.1%}" for e in errs))
+    if args.plot:
+        from convexmetric.plotting import save_figure
+
+        path = save_figure(figure(*shown), os.path.join(args.plot, "lmnn_fig7_circles.png"))
+        print(f"figure written to {path}")
+
+
+if __name__ == "__main__":
+    main()

@@ -12,11 +12,17 @@ largest). Hyperbolic PCA (§4.2) with the same kernel is shown for comparison.
 
 Run:  python examples/maurer_transfer.py            (about two minutes)
       python examples/maurer_transfer.py --steps 30000   (a quick look)
+      python examples/maurer_transfer.py --quick         (seconds: 3000 steps, fewer pairs)
+
+``--plot DIR`` also writes ``DIR/maurer_roc_rotation.png`` and
+``DIR/maurer_roc_rotation_scale.png``: ROC curves of the pair distance on the test
+classes for the normalised input, the learned ``T`` and hyperbolic PCA.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -29,8 +35,11 @@ from convexmetric.pairs import balanced_pairs
 TRAIN, TEST = [0, 1, 2, 3, 4], [5, 6, 7, 8]
 
 
-def experiment(rotate, scale, steps, n_pairs=20000, seed=0, copies=2):
-    """Train on rotated/scaled 0–4, evaluate on rotated/scaled 5–8; return a dict of numbers."""
+def experiment(rotate, scale, steps, n_pairs=20000, seed=0, copies=2, keep=None):
+    """Train on rotated/scaled 0–4, evaluate on rotated/scaled 5–8; return a dict of numbers.
+
+    ``keep`` (a dict), when given, receives the test embeddings and labels (for the ROC).
+    """
     Xtr, ytr = transformed_digits(
         rotate=rotate, scale=scale, copies=copies, digits=TRAIN, random_state=seed
     )
@@ -56,25 +65,59 @@ def experiment(rotate, scale, steps, n_pairs=20000, seed=0, copies=2):
     d2 = model.pair_distances(test_pairs)
     out["test risk"] = metrics.pair_risk(d2, test_pairs.r)
     out["balanced error"] = metrics.balanced_pair_error(d2, test_pairs.r)
-    for name, Z in (("input", Xn), ("T", model.transform(Xte)), ("hPCA", hpca.transform(Xte))):
+    embeddings = {"input": Xn, "T": model.transform(Xte), "hPCA": hpca.transform(Xte)}
+    for name, Z in embeddings.items():
         out[f"ROC area {name}"] = metrics.distance_roc_auc(Z, yte)
         out[f"1-shot error {name}"] = metrics.one_shot_error(Z, yte, n_draws=100, random_state=seed)
+    if keep is not None:
+        keep.update(embeddings=embeddings, y=yte)
     return out
+
+
+def roc_figure(kept, column, steps):
+    from convexmetric.plotting import plot_roc
+
+    names = {"input": "normalised input", "T": "learned T", "hPCA": "hyperbolic PCA"}
+    emb = {names[k]: Z for k, Z in kept["embeddings"].items()}
+    return plot_roc(
+        emb,
+        kept["y"],
+        title=f"Maurer (2008) §6, transfer to digits 5–8 ({column}, {steps} SGD steps):\n"
+        "ROC of the pair distance as a detector of class equality",
+    )
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=300_000, help="SGD steps (paper: 10⁶)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="3000 steps, 2000 pairs, 1 copy")
+    parser.add_argument("--plot", metavar="DIR", default=None, help="write the figures here")
     args = parser.parse_args(argv)
+    size = {"n_pairs": 2000, "copies": 1} if args.quick else {}
+    steps = min(args.steps, 3000) if args.quick else args.steps
     columns = {"rotation": (True, False), "rot.+scale": (True, True)}
-    results = {k: experiment(*v, steps=args.steps, seed=args.seed) for k, v in columns.items()}
+    kept = {k: {} for k in columns}
+    results = {
+        k: experiment(*v, steps=steps, seed=args.seed, keep=kept[k], **size)
+        for k, v in columns.items()
+    }
     keys = list(next(iter(results.values())))
     print(f"{'':22s}" + "".join(f"{k:>14s}" for k in results))
     for key in keys:
         vals = [results[c][key] for c in results]
         fmt = "{:>14d}" if isinstance(vals[0], int) else "{:>14.3f}"
         print(f"{key:22s}" + "".join(fmt.format(v) for v in vals))
+    if args.plot:
+        from convexmetric.plotting import save_figure
+
+        files = {
+            "rotation": "maurer_roc_rotation.png",
+            "rot.+scale": "maurer_roc_rotation_scale.png",
+        }
+        for column, name in files.items():
+            fig = roc_figure(kept[column], column, steps)
+            print("figure written to", save_figure(fig, os.path.join(args.plot, name)))
     return results
 
 

@@ -97,8 +97,10 @@ def hinge_terms(
     for Ic, Lc_ in chunks:
         if max_terms is not None and count + len(Ic) > max_terms:
             raise TooManyTerms(f"more than {max_terms} candidate hinge terms")
-        diff = Z[Ic] - Z[Lc_]
-        dil = np.einsum("ij,ij->i", diff, diff)
+        dil = np.empty(len(Ic))
+        for s in range(0, len(Ic), 1 << 17):  # bounded temporaries (a collapsed block)
+            diff = Z[Ic[s : s + (1 << 17)]] - Z[Lc_[s : s + (1 << 17)]]
+            dil[s : s + (1 << 17)] = np.einsum("ij,ij->i", diff, diff)
         H = 1.0 + Dt[Ic] - dil[:, None]  # (pairs, k), exact in double precision
         p, q = np.nonzero(H > -margin)
         out_I.append(Ic[p])

@@ -37,8 +37,8 @@ def test_sample_triplets_invariants_and_determinism():
 @pytest.mark.parametrize("Est", ESTIMATORS)
 def test_fit_deterministic_and_equal_to_the_stream(Est, small):
     X, y = small
-    a = Est(n_iter=300, random_state=7).fit(X, y)
-    b = Est(n_iter=300, random_state=7).fit(X.toarray(), y)  # dense path, same iterates
+    a = Est(max_iter=300, random_state=7).fit(X, y)
+    b = Est(max_iter=300, random_state=7).fit(X.toarray(), y)  # dense path, same iterates
     np.testing.assert_allclose(a.W_, b.W_, atol=1e-12)
     T = bilinear.sample_triplets(y, 300, random_state=7)
     c = Est()
@@ -53,11 +53,11 @@ def test_fit_deterministic_and_equal_to_the_stream(Est, small):
 
 def test_fitted_attributes(small):
     X, y = small
-    f = FactoredAROMA(r=0.5, n_iter=200, random_state=0).fit(X, y)
+    f = FactoredAROMA(r=0.5, max_iter=200, random_state=0).fit(X, y)
     assert f.Lambda_.shape == (40, 40) and f.Omega_.shape == (40, 40)
     np.testing.assert_allclose(f.Lambda_, f.Lambda_.T)
     assert np.linalg.eigvalsh(f.Omega_).min() > 0
-    d = DiagonalAROMA(r=0.5, n_iter=200, random_state=0).fit(X, y)
+    d = DiagonalAROMA(r=0.5, max_iter=200, random_state=0).fit(X, y)
     assert np.all((d.Sigma_ > 0) & (d.Sigma_ <= 1))
     assert 0 <= d.n_mistakes_ <= d.n_updates_ <= 200 and d.average_loss_ > 0
 
@@ -111,8 +111,8 @@ def test_nan_inf_named(pos, bad):
 
 
 def test_other_bad_input():
-    with pytest.raises(ValueError, match="'n_iter' parameter of OASIS"):
-        OASIS(n_iter=-1).fit(np.eye(4), [0, 0, 1, 1])
+    with pytest.raises(ValueError, match="'max_iter' parameter of OASIS"):
+        OASIS(max_iter=-1).fit(np.eye(4), [0, 0, 1, 1])
     with pytest.raises(ValueError, match="'init' parameter of OASIS"):
         OASIS(init="random").fit(np.eye(4), [0, 0, 1, 1])
     with pytest.raises(ValueError, match="'mistake_driven' parameter"):

@@ -845,6 +845,91 @@ def test_cli_pairs_files_are_checked(cmd, kind):
         check_cli_refuses(args, out)
 
 
+_MODEL = {}
+
+
+def _saved_model():
+    """An LMNN model directory written once by ``solve lmnn --out`` (shared by the cases)."""
+    if "dir" not in _MODEL:
+        _MODEL["tmp"] = tempfile.TemporaryDirectory()
+        path = os.path.join(_MODEL["tmp"].name, "model")
+        args = ["solve", "lmnn", "--dataset", "iris", "--max-iter", "20", "--out", path]
+        res = CliRunner().invoke(cli_main, args)
+        assert res.exit_code == 0, res.output
+        _MODEL["dir"] = path
+    return _MODEL["dir"]
+
+
+def _break_model(folder, kind):
+    """A copy of the saved model with one defect."""
+    import json
+    import shutil
+
+    path = os.path.join(folder, "broken_model")
+    shutil.copytree(_saved_model(), path)
+    meta_path = os.path.join(path, "model.json")
+    if kind == "no_meta":
+        os.remove(meta_path)
+    elif kind == "garbage_meta":
+        with open(meta_path, "w") as fh:
+            fh.write("{not json")
+    elif kind == "pickled_array":
+        obj = np.empty(3, dtype=object)
+        obj[:] = [{}, {}, {}]
+        np.save(os.path.join(path, "components.npy"), obj, allow_pickle=True)
+    elif kind == "nan_array":
+        C = np.load(os.path.join(path, "components.npy"))
+        C[0, 0] = np.nan
+        np.save(os.path.join(path, "components.npy"), C)
+    elif kind == "missing_array":
+        os.remove(os.path.join(path, "components.npy"))
+    elif kind == "wrong_shape":
+        np.save(os.path.join(path, "components.npy"), np.eye(7))
+    elif kind == "unknown_kind":
+        with open(meta_path) as fh:
+            meta = json.load(fh)
+        meta["kind"] = "no-such-kind"
+        with open(meta_path, "w") as fh:
+            json.dump(meta, fh)
+    return path
+
+
+MODEL_KINDS = ["no_meta", "garbage_meta", "pickled_array", "nan_array", "missing_array",
+               "wrong_shape", "unknown_kind"]  # fmt: skip
+
+
+@FAST
+@given(
+    command=st.sampled_from(["transform", "predict"]),
+    kind=st.sampled_from(
+        [*FILE_KINDS, "nan", "complex_csv", "wrong_width", *["model:" + k for k in MODEL_KINDS]]
+    ),
+    out_ext=st.sampled_from([".npy", ".csv"]),
+    data=st.data(),
+)
+def test_cli_apply_commands_refuse_bad_input(command, kind, out_ext, data):
+    with tempfile.TemporaryDirectory() as tmp:
+        model = _saved_model()
+        X, _ = _data(0, d=4)
+        path = os.path.join(tmp, "points.npy")
+        if kind in FILE_KINDS:
+            path = _write_bad_file(tmp, kind, data.draw)
+        elif kind == "nan":
+            X[data.draw(st.integers(0, N - 1)), data.draw(st.integers(0, 3))] = np.nan
+            np.save(path, X)
+        elif kind == "complex_csv":
+            path = os.path.join(tmp, "points.csv")
+            with open(path, "w") as fh:
+                fh.write("\n".join(",".join(f"{v}+1j" for v in row) for row in X) + "\n")
+        elif kind == "wrong_width":
+            np.save(path, X[:, :3])
+        else:
+            np.save(path, X)
+            model = _break_model(tmp, kind.split(":")[1])
+        out = os.path.join(tmp, "result" + out_ext)
+        check_cli_refuses([command, "--model", model, path, "--out", out], out)
+
+
 def test_cli_subprocess_refuses_pickled_npy_without_traceback(tmp_path):
     """A real process: the exit status, stderr's single line, and no output directory."""
     obj = np.empty(N, dtype=object)

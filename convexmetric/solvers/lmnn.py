@@ -13,6 +13,15 @@ of outer products is one product ``Xᵀ (D − S) X`` with ``S`` the symmetrised
 matrix of pair weights, never one outer product per triplet. At apparent convergence
 the driver calls :meth:`ActiveSetOracle.check`, a full check; new violations reopen
 the run (the final check of App. A.1).
+
+Bounded memory. ``memory_limit`` (bytes of working memory) caps the active list at
+``memory_limit // BYTES_PER_TERM`` triplets and sizes the blocks of the full checks.
+When a full check at an accepted point (or any check) would exceed the cap, the
+oracle switches, once and for good, to the streaming mode of :mod:`.lmnn_stream`:
+the objective, its (sub)gradient, the smoothed objective and the certificate's dual
+matrix are then computed exactly over all triplets by row blocks. The streaming
+smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
+list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
 """
 
 from __future__ import annotations
@@ -29,8 +38,29 @@ from ..problems.lmnn import TooManyTerms, components_from_metric, hinge_terms, p
 from ..result import SolveResult
 from .lmnn_certify import certified_gap, close_gap
 from .lmnn_refine import refine_components
+from .lmnn_stream import StreamingEvaluator, plan_blocks
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
+
+#: default working-memory budget of the solver (bytes)
+DEFAULT_MEMORY_LIMIT = 1 << 30
+#: bytes per listed triplet, counting the temporaries of a merge and a gradient update
+BYTES_PER_TERM = 256
+#: streaming trial evaluations above this multiple of the best value seen return inf
+STREAM_CAP = 4.0
+
+
+def check_memory_limit(value, owner="LMNN"):
+    """Validate a ``memory_limit``: a positive int (bytes) or None; return it."""
+    import numbers
+
+    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+                         and value >= 1):  # fmt: skip
+        return None if value is None else int(value)
+    raise ValueError(
+        f"The 'memory_limit' parameter of {owner} must be an int in the range [1, inf) "
+        f"(bytes) or None. Got {value!r} instead."
+    )
 
 
 def pair_scatter(X, a, b, w):
@@ -71,16 +101,26 @@ class ActiveSetOracle:
     search : {"brute", "balltree", "kdtree", "auto"} or callable, default="brute"
         Impostor search of the full checks (§6); ``"auto"`` measures brute force and
         ball trees on the first checks and keeps the faster (same results either way).
+    memory_limit : int or None
+        Bytes of working memory (see the module docstring); ``None``: unbounded.
+    executor : object, optional
+        Runs the streaming mode's block functions (:mod:`.lmnn_stream`).
     """
 
     def __init__(
-        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute"
-    ):
+        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute",
+        memory_limit=None, executor=None,
+    ):  # fmt: skip
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.n, self.k = targets.shape
         self.check_every = check_every
         self.prune = prune
-        self.block_size = block_size
+        self.memory_limit, self.executor = memory_limit, executor
+        rows = plan_blocks(self.n, X.shape[1], self.k, memory_limit)[0]
+        self.block_size = min(block_size, rows)
+        self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
+        self.mode, self.stream, self._f_seen, self._last_ok = "active_set", None, None, None
+        self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -139,24 +179,40 @@ class ActiveSetOracle:
             return z[keep]
         return z
 
-    def full_check(self, M, components=None):
+    def full_check(self, M, components=None, accepted=True):
         """Search all triplets at ``M``; merge violations; return True if none were new.
 
-        If the search finds more than ``max(max_terms, 4 × list size)`` candidate terms,
-        the metric has collapsed at ``M`` (every point an impostor): nothing is merged
-        and :class:`TooManyTerms` propagates, so the caller can reject the point.
+        At a trial point (``accepted=False``), more than ``max(max_terms, 4 × list
+        size)`` candidate terms, or more than the memory budget allows, make
+        :class:`TooManyTerms` propagate (nothing is merged): the caller evaluates the
+        point by streaming, capped (:meth:`_overflow`). At an accepted point an
+        overflow switches the oracle to the streaming mode (then the check returns
+        True: every evaluation covers all triplets).
         """
-        I, J, L, _ = hinge_terms(
-            M,
-            self.X,
-            self.T,
-            self.y,
-            block_size=self.block_size,
-            components=components,
-            search=self.search,
-            max_terms=max(self.max_terms, 4 * len(self.keys)),
-        )
+        if self.mode == "streaming":
+            return True
+        budget = None if self.term_budget is None else max(self.term_budget - len(self.keys), 0)
+        collapse = max(self.max_terms, 4 * len(self.keys))
+        limit = budget if accepted else collapse if budget is None else min(budget, collapse)
+        try:
+            I, J, L, _ = hinge_terms(
+                M,
+                self.X,
+                self.T,
+                self.y,
+                block_size=self.block_size,
+                components=components,
+                search=self.search,
+                max_terms=limit,
+            )
+        except TooManyTerms:
+            self.full_checks += 1
+            if accepted:
+                self._go_streaming()
+                return True
+            raise
         self.full_checks += 1
+        self._last_ok, self._overflows = (M, components), 0  # its terms fit in the list
         changed = self._merge(I, J, L)
         self.version += changed
         return not changed
@@ -165,13 +221,67 @@ class ActiveSetOracle:
         """The final check of App. A.1 (called by the driver at apparent convergence)."""
         return self.full_check(M)
 
+    def _streamer(self):
+        if self.stream is None:
+            self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
+                                             memory_limit=self.memory_limit,
+                                             executor=self.executor)  # fmt: skip
+        return self.stream
+
+    def _overflow(self, M, components, sigma=None):
+        """A trial point whose full check overflowed: evaluate it by streaming, capped.
+
+        Past the cap (a collapsed metric: every point an impostor) the value is inf and
+        the step is rejected; a finite value means the iterates have entered the region
+        where the active list cannot hold the terms: switch to streaming for good. So do
+        three such rejections in a row (the accepted point itself may be over budget, its
+        list value an underestimate: the drivers then re-evaluate it exactly).
+        """
+        if self._f_seen is None and self._last_ok is not None:
+            # the active list's values underestimate eq. (14) (it may miss terms): the
+            # cap's reference is the exact value at the last point that passed a check
+            M_ok, L_ok = self._last_ok
+            self._f_seen = self._streamer().objective(M_ok, self._components(M_ok, L_ok))
+        f, G = self._streamer().evaluate(M, self._components(M, components), sigma,
+                                         cap=self._cap())  # fmt: skip
+        self._overflows += 1
+        if self.term_budget is not None and (np.isfinite(f) or self._overflows >= 3):
+            self._go_streaming()
+        return self._capped((f, G))
+
+    def _go_streaming(self):
+        """Switch to exact evaluation over all triplets by row blocks (:mod:`.lmnn_stream`)."""
+        self._streamer()
+        self.mode, self.switched_at = "streaming", self.calls
+        self._f_seen = None  # the drivers' re-evaluations right after the switch: uncapped
+        e = np.empty(0, np.int64)
+        self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
+                           "lam": np.zeros(0)})  # fmt: skip
+        self.version += 1  # the approximation changed: drivers re-evaluate
+
+    def _cap(self):
+        """Streaming trial evaluations give up past ``STREAM_CAP ×`` the best streamed
+        (exact or smoothed over all triplets) value seen: a collapsed metric would
+        otherwise cost a pass over all n²k triplets."""
+        return None if self._f_seen is None else STREAM_CAP * self._f_seen + 1.0
+
+    def _capped(self, fg):
+        if np.isfinite(fg[0]):
+            self._f_seen = fg[0] if self._f_seen is None else min(self._f_seen, fg[0])
+        return fg
+
+    def _components(self, M, components):
+        return components_from_metric(M) if components is None else components
+
     # -- evaluation -------------------------------------------------------------
     def _hinge_args(self, M, components=None):
         """``z = 1 + d_M(i, j) − d_M(i, l)`` over the active list (full check first if due)."""
         Lc = components_from_metric(M) if components is None else components
         checked = self.calls >= self._next_check
         if checked:
-            stable = self.full_check(M, Lc)
+            stable = self.full_check(M, Lc, accepted=False)
+            if self.mode == "streaming":
+                return None
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations";
             cap = 2 * self.check_every if stable else self.check_every
             self._interval = min(2 * self._interval, cap)
@@ -206,10 +316,14 @@ class ActiveSetOracle:
         At a collapsed metric (see :meth:`full_check`) the value is ``inf``, so the
         step rule rejects the step.
         """
-        try:
-            z = self._hinge_args(M, components)
-        except TooManyTerms:
-            return np.inf, np.zeros_like(M)
+        if self.mode == "active_set":
+            try:
+                z = self._hinge_args(M, components)
+            except TooManyTerms:
+                return self._overflow(M, components)
+        if self.mode == "streaming":
+            return self._capped(self.stream.evaluate(M, self._components(M, components),
+                                                     cap=self._cap()))  # fmt: skip
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
@@ -221,12 +335,17 @@ class ActiveSetOracle:
         Each hinge is replaced by ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` (a Huber
         function when λ̄ = 0; see :mod:`.smoothing`), whose gradient is
         ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
-        incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh.
+        incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh. In the
+        streaming mode λ̄ = 0.
         """
-        try:
-            z = self._hinge_args(M)
-        except TooManyTerms:
-            return np.inf, np.zeros_like(M)
+        if self.mode == "active_set":
+            try:
+                z = self._hinge_args(M)
+            except TooManyTerms:
+                return self._overflow(M, None, sigma)
+        if self.mode == "streaming":
+            return self._capped(self.stream.evaluate(M, components_from_metric(M), sigma,
+                                                     cap=self._cap()))  # fmt: skip
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         sat = lam >= 1.0
@@ -239,8 +358,12 @@ class ActiveSetOracle:
         return f, (1 - self.mu) * self.C_pull + self.mu * G
 
     def recenter(self, M, sigma):
-        """Move the prox centre to the current dual estimate (augmented-Lagrangian step)."""
-        z = self._hinge_args(M)
+        """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
+
+        A no-op in the streaming mode (its prox centre stays at 0)."""
+        z = None if self.mode == "streaming" else self._hinge_args(M)
+        if z is None:
+            return
         self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
 
     def lower_bound(self, M, sigma):
@@ -250,24 +373,28 @@ class ActiveSetOracle:
         ``μ Σ λ_t ≤ min ε`` (Lagrange duality). λ is scaled by the largest θ ∈ [0, 1]
         keeping ``S(θλ) = (1−θ)S(0) + θS(λ)`` PSD (bisection on θ).
         """
-        z = self._hinge_args(M)
+        S0 = (1 - self.mu) * self.C_pull
+        z = None if self.mode == "streaming" else self._hinge_args(M)
+        if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
+            S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
+            return self.mu * psd_scaling([S0], [S1]) * lam_sum
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
         nz = np.flatnonzero(lam > 0)
-        S0 = (1 - self.mu) * self.C_pull
         S1 = S0 + self.mu * triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
         return self.mu * psd_scaling([S0], [S1]) * float(lam.sum())
 
     def objective(self, M, components=None):
-        """Eq. (14) at M over all triplets (exact)."""
-        _, _, _, h = hinge_terms(
-            M,
-            self.X,
-            self.T,
-            self.y,
-            block_size=self.block_size,
-            components=components,
-            search=self.search,
-        )
+        """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
+        Lc, h = self._components(M, components), None
+        if self.mode == "active_set":
+            try:
+                h = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                                components=Lc, search=self.search,
+                                max_terms=self.term_budget)[3]  # fmt: skip
+            except TooManyTerms:
+                pass
+        if h is None:
+            return self._streamer().objective(M, Lc)
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
 
 
@@ -365,6 +492,8 @@ def solve(
     search="brute",
     precondition=True,
     tol=1e-4,
+    memory_limit=DEFAULT_MEMORY_LIMIT,
+    executor=None,
 ):
     """Minimise eq. (14) with the large-scale solver; return a :class:`SolveResult`.
 
@@ -393,7 +522,13 @@ def solve(
     continues (escape steps along negative curvature, then FISTA on ``M ⪰ 0``); the
     status is "optimal_inaccurate" if the gap stays open. ``info["certified_gap"]``
     reports it.
+
+    ``memory_limit`` (bytes, or ``None`` for no bound) caps the working memory: past
+    it the oracle streams over row blocks (:mod:`.lmnn_stream`) instead of keeping a
+    triplet list, and ``info["mode"]`` is ``"streaming"`` (else ``"active_set"``).
+    ``executor`` runs the streaming block functions (default: in this process).
     """
+    memory_limit = check_memory_limit(memory_limit, owner="solve")
     if precondition:
         S, S_inv = pull_whitening(X, targets)
         M0 = np.eye(X.shape[1]) if M0 is None else np.asarray(M0, dtype=float)
@@ -416,6 +551,8 @@ def solve(
             search=search,
             precondition=False,
             tol=tol,
+            memory_limit=memory_limit,
+            executor=executor,
         )
         res.matrix = S @ res.matrix @ S.T
         res.matrices = [res.matrix]
@@ -423,7 +560,7 @@ def solve(
         return res
     res, oracle = _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit,
                          check_every, prune, block_size, callback, phase1_settings,
-                         refine_settings, search)  # fmt: skip
+                         refine_settings, search, memory_limit, executor, tol)  # fmt: skip
     if not refine or res.status == "user_limit":
         return res
     # Burer–Monteiro caveat: phase 1 and the refinement descend in the factor L, where a
@@ -445,11 +582,22 @@ def solve(
     if res.status != "user_limit":
         res.status = "optimal" if certified_gap(res) <= tol else "optimal_inaccurate"
     res.info["certified_gap"] = certified_gap(res)
+    res.info.update(_mode_info(oracle))
     return res
 
 
+def _mode_info(oracle):
+    info = {"mode": oracle.mode, "memory_limit": oracle.memory_limit}
+    if oracle.stream is not None:
+        info.update(stream_evaluations=oracle.stream.evaluations,
+                    stream_block_rows=oracle.stream.block_rows,
+                    switched_after_calls=getattr(oracle, "switched_at", None))  # fmt: skip
+    return info
+
+
 def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_every,
-           prune, block_size, callback, phase1_settings, refine_settings, search):  # fmt: skip
+           prune, block_size, callback, phase1_settings, refine_settings, search,
+           memory_limit=None, executor=None, tol=None):  # fmt: skip
     t0 = time.perf_counter()
     d = X.shape[1]
     oracle = ActiveSetOracle(
@@ -461,13 +609,27 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         prune=prune,
         block_size=block_size,
         search=search,
+        memory_limit=memory_limit,
+        executor=executor,
     )
     M0 = np.eye(d) if M0 is None else M0
     ps = phase1_settings or SubgradientSettings(
         max_iter=max_iter, rtol=1e-4, patience=20, step_scale=0.3
     )
     ps.time_limit = time_limit
-    ps.callback = callback
+    switched = []
+
+    def phase1_callback(*args):
+        # once the oracle streams, every subgradient step costs a pass over the data:
+        # hand over to the refinement (L-BFGS needs far fewer evaluations)
+        if callback is not None and callback(*args):
+            return True
+        if refine and oracle.mode == "streaming":
+            switched.append(True)
+            return True
+        return False
+
+    ps.callback = phase1_callback
     if phase1 == "components":
         res = projected_subgradient(
             ComponentsOracle(oracle), components_from_metric(M0), FullSpace(), ps
@@ -479,6 +641,8 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
     else:
         raise ValueError(f"phase1 must be 'components' or 'metric'; got {phase1!r}.")
     history, status, lower = list(res.history), res.status, None
+    if switched and res.status == "user_limit":
+        status = "optimal_inaccurate"  # phase 1 ended at the switch, not by the user
     iterations, best_M, best_f = res.iterations, M1, res.objective
     info = {"phase1_objective": res.objective, "phase1_iterations": res.iterations}
     remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -493,7 +657,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
                 components_from_metric(M1),
                 time_limit=remaining,
                 callback=callback,
-                **(refine_settings or {}),
+                **{"gap_tol": tol, **(refine_settings or {})},
             )
         history += res2.history
         iterations += res2.iterations
@@ -507,6 +671,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         active=int(np.count_nonzero(oracle.mask["sub"])),
         full_checks=oracle.full_checks,
         search=str(getattr(oracle.search, "choice", oracle.search)),
+        **_mode_info(oracle),
     )
     res = SolveResult(
         matrix=best_M,

@@ -44,10 +44,14 @@ def certified_gap(res):
 
 
 def dual_matrix(oracle, M, sigma):
-    """``S(λ)`` at ``M`` with the oracle's dual estimate ``λ = clip(λ̄ + z/σ, 0, 1)``."""
+    """``S(λ)`` at ``M`` with the oracle's dual estimate ``λ = clip(λ̄ + z/σ, 0, 1)``.
+
+    In the streaming mode (λ̄ = 0) the sum runs over all triplets, by row blocks."""
     from .lmnn import triplet_scatter
 
-    z = oracle._hinge_args(M)
+    z = None if oracle.mode == "streaming" else oracle._hinge_args(M)
+    if z is None:  # streaming mode: Σ λ (C_ij − C_il) accumulated block by block
+        return oracle.stream.dual(components_from_metric(M), sigma)[0]
     lam = np.clip(oracle.mask["lam"] + z / sigma, 0.0, 1.0)
     nz = np.flatnonzero(lam > 0)
     G = triplet_scatter(oracle.X, oracle.I[nz], oracle.J[nz], oracle.L[nz], lam[nz])

@@ -27,6 +27,7 @@ from ..problems import lmnn_multi as PM
 from ..problems.lmnn import components_from_metric
 from ..result import SolveResult
 from .lmnn import pair_scatter, psd_scaling
+from .lmnn_multi_certify import close_gap
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
 
@@ -34,12 +35,14 @@ from .subgradient import SubgradientSettings, projected_subgradient
 class MultiMetricOracle:
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
 
-    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=0.3):
+    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=0.3,
+                 prune=True):  # fmt: skip
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.g, self.c = clusters, n_clusters
         self.n = X.shape[0]
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
-        self.check_every, self.margin = check_every, margin
+        self.check_every, self.margin, self.prune = check_every, margin, prune
+        self._null = None
         self.keys = np.empty(0, np.int64)
         self.lam_bar = np.zeros(0)  # dual prox centre of the smoothed stage, aligned with keys
         self._set(self.keys)
@@ -48,7 +51,9 @@ class MultiMetricOracle:
     def _set(self, keys):
         n = self.n
         lam = np.zeros(len(keys))
-        lam[np.searchsorted(keys, self.keys)] = self.lam_bar
+        pos = np.minimum(np.searchsorted(keys, self.keys), max(len(keys) - 1, 0))
+        kept = (keys[pos] == self.keys) if len(keys) else np.zeros(len(self.keys), bool)
+        lam[pos[kept]] = self.lam_bar[kept]  # the centre of terms that stay listed
         self.keys, self.lam_bar = keys, lam
         self.I, self.J, self.L = keys // (n * n), (keys // n) % n, keys % n
         # distances are needed per distinct pair (i, j) / (i, l), far fewer than triplets
@@ -70,7 +75,11 @@ class MultiMetricOracle:
         self.full_checks += 1
         keys = (I * self.n + J) * self.n + L
         new = ~np.isin(keys, self.keys)
-        if new.any():
+        if self.prune:  # keep the found terms and those the dual centre still weighs
+            merged = np.union1d(keys, self.keys[self.lam_bar > 0])
+            if len(merged) != len(self.keys) or new.any():
+                self._set(merged)
+        elif new.any():
             self._set(np.union1d(self.keys, keys[new]))
         grew = bool(np.any(new & (H > 0)))
         self.version += grew
@@ -152,7 +161,7 @@ class MultiMetricOracle:
 
     def _outside_range(self, rtol=1e-10, atol=1e-12):
         """Listed triplets whose impostor difference leaves ``range(P_{g(l)})``."""
-        if getattr(self, "_null", None) is None:
+        if self._null is None:
             self._null = []
             for P in self.P:
                 w, V = np.linalg.eigh(0.5 * (P + P.T))
@@ -324,6 +333,7 @@ def solve(
     time_limit=None,
     refine_settings=None,
     precondition=True,
+    tol=1e-4,
 ):
     """Minimise the multi-metric objective; return a :class:`SolveResult`.
 
@@ -333,7 +343,9 @@ def solve(
     its keyword arguments), ``"fista"`` (``refine_settings`` a ``SmoothingSettings``), or
     False. ``precondition=True`` solves in per-block whitened coordinates
     (:class:`WhitenedOracle`, an exact change of variables); ``M0``, the result and the
-    lower bound are in the original coordinates either way.
+    lower bound are in the original coordinates either way. After the L-BFGS
+    refinement, :func:`.lmnn_multi_certify.close_gap` escapes factor saddles until the
+    certified relative gap is within ``tol``; the status is "optimal" only then.
     """
     t0 = time.perf_counter()
     c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
@@ -349,7 +361,7 @@ def solve(
     ps.time_limit = time_limit
     res = projected_subgradient(oracle, x0, cone, ps)
     best, best_f, status, lower = res.matrices, res.objective, res.status, None
-    history, iterations = list(res.history), res.iterations
+    history, iterations, extra = list(res.history), res.iterations, {}
     remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
     if refine and status != "user_limit" and (remaining is None or remaining > 0):
         if refine == "fista":
@@ -359,6 +371,16 @@ def solve(
         else:
             kw = dict(refine_settings or {}, time_limit=remaining)
             res2 = refine_factors(oracle, res.matrices, **kw)
+            if res2.status != "user_limit":
+                left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+
+                def again(orc, Ms, left):
+                    return refine_factors(orc, Ms, **dict(refine_settings or {}, time_limit=left))
+
+                res2, st, cert = close_gap(oracle, res2, again, tol=tol, time_limit=left)
+                res2.status = st
+                res2.info = dict(res2.info, **cert)
+                extra.update(cert)
         history += res2.history
         iterations += res2.iterations
         status, lower = res2.status, res2.lower_bound
@@ -366,6 +388,9 @@ def solve(
             best, best_f = res2.matrices, res2.objective
     if precondition:
         best = oracle.to_original(best)
+    if status != "user_limit":  # every path: "optimal" only with a certified gap ≤ tol
+        gap = np.inf if lower is None else max(best_f - lower, 0.0) / max(abs(best_f), 1e-300)
+        status = "optimal" if gap <= tol else "optimal_inaccurate"
     return SolveResult(
         matrix=np.stack(best),
         matrices=list(best),
@@ -380,5 +405,6 @@ def solve(
             "active_list": len(base.keys),
             "full_checks": base.full_checks,
             "preconditioned": bool(precondition),
+            **extra,
         },
     )

@@ -19,6 +19,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -38,8 +39,14 @@ def refine_components(
     stalls=2,
     time_limit=None,
     callback=None,
+    gap_tol=None,
 ):
-    """Continuation over σ of L-BFGS on the smoothed eq. (14) in ``L``; a SolveResult."""
+    """Continuation over σ of L-BFGS on the smoothed eq. (14) in ``L``; a SolveResult.
+
+    ``gap_tol``: when the oracle streams (``oracle.mode == "streaming"``, every
+    evaluation a full pass over the data), stop as soon as the certified relative gap
+    is within it instead of refining on.
+    """
     t0 = time.perf_counter()
     d = L0.shape[1]
     L = np.array(L0, dtype=float)
@@ -79,10 +86,16 @@ def refine_components(
                 best_L, best_f = L.copy(), f
             M = L.T @ L
             lower = max(oracle.lower_bound(M, sigma), -np.inf if lower is None else lower)
+            notify(evals, f, lower_bound=lower)
             if callback is not None and callback(evals, f, sigma):
                 status = "user_limit"
                 break
-            if n_stalled >= stalls or sigma <= sigma_min:
+            certified = (
+                gap_tol is not None
+                and getattr(oracle, "mode", None) == "streaming"
+                and best_f - lower <= gap_tol * max(abs(best_f), 1e-300)
+            )
+            if n_stalled >= stalls or sigma <= sigma_min or certified:
                 if oracle.full_check(best_L.T @ best_L, best_L):
                     break
             oracle.recenter(M, sigma)

@@ -24,6 +24,11 @@ In the kernel version ``v_i = Σ_p β_{pi} φ(x_p)`` over the training points (t
 differences' coefficients ``α`` of §3.3 aggregated through the pair incidence
 matrix, so that ``v_i`` stays in the span ``M`` of the differences); ``Kβ`` is kept
 up to date so that ``a = (Kβ)[x] − (Kβ)[x']`` costs ``O(d)`` per pair.
+
+The returned point is certified by the dual of eq. (5) (:mod:`.maurer_dual`): in the
+kernel case through an empirical kernel map ``K = LLᵀ`` (one eigendecomposition of
+``K``), in which ``A = (Lᵀβ)(Lᵀβ)ᵀ``. The status is "optimal" when the certified
+relative gap is ≤ ``tol``, "optimal_inaccurate" otherwise.
 """
 
 from __future__ import annotations
@@ -35,7 +40,9 @@ from scipy.linalg import solve_triangular
 
 from .._threads import one_blas_thread
 from ..problems.maurer import margins
+from ..progress import notify
 from ..result import SolveResult
+from .maurer_dual import certify as _certify
 
 
 class LinearBackend:
@@ -68,6 +75,10 @@ class LinearBackend:
 
     def all_inner(self, P):
         return self.U @ P.T
+
+    def certificate_data(self, P):
+        """``(U, A)``: pair differences and ``A = VᵀV`` in feature coordinates."""
+        return self.U, P.T @ P
 
 
 class KernelBackend:
@@ -112,6 +123,14 @@ class KernelBackend:
     def all_inner(self, P):
         return P[1][self.i] - P[1][self.j]
 
+    def certificate_data(self, P):
+        """``(U, A)`` through the empirical kernel map ``K = LLᵀ``: ``A = (Lᵀβ)(Lᵀβ)ᵀ``."""
+        w, E = np.linalg.eigh(0.5 * (self.K + self.K.T))
+        keep = w > 1e-10 * max(float(w[-1]), 1e-300)
+        L = E[:, keep] * np.sqrt(w[keep])
+        C = L.T @ P[0]
+        return L[self.i] - L[self.j], C @ C.T
+
 
 def _reg_matrix(VV, regularizer):
     """``M`` with the regulariser's gradient ``W = M V`` (HS: 2‖A‖⁻¹VVᵀ; trace: 2I)."""
@@ -140,7 +159,9 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
     Keyword arguments: ``n_components`` (d), ``learning_rate`` (θ, 0.01),
     ``max_iter`` (steps, 100,000), ``block_size`` (50), ``reg_every`` (500),
     ``eval_every``, ``init_scale`` (mean ``b`` at the start, 0.1), ``time_limit``,
-    ``callback(step, f, θ) -> bool``, ``random_state``. The full objective is
+    ``callback(step, f, θ) -> bool``, ``random_state``, ``tol`` (certified relative
+    gap for status "optimal", 1e-4) and ``certify`` (compute the dual certificate
+    ``lower_bound`` at the returned point, True). The full objective is
     evaluated every ``eval_every`` steps (default: every ``m`` steps, at least 10
     times per run) and the best evaluated iterate is returned.
 
@@ -170,6 +191,8 @@ def _sgd(
     time_limit=None,
     callback=None,
     random_state=None,
+    tol=1e-4,
+    certify=True,
 ):
     t0 = time.perf_counter()
     rng = np.random.default_rng(random_state)
@@ -225,6 +248,7 @@ def _sgd(
                 history.append(f)
                 if f < best_f:
                     best_f, best_P = f, _copy(P)
+                notify(step, f)
                 if callback is not None and callback(step, f, theta):
                     status = "user_limit"
                     break
@@ -234,6 +258,15 @@ def _sgd(
     except KeyboardInterrupt:
         status = "user_limit"
     out = best_P[0] if isinstance(best_P, list) else best_P
+    lower, info = None, {}
+    if certify and status != "solver_error":
+        Uf, A = backend.certificate_data(best_P)
+        a = backend.all_inner(best_P)
+        z = 1.0 - r * (1.0 - np.einsum("ij,ij->i", a, a)) / g
+        lower, _ = _certify(z, Uf, r, lam, gamma, gamma_neg, regularizer, f_upper=best_f, A=A)
+        info["certified_gap"] = (best_f - lower) / max(abs(best_f), 1e-300)
+        if status == "optimal_inaccurate" and info["certified_gap"] <= tol:
+            status = "optimal"
     return SolveResult(
         matrix=out,
         objective=best_f,
@@ -242,7 +275,9 @@ def _sgd(
         seconds=time.perf_counter() - t0,
         solver="sgd",
         history=history,
+        lower_bound=lower,
         info={
+            **info,
             "n_components": d,
             "learning_rate": theta,
             "block_size": block_size,

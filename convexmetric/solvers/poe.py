@@ -19,7 +19,11 @@ smoothed gradient uses the same single sparse Laplacian with weights ``clip(z/σ
 
 The diagonal LPs go by default (``method="lbfgs"``) to :mod:`.poe_diagonal`: the same
 Huber smoothing minimised by L-BFGS-B under ``w ≥ 0``, stopped by a certified duality gap;
-``method="subgradient"`` keeps App. B's iteration for them too.
+``method="subgradient"`` keeps App. B's iteration for them too. The full SDPs go by
+default (``method="factored"``) to :mod:`.poe_factored`: low-rank factors ``W = LLᵀ``,
+smoothed L-BFGS, escapes along negative curvature, stopped by the SDP dual bound of
+:mod:`.poe_certify`. Whatever the method, the returned point carries a certified
+``lower_bound`` and the status is "optimal" only when the certified gap is within ``tol``.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from .._threads import one_blas_thread
 from ..cones import NonnegativeDiagonal, ProductCone, PSDCone
 from ..kernels import empirical_features
 from ..result import SolveResult
-from .poe_diagonal import solve_diagonal
+from .poe_certify import certify
+from .poe_diagonal import crossover_bound, dual_bound, solve_diagonal
+from .poe_factored import solve_factored
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
 
@@ -48,6 +54,7 @@ class POEOracle:
 
     def __init__(self, blocks, C, beta, *, diagonal=False):
         self.blocks, self.beta, self.diagonal = blocks, float(beta), diagonal
+        self.comparisons = C
         self.n = blocks[0][0].shape[0]
         self.scale = self.beta / len(C)
         left, right = C.pair_keys()
@@ -144,6 +151,7 @@ def solve_kernels(kernels, C, beta, *, diagonal=False, **kw):
         return solve([(K, K) for K in kernels], C, beta, diagonal=True, **kw)
     feats = [empirical_features(K) for K in kernels]
     res = solve([(Phi, np.eye(Phi.shape[1])) for Phi, _ in feats], C, beta, **kw)
+    # the certificate of the feature problem is the kernel problem's: same values
     Ws = [T @ Wh @ T.T for (_, T), Wh in zip(feats, res.matrices)]
     res.info["features_W"] = res.matrices
     res.matrices, res.matrix = Ws, Ws[0]
@@ -191,8 +199,11 @@ def solve(
     beta : float
     diagonal : bool
         Diagonal ``Wᵖ`` (vectors, projection ``max(·, 0)``) instead of PSD matrices.
-    method : {"subgradient", "lbfgs"}, optional
-        ``"subgradient"``: App. B, then the smoothed refinement (default for full ``Wᵖ``).
+    method : {"factored", "subgradient", "lbfgs"}, optional
+        ``"factored"``: :func:`.poe_factored.solve_factored` (full only; the default there);
+        ``settings`` then is a dict of its keyword arguments, ``W0``, ``refine`` and
+        ``precondition`` do not apply.
+        ``"subgradient"``: App. B, then the smoothed refinement, certified at the end.
         ``"lbfgs"``: :func:`.poe_diagonal.solve_diagonal` (diagonal only; the default there);
         ``settings`` then is a dict of its keyword arguments and ``W0``, ``refine`` and
         ``precondition`` do not apply (it always scales).
@@ -204,14 +215,19 @@ def solve(
         Solve in the variables of :func:`jacobi_scaling` (the result is mapped back).
     settings, smoothing : SubgradientSettings, SmoothingSettings, optional
     """
-    method = method or ("lbfgs" if diagonal else "subgradient")
-    if method not in ("subgradient", "lbfgs"):
-        raise ValueError(f"method must be 'subgradient' or 'lbfgs'; got {method!r}.")
+    method = method or ("lbfgs" if diagonal else "factored")
+    if method not in ("factored", "subgradient", "lbfgs"):
+        raise ValueError(f"method must be 'factored', 'subgradient' or 'lbfgs'; got {method!r}.")
     if method == "lbfgs" and not diagonal:
         raise ValueError("method='lbfgs' solves the diagonal LPs only; use diagonal=True.")
+    if method == "factored" and diagonal:
+        raise ValueError("method='factored' solves the full SDPs only; use diagonal=False.")
     with one_blas_thread():  # small products: threads only cost
         if method == "lbfgs":
             return solve_diagonal(blocks, C, beta, callback=callback, **(settings or {}))
+        if method == "factored":
+            oracle = POEOracle(blocks, C, beta)
+            return solve_factored(blocks, oracle, callback=callback, **(settings or {}))
         if not precondition:
             return _solve(blocks, C, beta, diagonal, W0, refine, settings, smoothing, callback)
         scales = jacobi_scaling(blocks, C)
@@ -242,14 +258,45 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, smoothing, callback)
         if res2.objective <= res.objective:
             res = res2
     Ws = res.matrices
+    f = oracle.objective(Ws)
+    lower = min(certify_point(blocks, C, beta, Ws, oracle), f)
+    gap = (f - lower) / max(abs(f), 1e-300)
+    if status != "user_limit":
+        status = "optimal" if gap <= CERT_TOL else "optimal_inaccurate"
     return SolveResult(
         matrix=Ws[0],
         matrices=Ws,
-        objective=oracle.objective(Ws),
+        objective=f,
+        lower_bound=lower if np.isfinite(lower) else None,
         status=status,
         iterations=iterations,
         seconds=time.perf_counter() - t0,
         solver="subgradient+smoothing" if refine else "subgradient",
         history=history,
-        info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P},
-    )
+        info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P,
+              "relative_gap": gap},
+    )  # fmt: skip
+
+
+#: The certified relative gap below which the subgradient path reports "optimal".
+CERT_TOL = 1e-4
+
+#: Smoothing widths whose multipliers ``s·clip(z/σ, 0, 1)`` are tried by the certificate.
+CERT_SIGMAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0.0)
+
+
+def certify_point(blocks, C, beta, Ws, oracle=None):
+    """A certified lower bound at ``Ws`` (full: :func:`.poe_certify.certify`; diagonal:
+    :func:`.poe_diagonal.dual_bound` and its crossover); ``-inf`` if none holds."""
+    if np.ndim(Ws[0]) == 2:
+        return certify(blocks, C, beta, Ws, oracle, CERT_SIGMAS)
+    A = np.hstack([(F[C.k] - F[C.l]) ** 2 - (F[C.i] - F[C.j]) ** 2 for F, _ in blocks])
+    r = np.concatenate([np.diag(R).astype(float) for _, R in blocks])
+    if not np.all(r > 0):
+        return -np.inf
+    w, s = np.concatenate(Ws), float(beta) / len(C)
+    z = 1.0 - A @ w
+    f = float(r @ w + s * np.maximum(z, 0.0).sum())
+    best = max(dual_bound(A, r, s, s * (np.clip(z / sg, 0, 1) if sg else z > 0), f)
+               for sg in CERT_SIGMAS)  # fmt: skip
+    return max(best, crossover_bound(A, r, s, w, z, 1e-4, f))

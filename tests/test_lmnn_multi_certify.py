@@ -1,0 +1,73 @@
+"""Multi-metric LMNN: saddle escape, pruned active list, status from the certificate."""
+
+import numpy as np
+import pytest
+
+from convexmetric import datasets
+from convexmetric.neighbors import target_neighbors
+from convexmetric.problems import lmnn_multi as PM
+from convexmetric.solvers import lmnn_multi as SM
+from convexmetric.solvers import lmnn_multi_certify as SC
+
+
+def instance(per_class=8, name="iris"):
+    Xtr, _, ytr, _ = datasets.load_split(name)
+    keep = np.concatenate([np.flatnonzero(ytr == c)[:per_class] for c in np.unique(ytr)])
+    _, y = np.unique(ytr[keep], return_inverse=True)
+    X = Xtr[keep]
+    return X, y, target_neighbors(X, y, 2)
+
+
+@pytest.fixture(scope="module")
+def exact():
+    X, y, T = instance()
+    Ms, value, status, _ = PM.solve(X, y, T, 0.5, y, 3, solver="CLARABEL")
+    assert status.startswith("optimal")  # CLARABEL: "optimal_inaccurate" on some instances
+    assert PM.objective(Ms, X, T, y, y, 0.5) == pytest.approx(value, rel=1e-6)
+    return X, y, T, value
+
+
+def test_escape_direction_lowers_the_objective_at_a_rank_one_point(exact):
+    X, y, T, _ = exact
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    rng = np.random.default_rng(0)
+    Ms = [np.outer(v, v) for v in rng.normal(size=(3, X.shape[1]))]  # far from optimal
+    o.full_check(Ms, margin=1e9)  # every triplet listed: the list objective is exact
+    D, worst = SC.negative_parts(o, Ms, 1.0)
+    assert worst < 0
+    assert all(np.linalg.eigvalsh(Dg).min() >= -1e-9 for Dg in D)  # PSD direction
+    t, ft = SC._line_search(lambda x: o(x)[0], Ms, D, 1e-3)
+    assert t > 0 and ft < o.objective(Ms) - 1e-6
+    assert o.objective([M + t * Dg for M, Dg in zip(Ms, D)]) == pytest.approx(ft, rel=1e-9)
+
+
+@pytest.mark.parametrize("precondition", [True, False])
+def test_solve_certifies_and_bound_is_valid(exact, precondition):
+    X, y, T, value = exact
+    r = SM.solve(X, y, T, 0.5, y, 3, precondition=precondition, tol=1e-5)
+    assert r.lower_bound <= value * (1 + 1e-7)
+    gap = (r.objective - r.lower_bound) / r.objective
+    assert r.status == ("optimal" if gap <= 1e-5 else "optimal_inaccurate")
+    assert r.status == "optimal" and r.info["certified_gap"] == pytest.approx(gap)
+    assert abs(r.objective - value) <= 1e-4 * value
+
+
+def test_status_is_never_optimal_with_an_open_gap(exact):
+    X, y, T, _ = exact
+    r = SM.solve(X, y, T, 0.5, y, 3, max_iter=5, refine=False)  # no refinement, no bound
+    assert r.lower_bound is None and r.status == "optimal_inaccurate"
+    r = SM.solve(X, y, T, 0.5, y, 3, tol=1e-14)  # a tolerance no bound can meet
+    assert r.status == "optimal_inaccurate" and r.info["certified_gap"] > 1e-14
+
+
+def test_pruning_keeps_the_dual_centre_of_listed_terms(exact):
+    X, y, T, _ = exact
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
+    Ms = [np.eye(X.shape[1]) for _ in range(3)]
+    o.full_check(Ms, margin=1e9)
+    o.lam_bar = np.linspace(0, 1, len(o.keys)) * (np.arange(len(o.keys)) % 2)
+    before = dict(zip(o.keys.tolist(), o.lam_bar))
+    o.full_check([10 * M for M in Ms], margin=0.0)  # most terms leave the list
+    assert len(o.keys) < len(before)
+    assert all(before[k] == lam for k, lam in zip(o.keys.tolist(), o.lam_bar))
+    assert np.all(np.isin(np.array(list(before))[np.array(list(before.values())) > 0], o.keys))

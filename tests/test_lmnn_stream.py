@@ -1,0 +1,206 @@
+"""LMNN under a memory budget (issue 11): the streaming mode is exact, certified, chosen
+by ``memory_limit``; the scale data sets split by source item."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from convexmetric import LMNN, datasets
+from convexmetric.cli.main import main
+from convexmetric.problems import lmnn as P
+from convexmetric.solvers import lmnn as S
+from convexmetric.solvers.lmnn_certify import certified_gap, dual_matrix
+from convexmetric.solvers.lmnn_stream import (
+    LocalExecutor,
+    StreamData,
+    StreamingEvaluator,
+    hinge_block,
+    plan_blocks,
+    row_blocks,
+)
+
+TINY = 1 << 14  # bytes: a budget of 64 listed triplets, blocks of 8 rows
+
+
+@pytest.fixture(scope="module")
+def small():
+    """iris, 2 target neighbours, a few thousand triplets: CLARABEL solves it exactly."""
+    X, y = datasets.load("iris")
+    rng = np.random.default_rng(0)
+    keep = np.sort(rng.choice(len(y), 60, replace=False))
+    X = (X[keep] - X[keep].mean(0)) / X[keep].std(0)
+    _, y = np.unique(y[keep], return_inverse=True)
+    from convexmetric.neighbors import target_neighbors
+
+    T = target_neighbors(X, y, 2)
+    _, value, status, _ = P.solve(X, y, T, 0.5, solver="CLARABEL")
+    assert status == "optimal"
+    return X, y, T, value
+
+
+def _random_metric(d, seed):
+    A = np.random.default_rng(seed).normal(size=(d, d)) * 0.4
+    return A.T @ A
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_streaming_equals_active_list(wine_instance, seed):
+    X, y, T = wine_instance
+    M = _random_metric(X.shape[1], seed)
+    active = S.ActiveSetOracle(X, y, T, 0.5)  # its first call is a full check
+    stream = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=TINY)
+    fa, Ga = active(M)
+    fs, Gs = stream(M)
+    assert active.mode == "active_set" and stream.mode == "streaming"
+    assert abs(fa - fs) <= 1e-10 * abs(fa)
+    assert np.abs(Ga - Gs).max() <= 1e-10 * np.abs(Ga).max()
+    assert abs(stream.objective(M) - P.objective(M, X, T, y, 0.5)) <= 1e-10 * fa
+    # the smoothed objective (prox centre 0) and the certificate's dual matrix
+    for sigma in (1.0, 0.01):
+        fa, Ga = active.smooth(M, sigma)
+        fs, Gs = stream.smooth(M, sigma)
+        assert abs(fa - fs) <= 1e-10 * abs(fa)
+        assert np.abs(Ga - Gs).max() <= 1e-10 * np.abs(Ga).max()
+        Sa, Ss = dual_matrix(active, M, sigma), dual_matrix(stream, M, sigma)
+        assert np.abs(Sa - Ss).max() <= 1e-10 * np.abs(Sa).max()
+        lb_a, lb_s = active.lower_bound(M, sigma), stream.lower_bound(M, sigma)
+        assert abs(lb_a - lb_s) <= 1e-10 * max(abs(lb_a), 1.0)
+
+
+def test_block_sums_do_not_depend_on_the_blocking(wine_instance):
+    X, y, T = wine_instance
+    L = np.linalg.cholesky(_random_metric(X.shape[1], 3) + np.eye(X.shape[1])).T
+    data, ex = StreamData(X, y, T), LocalExecutor()
+    per_class = ex.map_blocks(hinge_block, row_blocks(y, 10**6), data, L, 0.1)
+    small = ex.map_blocks(hinge_block, row_blocks(y, 7), data, L, 0.1, chunk=300)
+    assert len(per_class) == 3 and len(small) > 3
+    assert {len(set(y[b])) for b in row_blocks(y, 7)} == {1}
+    value = sum(p["value"] for p in per_class)
+    assert abs(sum(p["value"] for p in small) - value) <= 1e-10 * value
+    assert sum(p["count"] for p in small) == sum(p["count"] for p in per_class) > 0
+    G, G1 = sum(p["G"] for p in small), sum(p["G"] for p in per_class)
+    assert np.abs(G - G1).max() <= 1e-10 * np.abs(G1).max()
+
+
+def test_plan_blocks_respects_the_budget():
+    rows, chunk = plan_blocks(100_000, 64, 3, 1 << 30)
+    assert rows * 100_000 * 16 <= (1 << 30) // 2 and chunk * 8 * (2 * 64 + 26) <= (1 << 30) // 8
+    assert plan_blocks(10, 2, 1, None) == (512, 1 << 18)
+    assert plan_blocks(1000, 2, 1, 1)[0] >= 8  # never empty blocks
+
+
+@pytest.mark.parametrize("memory_limit", [None, TINY])
+def test_certificate_is_valid_in_both_modes(small, memory_limit):
+    X, y, T, value = small
+    res = S.solve(X, y, T, 0.5, memory_limit=memory_limit)
+    assert res.info["mode"] == ("streaming" if memory_limit else "active_set")
+    assert res.lower_bound <= value * (1 + 1e-7)  # below CLARABEL's optimum
+    assert res.objective >= value * (1 - 1e-7)
+    assert res.status == "optimal" and certified_gap(res) <= 1e-4
+    assert abs(res.objective - value) <= 1e-4 * value
+
+
+def test_switch_mid_run_stays_certified(small):
+    """A budget between the first list and the final one: the switch happens mid-run."""
+    X, y, T, value = small
+    res = S.solve(X, y, T, 0.5, memory_limit=S.BYTES_PER_TERM * 300)
+    assert res.info["mode"] == "streaming" and res.info["switched_after_calls"] > 0
+    assert res.info["stream_evaluations"] > 0
+    assert res.lower_bound <= value * (1 + 1e-7) <= res.objective * (1 + 2e-7)
+    assert res.status == "optimal" and certified_gap(res) <= 1e-4
+
+
+def test_streaming_evaluator_runs_on_any_executor(wine_instance):
+    class Recording(LocalExecutor):
+        calls = 0
+
+        def map_blocks(self, fn, blocks, data, *args, **kwargs):
+            Recording.calls += 1
+            return super().map_blocks(fn, blocks, data, *args, **kwargs)
+
+    X, y, T = wine_instance
+    pull = P.pull_matrix(X, T)
+    ev = StreamingEvaluator(X, y, T, 0.5, pull, memory_limit=1 << 20, executor=Recording())
+    M = _random_metric(X.shape[1], 4)
+    L = P.components_from_metric(M)
+    assert abs(ev.objective(M, L) - P.objective(M, X, T, y, 0.5)) <= 1e-10 * ev.objective(M, L)
+    assert Recording.calls == 2
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, 2.0**20, "1G", True])
+def test_bad_memory_limit_is_rejected(bad):
+    X, y = datasets.load("iris")
+    with pytest.raises(ValueError, match=r"'memory_limit' parameter of LMNN .*\[1, inf\)"):
+        LMNN(memory_limit=bad).fit(X, y)
+    with pytest.raises(ValueError, match="'memory_limit'"):
+        S.solve(X, y, np.zeros((len(y), 1), int), 0.5, memory_limit=bad)
+
+
+def test_estimator_and_cli_report_the_mode():
+    X, y = datasets.load("iris")
+    assert LMNN(memory_limit=TINY).fit(X, y).result_.info["mode"] == "streaming"
+    assert LMNN().fit(X, y).result_.info["mode"] == "active_set"
+    runner = CliRunner()
+    out = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--memory-limit", "16K",
+                               "--json"])  # fmt: skip
+    assert out.exit_code == 0 and '"mode": "streaming"' in out.output
+    bad = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--memory-limit", "lots"])
+    assert bad.exit_code != 0 and "Traceback" not in bad.output and "--memory-limit" in bad.output
+    zero = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--memory-limit", "0"])
+    assert zero.exit_code != 0 and "'memory_limit'" in zero.output
+
+
+def test_split_by_source_keeps_sources_apart():
+    rng = np.random.default_rng(0)
+    source = np.repeat(np.arange(50), 7)
+    y = (source % 5)[:]
+    X = rng.normal(size=(len(y), 3))
+    Xtr, Xte, ytr, _yte = datasets.split_by_source(X, y, source, scale=False)
+    rows_tr = {tuple(r) for r in Xtr}
+    src_tr = {s for s, r in zip(source, X) if tuple(r) in rows_tr}
+    src_te = set(source) - src_tr
+    assert len(Xtr) == 7 * len(src_tr) and len(Xte) == 7 * len(src_te) == 7 * 15
+    assert sorted(np.bincount(ytr)) == [7 * 7] * 5  # stratified by the source's label
+
+
+def test_augmented_digits():
+    X, y, source = datasets.augmented_digits()
+    assert X.shape == (59301, 64) and X.min() >= 0 and X.max() <= 16
+    assert np.array_equal(np.bincount(source), np.full(1797, 33))
+    base = datasets.load("digits")[0]
+    assert np.array_equal(X[::33], base)  # the first variant of each source is the image
+    assert np.array_equal(y[::33], datasets.load("digits")[1])
+    again = datasets.augmented_digits()[0]
+    assert np.array_equal(X, again)  # deterministic
+    Xtr, Xte, _ytr, _yte = datasets.load_split("augmented_digits")
+    assert len(Xtr) >= 40_000 and len(Xtr) + len(Xte) == len(X)
+    # no source image on both sides: rebuild each side's sources from the raw rows
+    from sklearn.preprocessing import StandardScaler
+
+    raw_tr, raw_te, _, _ = datasets.split_by_source(X, y, source, scale=False)
+    assert np.allclose(StandardScaler().fit(raw_tr).transform(raw_tr), Xtr)
+    key = {r.tobytes(): s for r, s in zip(X, source)}
+    src_tr = {key[r.tobytes()] for r in raw_tr}
+    src_te = {key[r.tobytes()] for r in raw_te}
+    assert not src_tr & src_te and len(src_tr) + len(src_te) == 1797
+    assert "augmented_digits" in datasets.names()
+
+
+def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
+    X, y, T = wine_instance
+    d = X.shape[1]
+    M = S.solve(X, y, T, 0.5, refine=False, max_iter=100).matrix  # a good metric
+    n_terms = len(P.hinge_terms(M, X, T, y)[0])
+    oracle = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=S.BYTES_PER_TERM * (2 * n_terms))
+    f, _ = oracle(M)  # an accepted point: its terms fit in the list
+    assert oracle.mode == "active_set" and np.isfinite(f)
+    oracle._next_check = 0  # the next call checks all triplets
+    f_collapsed, _ = oracle(1e-9 * np.eye(d))  # every pair an impostor: way past the budget
+    assert f_collapsed == np.inf and oracle.mode == "active_set"
+    # a plausible point whose terms do not fit: the oracle switches and evaluates exactly
+    M_dense = 0.6 * M  # about 3× the terms, objective +40%
+    assert len(P.hinge_terms(M_dense, X, T, y)[0]) > 2 * n_terms
+    oracle._next_check = 0
+    f_dense, _ = oracle(M_dense)
+    assert oracle.mode == "streaming"
+    assert abs(f_dense - P.objective(M_dense, X, T, y, 0.5)) <= 1e-10 * f_dense

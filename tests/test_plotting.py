@@ -1,0 +1,233 @@
+"""Figures: every plotting function returns a Figure; --plot writes PNGs; the example
+scripts write their figures on small instances."""
+
+from __future__ import annotations
+
+import json
+import os
+import runpy
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from matplotlib.figure import Figure
+
+from convexmetric import plotting
+from convexmetric.cli._plot import Trace
+from convexmetric.cli.main import main as cli
+from convexmetric.result import SolveResult
+
+PNG = b"\x89PNG\r\n\x1a\n"
+EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
+
+
+def assert_png(path, min_bytes=5000):
+    with open(path, "rb") as fh:
+        head = fh.read(8)
+    assert head == PNG, f"{path} is not a PNG"
+    assert os.path.getsize(path) >= min_bytes, f"{path} is only {os.path.getsize(path)} bytes"
+
+
+def _xy(n=40, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), np.arange(n) % 3
+
+
+# --- the plotting functions -------------------------------------------------------------
+
+
+def test_convergence_accepts_results_traces_and_report_entries():
+    res = SolveResult(None, 1.0, "optimal", seconds=0.5, history=[3.0, 2.0, 1.2, 1.0])
+    res.lower_bound = 0.98
+    runs = {
+        "subgradient": res,
+        "recorded": {"times": [0.0, 0.1, 0.2], "objectives": [2.0, 1.1, 1.001]},
+        "plain-SCS": {"objective": 1.0001, "seconds": 0.3},
+    }
+    fig = plotting.plot_convergence(runs, optimum=0.999, title="LMNN eq. (14)")
+    assert isinstance(fig, Figure)
+    top, bottom = fig.axes
+    assert bottom.get_yscale() == "log"
+    labels = top.get_legend_handles_labels()[1]
+    assert "subgradient (≈ time)" in labels  # history spread over the solve time
+    assert "recorded" in labels  # real time stamps
+    assert "subgradient: certified lower bound" in labels
+    assert "exact optimum" in labels
+
+
+def test_convergence_gap_panel_is_relative_to_the_optimum():
+    fig = plotting.plot_convergence(
+        {"s": {"times": [0.0, 1.0], "objectives": [2.0, 1.01]}}, optimum=1.0
+    )
+    gap = fig.axes[1].get_lines()[0].get_ydata()
+    np.testing.assert_allclose(gap, [1.0, 0.01])
+
+
+def test_convergence_rejects_no_runs():
+    with pytest.raises(ValueError, match="'runs'"):
+        plotting.plot_convergence({})
+
+
+def test_embeddings_scatter_1d_2d_and_projected_panels():
+    X, y = _xy()
+    fig = plotting.plot_embeddings({"input": X, "2-D": X[:, :2], "1-D": X[:, 0]}, y, title="t")
+    assert isinstance(fig, Figure)
+    assert [ax.get_title() for ax in fig.axes] == ["input", "2-D", "1-D"]
+    assert fig.axes[2].get_xlabel() == "projection"
+    with pytest.raises(ValueError, match="'y' has 40 labels"):
+        plotting.plot_embeddings({"bad": X[:5]}, y)
+
+
+def test_local_metrics_and_taxonomy_embedding():
+    X, y = _xy(d=2)
+    fig = plotting.plot_local_metrics(
+        X,
+        y,
+        {
+            "Euclidean": None,
+            "two metrics": {
+                "metrics": np.stack([np.eye(2), np.diag([1.0, 4.0])]),
+                "clusters": (X[:, 0] > 0).astype(int),
+            },
+        },
+    )
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    with pytest.raises(ValueError, match="shape \\(n, 2\\)"):
+        plotting.plot_local_metrics(np.ones((4, 3)), [0, 1, 0, 1], {"a": None})
+    Z, y = _xy(d=5)
+    fig = plotting.plot_taxonomy_embedding(Z[:30], y[:30], Z[30:], y[30:], title="POE")
+    assert isinstance(fig, Figure)
+    assert "out-of-sample" in fig.axes[0].get_legend_handles_labels()[1]
+
+
+def test_roc_precision_and_bars():
+    X, y = _xy()
+    fig = plotting.plot_roc({"input": X, "first axis": X[:, :1]}, y, title="ROC")
+    assert isinstance(fig, Figure)
+    fpr, tpr = plotting.pair_roc(X, y)
+    assert fpr[0] == 0 and tpr[-1] == 1 and np.all(np.diff(fpr) >= 0)
+    ks = [1, 5, 10]
+    fig = plotting.plot_precision_at_k(
+        {"OASIS": np.full((2, 3), 0.5), "d-AROMA": [0.6, 0.5, 0.4]},
+        ks,
+        trace={"OASIS": [(10, 5, 0.3), (20, 9, 0.4)]},
+    )
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    with pytest.raises(ValueError, match="'ks' has 3"):
+        plotting.plot_precision_at_k({"x": [0.1, 0.2]}, ks)
+    fig = plotting.plot_bars({"iris": {"a": 0.1, "b": 0.2}}, errors={"iris": {"a": 0.01}})
+    assert isinstance(fig, Figure)
+
+
+def test_project_2d_is_deterministic_and_keeps_2d():
+    X, _ = _xy(d=4)
+    np.testing.assert_array_equal(plotting.project_2d(X[:, :2]), X[:, :2])
+    P = plotting.project_2d(X)
+    assert P.shape == (40, 2)
+    np.testing.assert_allclose(P, plotting.project_2d(X.copy()))
+    np.testing.assert_allclose(P.mean(0), 0, atol=1e-12)
+
+
+def test_save_figure_is_atomic_png(tmp_path):
+    X, y = _xy()
+    path = plotting.save_figure(plotting.plot_embeddings({"a": X}, y), tmp_path / "sub" / "a.png")
+    assert_png(path)
+    assert sorted(os.listdir(tmp_path / "sub")) == ["a.png"]  # no temporary file left
+
+
+def test_missing_matplotlib_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=r'pip install "convexmetric\[plot\]"'):
+        plotting.plot_bars({"a": {"b": 1.0}})
+
+
+def test_trace_records_and_chains():
+    seen = []
+    trace = Trace(lambda it, f, step: seen.append(it) or it >= 2)
+    assert [trace(i, 10.0 - i, 0.1) for i in range(3)] == [False, False, True]
+    assert trace.objectives == [10.0, 9.0, 8.0] and seen == [0, 1, 2]
+    assert trace.times == sorted(trace.times)
+
+
+# --- validate --plot -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["lmnn", "--dataset", "wine"],
+        ["lmnn", "--variant", "multi", "--per-class", "5"],
+        ["maurer"],
+        ["aroma", "--n-items", "30", "--n-triplets", "40", "--epochs", "2"],
+        ["poe", "--diagonal", "--n-comparisons", "100"],
+    ],
+    ids=["lmnn-wine", "lmnn-multi", "maurer", "aroma", "poe"],
+)
+def test_validate_plot_writes_png(tmp_path, args):
+    out = tmp_path / "conv.png"
+    result = CliRunner().invoke(cli, ["validate", *args, "--json", "--plot", str(out)])
+    assert result.exit_code == 0, result.output
+    json.loads(result.output)  # --json still prints exactly one JSON object
+    assert_png(out, min_bytes=10000)
+
+
+def test_validate_plot_unwritable_path_is_one_clean_line(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    result = CliRunner().invoke(cli, ["validate", "maurer", "--plot", str(blocker / "conv.png")])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert "cannot write the figure" in result.output
+
+
+def test_validate_plot_without_matplotlib_is_one_clean_line(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    result = CliRunner().invoke(cli, ["validate", "maurer", "--plot", str(tmp_path / "c.png")])
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert 'pip install "convexmetric[plot]"' in result.output
+
+
+# --- the example scripts ---------------------------------------------------------------
+
+SCRIPTS = [
+    ("lmnn_zebra", ["--seeds", "1", "--n-samples", "400"], ["lmnn_fig2_zebra.png"]),
+    ("lmnn_circles", ["--quick"], ["lmnn_fig7_circles.png"]),
+    ("lmnn_table1", ["--splits", "1", "--datasets", "iris"], ["lmnn_table1.png"]),
+    ("lmnn_energy", ["--datasets", "wine"], ["lmnn_energy.png"]),
+    (
+        "poe_taxonomy",
+        ["--per-class", "5", "--comparisons", "200"],
+        ["poe_taxonomy_embedding.png", "poe_kernel_weights.png"],
+    ),
+    ("poe_graph_noise", ["--quick"], ["poe_graph_noise.png"]),
+    (
+        "maurer_transfer",
+        ["--quick"],
+        ["maurer_roc_rotation.png", "maurer_roc_rotation_scale.png"],
+    ),
+    ("aroma_retrieval", ["--quick"], ["aroma_precision_at_k.png"]),
+    (
+        "ssne_table1",
+        ["--datasets", "iris", "--repeats", "1", "--grid", "100", "--no-lmnn"],
+        ["ssne_table1.png", "ssne_embedding_iris.png"],
+    ),
+]
+
+
+@pytest.mark.parametrize("script,args,files", SCRIPTS, ids=[s[0] for s in SCRIPTS])
+def test_example_writes_its_figures(tmp_path, capsys, script, args, files):
+    with warnings.catch_warnings():  # some scripts silence warnings at import
+        module = runpy.run_path(os.path.join(EXAMPLES, f"{script}.py"), run_name="example")
+        module["main"]([*args, "--plot", str(tmp_path)])
+    printed = capsys.readouterr().out
+    for name in files:
+        assert_png(tmp_path / name)
+        assert f"figure written to {tmp_path / name}" in printed
+
+
+def test_every_figure_script_is_tested():
+    scripts = {f[:-3] for f in os.listdir(EXAMPLES) if f.endswith(".py")}
+    assert scripts == {s[0] for s in SCRIPTS}
