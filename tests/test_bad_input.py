@@ -779,9 +779,9 @@ def test_cli_comparison_commands_refuse_bad_files(target, kind, data):
         K = X @ X.T + np.eye(N)
         out = os.path.join(tmp, "out")
         cpath = _write_comparisons(tmp, "ok" if kind.startswith("kernel:") else kind, data.draw)
-        if target == "filter":
-            if kind.startswith("kernel:"):
-                kind = "missing_header"
+        if target == "filter":  # no kernel, and no item count: any index >= 0 is valid
+            if kind.startswith("kernel:") or kind == "too_large":
+                kind = "missing_header" if kind.startswith("kernel:") else "negative"
                 cpath = _write_comparisons(tmp, kind, data.draw)
             check_cli_refuses(["filter", cpath, "--out", out], out)
             return
