@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import json
+import math
 import os
+import signal
 import sys
-import tempfile
+import threading
+import time
 
 import click
 import numpy as np
 
 from .. import datasets
+from .._validation import check_labels, check_matrix
 
 DATASET_CHOICE = click.Choice(sorted(datasets.names() + list(datasets.ALIASES)))
 
@@ -45,6 +50,21 @@ def apply_options(options):
     return deco
 
 
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses NaN and ±inf (a NaN passes every comparison)."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{rv} is not a finite number.", param, ctx)
+        return rv
+
+
+#: Option types for parameters that reach solvers without an estimator's checks.
+POSITIVE_FLOAT = FiniteFloatRange(min=0.0, min_open=True)
+POSITIVE_INT = click.IntRange(min=1)
+
+
 class CLIError(click.ClickException):
     """A library error shown as one clean line with a non-zero exit."""
 
@@ -56,8 +76,8 @@ def library_errors():
         yield
     except click.ClickException:
         raise
-    except (ValueError, RuntimeError, OSError, KeyError) as exc:
-        raise CLIError(str(exc)) from None
+    except (ValueError, TypeError, RuntimeError, OSError, KeyError) as exc:
+        raise CLIError(" ".join(str(exc).split())) from None  # always one line
 
 
 def load_array(path, name="array"):
@@ -102,11 +122,20 @@ def load_csv(path):
     return header, arr
 
 
+def load_comparisons(path):
+    """Read a comparisons CSV (header ``i,j,k,l``); a file without comparisons is an error."""
+    from ..comparisons import Comparisons, check_comparisons
+
+    return check_comparisons(Comparisons.read_csv(path), name=os.path.basename(path))
+
+
 def load_xy(dataset, features, labels, *, split=True):
     """``(X_train, y_train, X_test, y_test, name)`` from a dataset name or files.
 
     With files, the labels may also be the last column of an .npz's ``y`` array.
-    The standard split (DESIGN.md) is applied when ``split``.
+    The standard split (DESIGN.md) is applied when ``split``; its standardisation is
+    recorded for this command, and a model written by :func:`write_outputs` applies it
+    to new points.
     """
     if dataset is not None and features is not None:
         raise ValueError("give either --dataset or --features/--labels, not both.")
@@ -134,42 +163,63 @@ def load_xy(dataset, features, labels, *, split=True):
         name = os.path.basename(features)
     else:
         raise ValueError("no input: give --dataset NAME or --features FILE --labels FILE.")
+    X = check_matrix(X, "features", min_rows=2, allow_sparse=True)
+    if np.ndim(y) == 1 and len(y) != X.shape[0]:
+        raise ValueError(f"'labels' has {len(y)} entries but 'features' has {X.shape[0]} rows.")
+    y = check_labels(y, X.shape[0], "labels", min_classes=2)
     if not split:
         return X, y, None, None, name
-    if len(np.asarray(y)) != len(np.asarray(X)):
-        raise ValueError(
-            f"'labels' has {len(np.asarray(y))} entries but 'features' has "
-            f"{len(np.asarray(X))} rows."
-        )
     Xtr, Xte, ytr, yte = datasets.split(X, y)
+    _record_standardisation(X, y)
     return Xtr, ytr, Xte, yte, name
 
 
-def write_outputs(out_dir, arrays, report):
-    """Write ``arrays`` (name -> ndarray, as .npy) and ``report`` (report.json) atomically.
+def write_outputs(out_dir, arrays, report, *, model=None):
+    """Write ``out_dir`` as a whole, atomically: ``arrays`` (name -> ndarray, as .npy),
+    ``report`` (report.json) and, given a fitted ``model``, a self-describing model
+    (model.json and its arrays, see :mod:`convexmetric.model_io`) that
+    ``convexmetric transform`` / ``predict`` apply. Pass ``model`` only when the model
+    saw the data as :func:`load_xy` returned it (its standardisation is stored with it).
 
-    Every file is written to a temporary file in ``out_dir`` and renamed into place, so
-    an interrupted run never leaves a half-written file.
+    Everything is written into a temporary directory next to ``out_dir`` and renamed
+    into place at the end; an existing ``out_dir`` (a previous output) is replaced only
+    then. An interrupted run leaves the previous contents or nothing, never a part.
     """
-    os.makedirs(out_dir, exist_ok=True)
-    staged = []
-    try:
-        for name, arr in arrays.items():
-            fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=f".{name}.", suffix=".npy")
-            with os.fdopen(fd, "wb") as fh:
-                np.save(fh, np.asarray(arr))
-            staged.append((tmp, os.path.join(out_dir, f"{name}.npy")))
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".report.", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(report, fh, indent=2, default=_jsonable)
-        staged.append((tmp, os.path.join(out_dir, "report.json")))
-    except BaseException:
-        for tmp, _ in staged:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-        raise
-    for tmp, final in staged:
-        os.replace(tmp, final)
+    check_interrupted()
+    from ..model_io import save_model, write_directory
+
+    state = _command_state.get() or {}
+    if model is None:
+        files = {f"{name}.npy": np.asarray(arr) for name, arr in arrays.items()}
+        files["report.json"] = report
+        write_directory(out_dir, files)
+    else:
+        save_model(
+            model,
+            out_dir,
+            provenance=cli_provenance(report),
+            preprocessing=state.get("preprocessing"),
+            extra_arrays=arrays,
+            report=report,
+        )
+
+
+def cli_provenance(report):
+    """Command, options and dataset of the running command, for model.json."""
+    ctx = click.get_current_context(silent=True)
+    out = {"dataset": report.get("instance", report.get("dataset"))}
+    if ctx is not None:
+        names, c = [], ctx
+        while c.parent is not None:
+            names.append(c.info_name)
+            c = c.parent
+        out["command"] = " ".join(["convexmetric", *reversed(names)])
+        out["options"] = {
+            k: v
+            for k, v in ctx.params.items()
+            if isinstance(v, (str, int, float, bool, type(None)))
+        }
+    return out
 
 
 def _jsonable(o):
@@ -182,6 +232,7 @@ def _jsonable(o):
 
 def emit(report, as_json, lines):
     """Print the report: one JSON object (``--json``) or human-readable lines."""
+    check_interrupted()
     if as_json:
         click.echo(json.dumps(report, default=_jsonable))
     else:
@@ -200,6 +251,137 @@ def progress(label):
         return False
 
     return cb
+
+
+class ProgressLine:
+    """The progress line of ``solve`` on stderr: iteration, objective, certified gap (when
+    the solver reports a lower bound) and elapsed time, redrawn in place.
+
+    Silent unless the stream is a terminal, and silent under ``--json``. Fed by
+    :func:`convexmetric.progress.observe` (the solvers' iteration reports).
+    """
+
+    def __init__(self, label, stream=None, min_interval=0.2):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.min_interval = min_interval
+        self.t0 = time.perf_counter()
+        self.last = None
+        self.width = 0
+        self.quiet = None
+        self.count = 0
+
+    def _decide(self):
+        isatty = getattr(self.stream, "isatty", None)
+        if isatty is None or not isatty():
+            return True
+        ctx = click.get_current_context(silent=True)
+        while ctx is not None:
+            if ctx.params.get("as_json"):
+                return True
+            ctx = ctx.parent
+        return False
+
+    def __call__(self, iteration, objective, info):
+        if self.quiet is None:
+            self.quiet = self._decide()
+        self.count += 1  # the solvers' phases each count from 0; show one running count
+        now = time.perf_counter()
+        if self.quiet or (self.last is not None and now - self.last < self.min_interval):
+            return
+        self.last = now
+        text = f"{self.label}: iteration {self.count}, objective {objective:.6g}"
+        lb = info.get("lower_bound")
+        if lb is not None and np.isfinite(lb):
+            text += f", certified gap {(objective - lb) / max(abs(objective), 1e-300):.1e}"
+        text += f", {now - self.t0:.1f} s"
+        self.width = max(self.width, len(text))
+        self.stream.write("\r" + text.ljust(self.width))
+        self.stream.flush()
+
+    def close(self):
+        """Erase the line (the command's own output follows)."""
+        if self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+            self.width = 0
+
+
+@contextlib.contextmanager
+def solve_progress(label):
+    """Show a :class:`ProgressLine` while the block runs (a terminal, no ``--json``)."""
+    from ..progress import observe
+
+    line = ProgressLine(label)
+
+    def observer(iteration, objective, info):
+        # after Ctrl-C a solver returns its best iterate and the estimator may start its
+        # next phase; stop that one at its first iteration too
+        check_interrupted()
+        line(iteration, objective, info)
+
+    try:
+        with observe(observer):
+            yield line
+    finally:
+        line.close()
+
+
+class Interrupted(click.ClickException):
+    """Ctrl-C: one clean line and exit status 130 (128 + SIGINT)."""
+
+    exit_code = 130
+
+    def __init__(self):
+        super().__init__("interrupted (Ctrl-C).")
+
+
+_command_state = contextvars.ContextVar("convexmetric_command", default=None)
+
+
+@contextlib.contextmanager
+def interrupt_guard():
+    """Per-command state: Ctrl-C (and the standardisation recorded by :func:`load_xy`).
+
+    The solvers catch ``KeyboardInterrupt`` and return their best iterate (a library
+    feature); the command line must not write or print that as a result. SIGINT still
+    raises ``KeyboardInterrupt`` (so the solver stops at once) and is remembered;
+    :func:`check_interrupted` (called by :func:`write_outputs` and :func:`emit`) then
+    aborts the command.
+    """
+    state = {"hit": False}
+    token = _command_state.set(state)
+    old = None
+    if threading.current_thread() is threading.main_thread():
+
+        def handler(signum, frame):
+            state["hit"] = True
+            raise KeyboardInterrupt
+
+        old = signal.signal(signal.SIGINT, handler)
+    try:
+        yield state
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGINT, old)
+        _command_state.reset(token)
+
+
+def _record_standardisation(X, y):
+    """Keep the standard split's scaler (mean, scale of the training part) for this command."""
+    state = _command_state.get()
+    if state is not None:
+        from sklearn.preprocessing import StandardScaler
+
+        sc = StandardScaler().fit(datasets.split(X, y, scale=False)[0])  # as datasets.split
+        state["preprocessing"] = {"mean": sc.mean_, "scale": sc.scale_}
+
+
+def check_interrupted():
+    """Raise ``KeyboardInterrupt`` if Ctrl-C was pressed during this command."""
+    state = _command_state.get()
+    if state is not None and state["hit"]:
+        raise KeyboardInterrupt
 
 
 def relative_gap(obj, ref):

@@ -16,6 +16,7 @@ from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
+    POSITIVE_INT,
     apply_options,
     emit,
     library_errors,
@@ -100,7 +101,8 @@ _extension_options = [
     "--out",
     type=click.Path(file_okay=False),
     default=None,
-    help="Directory for metric.npy, components.npy and report.json (written atomically).",
+    help="Directory for a model (model.json + .npy arrays, for `convexmetric transform` / "
+    "`predict`), metric.npy, components.npy and report.json; written atomically.",
 )
 @click.option(
     "--memory-limit",
@@ -142,7 +144,12 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
             "loo_train_error": model.loo_error(),
         }
         if out is not None:
-            write_outputs(out, {"metric": model.metric_, "components": model.components_}, report)
+            write_outputs(
+                out,
+                {"metric": model.metric_, "components": model.components_},
+                report,
+                model=model,
+            )
     lines = [
         f"LMNN on {name}: {Xtr.shape[0]} training points × {Xtr.shape[1]} features, k={k}, mu={mu}",
         f"  solver {report['solver']}: objective {report['objective']:.8g}, status "
@@ -152,7 +159,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
         f"leave-one-out training error {report['loo_train_error']:.2%}",
     ]
     if out is not None:
-        lines.append(f"  wrote {out}/metric.npy, components.npy, report.json")
+        lines.append(f"  wrote {out}/ (model.json, metric.npy, components.npy, report.json)")
     emit(report, as_json, lines)
 
 
@@ -193,7 +200,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
 @click.option("--gamma", type=float, default=None, help="kernel: RBF width (default 'scale').")
 @click.option(
     "--per-class",
-    type=int,
+    type=POSITIVE_INT,
     default=10,
     show_default=True,
     help="multi/kernel: points per class of the small instance solved exactly.",
@@ -352,7 +359,7 @@ def _solve_extension(
             for attr in ("metric_", "metrics_", "A_"):
                 if hasattr(model, attr):
                     arrays[attr.rstrip("_")] = getattr(model, attr)
-            write_outputs(out, arrays, report)
+            write_outputs(out, arrays, report, model=model)
     lines = [
         f"LMNN ({report['variant']}) on {name}: {Xtr.shape[0]} training points × "
         f"{Xtr.shape[1]} features, k={k}, mu={mu}",

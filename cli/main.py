@@ -1,7 +1,8 @@
 """The ``convexmetric`` command: a thin click group over the library.
 
-``convexmetric solve METHOD``, ``convexmetric validate METHOD``, ``convexmetric filter``
-and ``convexmetric datasets``. Each method module (``cli/<method>.py``) defines its
+``convexmetric solve METHOD``, ``convexmetric validate METHOD``, ``convexmetric filter``,
+``convexmetric datasets``, and ``convexmetric transform`` / ``predict`` (apply a model
+written by ``solve ... --out DIR``). Each method module (``cli/<method>.py``) defines its
 ``solve`` and ``validate`` subcommands and registers them in :data:`METHOD_MODULES`.
 """
 
@@ -12,20 +13,42 @@ import importlib
 import click
 
 from .. import datasets
+from ._common import Interrupted, interrupt_guard, solve_progress
 
 #: cli modules that define ``SOLVE`` and/or ``VALIDATE`` click commands (and maybe ``EXTRA``).
 METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe"]
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Main(click.Group):
+    """The top-level group: Ctrl-C anywhere ends in one clean line and exit status 130."""
+
+    def invoke(self, ctx):
+        with interrupt_guard() as state:
+            try:
+                rv = super().invoke(ctx)
+            except KeyboardInterrupt:
+                raise Interrupted() from None
+            if state["hit"]:
+                raise Interrupted()
+            return rv
+
+
+@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="convexmetric")
 def main():
     """Learn metrics and similarities from supervision (exact and large-scale solvers)."""
 
 
 @main.group()
-def solve():
-    """Fit a method and report its objective (and write results with --out)."""
+@click.pass_context
+def solve(ctx):
+    """Fit a method and report its objective (and write a model with --out DIR).
+
+    On a terminal, a progress line on stderr shows the iteration, the objective, the
+    certified gap (when the solver has a lower bound) and the elapsed time; it stays
+    quiet with --json or when stderr is not a terminal.
+    """
+    ctx.with_resource(solve_progress(f"solve {ctx.invoked_subcommand}"))
 
 
 @main.group()
@@ -46,6 +69,9 @@ def datasets_cmd(as_json):
         for name, text in info.items():
             click.echo(f"{name:16s} {text}")
 
+
+for _cmd in importlib.import_module(".apply", __package__).COMMANDS:
+    main.add_command(_cmd)
 
 for _mod in METHOD_MODULES:
     _m = importlib.import_module(f".{_mod}", __package__)

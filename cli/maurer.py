@@ -26,6 +26,8 @@ from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
     certified_gap,
     emit,
     library_errors,
@@ -94,13 +96,17 @@ def _common_options(f):
             show_default=True,
             help="Balanced oracle (§5.1) or label oracle (eq. 10).",
         ),
-        click.option("--lam", type=float, default=0.005, show_default=True, help="λ > 0."),
+        click.option("--lam", type=POSITIVE_FLOAT, default=0.005, show_default=True, help="λ > 0."),
         click.option(
-            "--gamma", type=float, default=1.0, show_default=True, help="Margin γ₁ (similar pairs)."
+            "--gamma",
+            type=POSITIVE_FLOAT,
+            default=1.0,
+            show_default=True,
+            help="Margin γ₁ (similar pairs).",
         ),
         click.option(
             "--gamma-neg",
-            type=float,
+            type=POSITIVE_FLOAT,
             default=None,
             help="Margin γ₋₁ (dissimilar pairs); default: --gamma.",
         ),
@@ -111,7 +117,9 @@ def _common_options(f):
             show_default=True,
             help="‖A‖₂ (Hilbert–Schmidt) or tr A.",
         ),
-        click.option("--max-iter", type=int, default=100_000, show_default=True, help="SGD steps."),
+        click.option(
+            "--max-iter", type=POSITIVE_INT, default=100_000, show_default=True, help="SGD steps."
+        ),
         click.option(
             "--seed",
             type=int,

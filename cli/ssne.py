@@ -13,6 +13,7 @@ from ..neighbors import knn_error
 from ..ssne import SSNE
 from ._common import (
     DATA_OPTIONS,
+    POSITIVE_INT,
     apply_options,
     emit,
     library_errors,
@@ -55,7 +56,9 @@ def _load_pairs(path):
 )
 @click.option("--epochs", default=40, show_default=True, type=int, help="Passes over the pairs.")
 @click.option("--restarts", default=1, show_default=True, type=int, help="Seeded restarts.")
-@click.option("--k", default=3, show_default=True, type=int, help="k of the kNN evaluation.")
+@click.option(
+    "--k", default=3, show_default=True, type=POSITIVE_INT, help="k of the kNN evaluation."
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option(
@@ -100,7 +103,7 @@ def SOLVE(
         report["history"] = [float(v) for v in model.result_.history]
         report["restart_objectives"] = model.result_.info["restart_objectives"]
         if out is not None:
-            write_outputs(out, {"W": model.W_}, report)
+            write_outputs(out, {"W": model.W_}, report, model=model)
     lines = [
         f"SSNE on {report['instance']}: M={n_components}, lam={lam:g}; objective "
         f"{report['objective']:.6g} ({report['status']}, {report['iterations']} epochs, "
@@ -112,5 +115,5 @@ def SOLVE(
             f"(Euclidean {report['euclidean_knn_test_error']:.2%})"
         )
     if out is not None:
-        lines.append(f"  wrote {out}/W.npy, report.json")
+        lines.append(f"  wrote {out}/ (model.json, W.npy, report.json)")
     emit(report, as_json, lines)

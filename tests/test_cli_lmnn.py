@@ -43,7 +43,9 @@ def test_solve_from_files_writes_atomically(tmp_path):
     assert res.exit_code == 0, res.output
     report = json.loads(res.output)
     assert report["status"] == "optimal" and report["knn_test_error"] <= 0.1
-    assert sorted(p.name for p in out.iterdir()) == ["components.npy", "metric.npy", "report.json"]
+    names = {p.name for p in out.iterdir()}
+    assert {"components.npy", "metric.npy", "report.json", "model.json"} <= names
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp leftovers
     M = np.load(out / "metric.npy")
     L = np.load(out / "components.npy")
     assert np.allclose(L.T @ L, M)

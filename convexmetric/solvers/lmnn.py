@@ -119,7 +119,8 @@ class ActiveSetOracle:
         rows = plan_blocks(self.n, X.shape[1], self.k, memory_limit)[0]
         self.block_size = min(block_size, rows)
         self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
-        self.mode, self.stream, self._f_seen = "active_set", None, None
+        self.mode, self.stream, self._f_seen, self._last_ok = "active_set", None, None, None
+        self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -211,6 +212,7 @@ class ActiveSetOracle:
                 return True
             raise
         self.full_checks += 1
+        self._last_ok, self._overflows = (M, components), 0  # its terms fit in the list
         changed = self._merge(I, J, L)
         self.version += changed
         return not changed
@@ -231,11 +233,19 @@ class ActiveSetOracle:
 
         Past the cap (a collapsed metric: every point an impostor) the value is inf and
         the step is rejected; a finite value means the iterates have entered the region
-        where the active list cannot hold the terms: switch to streaming for good.
+        where the active list cannot hold the terms: switch to streaming for good. So do
+        three such rejections in a row (the accepted point itself may be over budget, its
+        list value an underestimate: the drivers then re-evaluate it exactly).
         """
+        if self._f_seen is None and self._last_ok is not None:
+            # the active list's values underestimate eq. (14) (it may miss terms): the
+            # cap's reference is the exact value at the last point that passed a check
+            M_ok, L_ok = self._last_ok
+            self._f_seen = self._streamer().objective(M_ok, self._components(M_ok, L_ok))
         f, G = self._streamer().evaluate(M, self._components(M, components), sigma,
                                          cap=self._cap())  # fmt: skip
-        if np.isfinite(f) and self.term_budget is not None:
+        self._overflows += 1
+        if self.term_budget is not None and (np.isfinite(f) or self._overflows >= 3):
             self._go_streaming()
         return self._capped((f, G))
 
@@ -243,14 +253,16 @@ class ActiveSetOracle:
         """Switch to exact evaluation over all triplets by row blocks (:mod:`.lmnn_stream`)."""
         self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
+        self._f_seen = None  # the drivers' re-evaluations right after the switch: uncapped
         e = np.empty(0, np.int64)
         self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
                            "lam": np.zeros(0)})  # fmt: skip
         self.version += 1  # the approximation changed: drivers re-evaluate
 
     def _cap(self):
-        """Streaming trial evaluations give up past ``STREAM_CAP ×`` the best value seen
-        (a collapsed metric would otherwise cost a pass over all n²k triplets)."""
+        """Streaming trial evaluations give up past ``STREAM_CAP ×`` the best streamed
+        (exact or smoothed over all triplets) value seen: a collapsed metric would
+        otherwise cost a pass over all n²k triplets."""
         return None if self._f_seen is None else STREAM_CAP * self._f_seen + 1.0
 
     def _capped(self, fg):
@@ -315,7 +327,7 @@ class ActiveSetOracle:
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
-        return self._capped((f, (1 - self.mu) * self.C_pull + self.mu * G_hinge))
+        return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
 
     def smooth(self, M, sigma):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
@@ -343,7 +355,7 @@ class ActiveSetOracle:
         phi = lam * z - 0.5 * sigma * (lam - lam_bar) ** 2
         self._lam, self._lam_keys = lam, self.keys
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(phi.sum())
-        return self._capped((f, (1 - self.mu) * self.C_pull + self.mu * G))
+        return f, (1 - self.mu) * self.C_pull + self.mu * G
 
     def recenter(self, M, sigma):
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step).

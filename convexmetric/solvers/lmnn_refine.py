@@ -19,6 +19,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -85,6 +86,7 @@ def refine_components(
                 best_L, best_f = L.copy(), f
             M = L.T @ L
             lower = max(oracle.lower_bound(M, sigma), -np.inf if lower is None else lower)
+            notify(evals, f, lower_bound=lower)
             if callback is not None and callback(evals, f, sigma):
                 status = "user_limit"
                 break

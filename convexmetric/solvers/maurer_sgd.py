@@ -40,6 +40,7 @@ from scipy.linalg import solve_triangular
 
 from .._threads import one_blas_thread
 from ..problems.maurer import margins
+from ..progress import notify
 from ..result import SolveResult
 from .maurer_dual import certify as _certify
 
@@ -247,6 +248,7 @@ def _sgd(
                 history.append(f)
                 if f < best_f:
                     best_f, best_P = f, _copy(P)
+                notify(step, f)
                 if callback is not None and callback(step, f, theta):
                     status = "user_limit"
                     break

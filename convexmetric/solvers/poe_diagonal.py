@@ -36,6 +36,7 @@ import time
 import numpy as np
 from scipy.optimize import lsq_linear, minimize
 
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -208,6 +209,7 @@ def solve_diagonal(
         if best_f - lower > tol * abs(best_f) and sigma <= lp_sigma:  # an exact LP on the kinks
             lower = max(lower, lp_bound(A, r, s, 1.0 - A @ best_w, best_f))
         history.append(best_f)
+        notify(iterations, best_f, lower_bound=lower)
         if stop:
             status = "user_limit"
             break

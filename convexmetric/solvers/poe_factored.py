@@ -32,6 +32,7 @@ import time
 import numpy as np
 from scipy.optimize import minimize
 
+from ..progress import notify
 from ..result import SolveResult
 from .poe_certify import Certificate
 
@@ -205,6 +206,7 @@ def solve_factored(
         u = np.clip(prob.center + z / sigma, 0.0, 1.0)
         lb, mu, pairs = cert.bound(oracle.scale * u, best_f, eigvecs=True)
         lower = max(lower, lb)
+        notify(iterations, best_f, lower_bound=lower)
         logger.debug(
             "stage sigma=%.1e f=%.10g lb=%.10g mu=%.2e nit=%d ranks=%s msg=%s",
             sigma,

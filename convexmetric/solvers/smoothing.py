@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..progress import notify
 from ..result import SolveResult
 from .subgradient import _axpy, _copy, _norm
 
@@ -118,6 +119,7 @@ def smoothed_descent(oracle, x0, cone, settings=None, *, solver_name="smoothed",
             stalls = stalls + 1 if stalled and sigma < s.sigma0 else 0
             if f_exact < best_f:
                 best_x, best_f = _copy(x), f_exact
+            notify(evals, f_exact)
             if s.callback is not None and s.callback(evals, f_exact, sigma):
                 status = "user_limit"
                 break

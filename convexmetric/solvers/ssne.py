@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -176,6 +177,7 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
             best_f, best_W = f_new, W.copy()
         quiet = quiet + 1 if abs(f - f_new) <= st.tol * max(1.0, abs(f)) else 0
         f = f_new
+        notify(epoch, f)
         if st.callback is not None and st.callback(epoch, f, eta):
             status = "user_limit"
             break

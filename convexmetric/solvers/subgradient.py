@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..progress import notify
 from ..result import SolveResult
 
 
@@ -145,6 +146,7 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
                 if since >= s.patience:
                     converged = converged or (ref_f - best_f) <= s.rtol * max(abs(best_f), 1e-12)
                     ref_f, since = best_f, 0
+            notify(it, f)
             if s.callback is not None and s.callback(it, float(f), float(alpha)):
                 status = "user_limit"
                 break

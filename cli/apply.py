@@ -1,0 +1,174 @@
+"""``convexmetric transform`` and ``convexmetric predict``: apply a saved model.
+
+A model directory is what ``convexmetric solve METHOD ... --out DIR`` writes (see
+:mod:`convexmetric.model_io`). Inputs are CSV (numeric, optional header row) or .npy
+files with one point per row; the output format follows the output file's extension
+(.csv or .npy), and the file is written atomically (a temporary file renamed into
+place), so it is never left half-written.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+import numpy as np
+
+from .._atomic import atomic_file
+from ..model_io import load_model
+from ._common import emit, library_errors, load_array, load_csv
+
+_model_opt = click.option(
+    "--model",
+    "model_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="Model directory written by `convexmetric solve METHOD ... --out DIR`.",
+)
+_input_arg = click.argument("input_file", metavar="INPUT", type=click.Path(exists=True))
+_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+OUTPUT_FORMATS = (".csv", ".npy")
+
+
+def _read_input(path):
+    """``(header_or_None, X)`` from a .csv/.npy/.npz file of points."""
+    if os.path.isdir(path):
+        raise ValueError(f"INPUT {path!r} is a directory; give a .csv or .npy file.")
+    ext = os.path.splitext(path)[1].lower()
+    try:
+        if ext in (".csv", ".txt"):
+            return load_csv(path)
+        return None, load_array(path, "INPUT")
+    except ValueError as exc:
+        msg = str(exc)
+        if "pickle" in msg.lower():
+            msg = f"INPUT {path!r} holds pickled Python objects; refusing to load it."
+        raise ValueError(msg) from None
+    except (OSError, EOFError) as exc:
+        raise ValueError(f"INPUT {path!r} cannot be read: {exc}") from None
+
+
+def _apply(method, input_file, X, **kw):
+    """``method(X)``; a problem with the points names the input file."""
+    try:
+        return method(X, **kw)
+    except ValueError as exc:
+        msg = str(exc)
+        if msg.startswith("'X'"):
+            msg = f"INPUT {input_file!r}{msg[3:]}"
+        raise ValueError(msg) from None
+
+
+def _output_format(out):
+    ext = os.path.splitext(out)[1].lower()
+    if ext not in OUTPUT_FORMATS:
+        raise ValueError(
+            f"--out {out!r}: unsupported extension {ext or '(none)'!r}; use .csv or .npy."
+        )
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise ValueError(f"--out {out!r}: directory {parent!r} does not exist.")
+    if os.path.isdir(out):
+        raise ValueError(f"--out {out!r} is a directory; give a file name.")
+    return ext
+
+
+def _format_cell(v):
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    return str(v.item() if isinstance(v, np.generic) else v)
+
+
+def write_array(out, arr, header=None):
+    """Write ``arr`` to ``out`` (.csv or .npy) atomically: a temporary file, then rename."""
+    ext = _output_format(out)
+    arr = np.asarray(arr)
+    with atomic_file(out, "wb" if ext == ".npy" else "w") as fh:
+        if ext == ".npy":
+            np.save(fh, arr, allow_pickle=False)
+        else:
+            if header is not None:
+                fh.write(",".join(header) + "\n")
+            for row in arr.reshape(len(arr), -1):
+                fh.write(",".join(_format_cell(v) for v in row) + "\n")
+
+
+@click.command("transform", short_help="Map new points through a saved model.")
+@_model_opt
+@_input_arg
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Output file (.csv or .npy), one transformed point per row; written atomically.",
+)
+@_json
+def TRANSFORM(model_dir, input_file, out, as_json):
+    """Map the points of INPUT (.csv or .npy, one per row) through the model in --model.
+
+    Linear models (LMNN, POE, hyperbolic PCA) give ``x ↦ L x``; kernel models
+    ``x ↦ L k(x, X_train)``; SSNE its embedding on the sphere. Multi-metric LMNN and
+    bilinear similarities (AROMA, OASIS) have no transform.
+    """
+    with library_errors():
+        model = load_model(model_dir)
+        header, X = _read_input(input_file)
+        Z = _apply(model.transform, input_file, X)
+        names = None if header is None else [f"z{i}" for i in range(Z.shape[1])]
+        write_array(out, Z, names)
+    report = {
+        "command": "transform",
+        "model": model_dir,
+        "estimator": model.estimator,
+        "input": input_file,
+        "output": out,
+        "n_points": int(Z.shape[0]),
+        "n_components": int(Z.shape[1]),
+    }
+    emit(report, as_json, [f"transformed {Z.shape[0]} points to {Z.shape[1]} columns: {out}"])
+
+
+@click.command("predict", short_help="Classify new points with a saved LMNN model.")
+@_model_opt
+@_input_arg
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Output file (.csv or .npy), one label per row (default: print the labels).",
+)
+@click.option(
+    "--rule",
+    type=click.Choice(["knn", "energy"]),
+    default="knn",
+    show_default=True,
+    help="kNN vote under the learned metric, or energy-based classification (eq. 15).",
+)
+@_json
+def PREDICT(model_dir, input_file, out, rule, as_json):
+    """Classify the points of INPUT with the LMNN classifier saved in --model."""
+    with library_errors():
+        model = load_model(model_dir)
+        header, X = _read_input(input_file)
+        labels = _apply(model.predict, input_file, X, rule=rule)
+        if out is not None:
+            write_array(out, labels, None if header is None else ["label"])
+    report = {
+        "command": "predict",
+        "model": model_dir,
+        "estimator": model.estimator,
+        "rule": rule,
+        "input": input_file,
+        "output": out,
+        "n_points": len(labels),
+    }
+    if out is None:
+        report["predictions"] = labels.tolist()
+        lines = [_format_cell(v) for v in labels]
+    else:
+        lines = [f"predicted {len(labels)} labels ({rule}): {out}"]
+    emit(report, as_json, lines)
+
+
+COMMANDS = [TRANSFORM, PREDICT]
+__all__ = ["COMMANDS", "PREDICT", "TRANSFORM", "write_array"]
