@@ -37,10 +37,11 @@ from .smoothing import SmoothingSettings, smoothed_descent
 
 
 def certified_gap(res):
-    """``(objective − lower_bound)/|objective|`` of a SolveResult (``inf`` without a bound)."""
+    """``(objective − lower_bound)/max(|objective|, 1e-12)`` of a SolveResult (``inf``
+    without a bound); the floor makes an objective of 0 with a bound of 0 certified."""
     if res.lower_bound is None or not np.isfinite(res.objective):
         return np.inf
-    return max(res.objective - res.lower_bound, 0.0) / max(abs(res.objective), 1e-300)
+    return max(res.objective - res.lower_bound, 0.0) / max(abs(res.objective), 1e-12)
 
 
 def dual_matrix(oracle, M, sigma):
@@ -113,6 +114,8 @@ def close_gap(oracle, res, *, tol=1e-4, max_rounds=5, fallback_iter=20000, time_
     """
     t0 = time.perf_counter()
     best, escapes, fallback, evals, stopped = res, 0, False, 0, False
+    if best.lower_bound is None or not np.isfinite(best.lower_bound):
+        best.lower_bound = 0.0  # eq. (14) ≥ 0
     sigma = float(res.info.get("final_sigma", 1e-6))
 
     def remaining():
@@ -169,8 +172,10 @@ def close_gap(oracle, res, *, tol=1e-4, max_rounds=5, fallback_iter=20000, time_
             best.lower_bound = lower
             stopped = r.status == "user_limit"
     out = best
-    out.lower_bound = None if out.lower_bound is None or not np.isfinite(out.lower_bound) else (
-        min(out.lower_bound, out.objective))  # fmt: skip
+    # eq. (14) is a sum of nonnegative terms, so 0 is always a valid bound (it certifies
+    # the instances with no active triplet, where the refinement computes none)
+    lb = out.lower_bound if out.lower_bound is not None and np.isfinite(out.lower_bound) else 0.0
+    out.lower_bound = min(max(lb, 0.0), out.objective)
     gap = certified_gap(out)
     out_of_time = remaining() is not None and remaining() <= 0
     if gap <= tol:
