@@ -12,6 +12,7 @@ from ..lmnn import LMNN
 from ..neighbors import knn_error, target_neighbors
 from ..problems import lmnn as P
 from ..solvers.lmnn import solve as solve_large_scale
+from ..solvers.lmnn_dask import dask_client
 from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,
@@ -111,15 +112,26 @@ _extension_options = [
     help="Working memory of the solver in bytes (suffixes K, M, G allowed, e.g. 512M) "
     "[default: 1G]; past it the solver streams over row blocks.",
 )
+@click.option(
+    "--scheduler",
+    default=None,
+    help="Run the block work on Dask: a scheduler address (tcp://host:8786) or local:N "
+    "(a LocalCluster of N worker processes); needs convexmetric[dask].",
+)
 @apply_options(_extension_options)
 def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out,
-          memory_limit, **ext):  # fmt: skip
+          memory_limit, scheduler, **ext):  # fmt: skip
     """Learn an LMNN metric (eq. 14) on the standard split and report kNN errors.
 
     Extensions (§5–6): --variant multi|kernel, --n-passes, --n-components with
     --reduction S|R, --pca, --search, --energy.
     """
     if ext["variant"] != "single" or _extension_requested(ext):
+        if scheduler is not None:
+            raise click.UsageError(
+                "--scheduler runs single-metric LMNN only (not --variant, --n-passes, "
+                "--n-components, --pca, --search or --energy, yet)."
+            )
         return _solve_extension(
             dataset, features, labels, k, mu, as_json, solver, max_iter, time_limit, out, ext
         )
@@ -128,7 +140,11 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
         model = LMNN(k=k, mu=mu, solver=solver, max_iter=max_iter, time_limit=time_limit)
         if memory_limit is not None:
             model.set_params(memory_limit=memory_limit)
-        model.fit(Xtr, ytr)
+        if scheduler is None:
+            model.fit(Xtr, ytr)
+        else:
+            with dask_client(scheduler):
+                model.set_params(backend="dask").fit(Xtr, ytr)
         Ztr, Zte = model.transform(Xtr), model.transform(Xte)
         report = {
             "method": "lmnn",
@@ -139,6 +155,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
             "mu": mu,
             **model.result_.summary(),
             "mode": model.result_.info.get("mode"),
+            "backend": model.backend,
             "knn_test_error": knn_error(Ztr, ytr, Zte, yte, k),
             "euclidean_knn_test_error": knn_error(Xtr, ytr, Xte, yte, k),
             "loo_train_error": model.loo_error(),

@@ -32,6 +32,7 @@ from .neighbors import knn_predict, loo_error, target_neighbors
 from .problems import lmnn as P
 from .solvers.lmnn import check_memory_limit
 from .solvers.lmnn import solve as solve_large_scale
+from .solvers.lmnn_dask import check_backend, executor_for
 from .solvers.lmnn_exact import solve_working_set
 
 logger = logging.getLogger(__name__)
@@ -93,6 +94,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         full check would exceed it, the solver streams over row blocks instead (exact
         objective and gradient, never a triplet list); ``result_.info["mode"]`` says
         which mode ran. ``None``: no bound.
+    backend : {"local", "dask"}, default="local"
+        Where the large-scale solver's block work runs. ``"dask"``: on the workers of
+        the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``),
+        in the streaming mode from the start (:mod:`.solvers.lmnn_dask`); same
+        objective and certificate as ``"local"``.
 
     Attributes
     ----------
@@ -125,6 +131,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         random_state=None,
         verbose=0,
         memory_limit=2**30,
+        backend="local",
     ):
         self.k = k
         self.mu = mu
@@ -144,6 +151,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         self.verbose = verbose
 
         self.memory_limit = memory_limit
+        self.backend = backend
 
     def _validate_params(self):
         name = type(self).__name__
@@ -168,6 +176,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         check_verbose(self.verbose, name)
 
         check_memory_limit(self.memory_limit, owner=name)
+        check_backend(self.backend, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -280,6 +289,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
+            executor=executor_for(self.backend, owner=type(self).__name__),
         )
 
     def _mahalanobis_matrix(self):

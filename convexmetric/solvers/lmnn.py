@@ -619,6 +619,8 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         memory_limit=memory_limit,
         executor=executor,
     )
+    if getattr(executor, "streams_always", False):  # a cluster executor: no triplet list here
+        oracle._go_streaming()
     M0 = np.eye(d) if M0 is None else M0
     ps = phase1_settings or SubgradientSettings(
         max_iter=max_iter, rtol=1e-4, patience=20, step_scale=0.3

@@ -1,0 +1,243 @@
+"""Dask distributed as the engine of LMNN's streaming block map (issue 12).
+
+:mod:`.lmnn_stream` evaluates eq. (14), its (sub)gradient and the certificate's dual
+matrix by mapping the pure block function :func:`~.lmnn_stream.hinge_block` over row
+blocks and adding the small partial sums. An *executor* runs that map:
+:class:`~.lmnn_stream.LocalExecutor` in this process, :class:`DaskExecutor` on the
+workers of a ``dask.distributed`` cluster. "local" and "dask" are two executors of one
+block map, not two solvers: the solver, the block function and the order in which the
+partial sums are added are the same, so both give the same numbers.
+
+Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
+row blocks' index arrays to every worker once per fit (``broadcast=True``: each block
+compares its rows against all other points, so every worker needs all of ``X``; the
+replicas also let a surviving worker take over a lost one's blocks). Each evaluation
+then sends only ``L`` (d×d; inline in the tasks while ``blocks × d² × 8`` bytes
+stay under :data:`INLINE_BYTES`, else broadcast once) and gathers per block the d×d matrix and three
+scalars. No n×n or n×k×n object travels.
+
+Faults. If an evaluation fails because workers died or were restarted (the scattered
+data is gone, or a task was lost), the executor scatters the data again and repeats the
+evaluation, up to ``retries`` times; then it raises one :class:`DaskBackendError`. An
+evaluation that takes longer than ``timeout`` seconds raises it too, so a fit never
+hangs on a cluster that lost all its workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+logger = logging.getLogger(__name__)
+
+#: per evaluation, arguments up to this many bytes in all tasks together travel inline
+INLINE_BYTES = 1 << 20
+#: ``backend`` values of the estimators that take one
+BACKENDS = ("local", "dask")
+
+
+class DaskBackendError(RuntimeError):
+    """A streaming evaluation on the Dask cluster failed (after the retries)."""
+
+
+def _require_distributed(owner):
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise ValueError(
+            f"The 'backend' parameter of {owner} is 'dask', which needs dask.distributed: "
+            "pip install 'convexmetric[dask]'."
+        ) from exc
+    return distributed
+
+
+def check_backend(value, owner="LMNN"):
+    """Validate ``backend`` ("local" or "dask"); return it."""
+    if isinstance(value, str) and value in BACKENDS:
+        return value
+    raise ValueError(
+        f"The 'backend' parameter of {owner} must be a str among {{'local', 'dask'}}. "
+        f"Got {value!r} instead."
+    )
+
+
+def executor_for(backend, owner="LMNN", **kwargs):
+    """The executor of ``backend``: ``None`` (in-process) for "local", a
+    :class:`DaskExecutor` on the running Client for "dask".
+
+    Raises ValueError naming 'backend' when no Client is running."""
+    if check_backend(backend, owner) == "local":
+        return None
+    distributed = _require_distributed(owner)
+    try:
+        client = distributed.get_client()
+    except ValueError:
+        raise ValueError(
+            f"The 'backend' parameter of {owner} is 'dask' but no dask.distributed Client is "
+            "running; start one first (e.g. `from distributed import Client; "
+            "client = Client('tcp://scheduler:8786')`) or use backend='local'."
+        ) from None
+    return DaskExecutor(client, **kwargs)
+
+
+class DaskExecutor:
+    """Runs the block functions of :mod:`.lmnn_stream` on a Dask cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    retries : int, default=2
+        Evaluations repeated (after scattering the data again) when workers were lost.
+    timeout : float or None, default=3600
+        Seconds one evaluation may take before :class:`DaskBackendError` is raised.
+
+    Notes
+    -----
+    ``streams_always`` tells the solver to run in its streaming mode from the start:
+    the active-set mode keeps a triplet list in this process, which is what a cluster
+    is for avoiding.
+    """
+
+    name = "dask"
+    streams_always = True
+
+    def __init__(self, client, *, retries=2, timeout=3600.0):
+        self.client = client
+        self.retries, self.timeout = retries, timeout
+        self.evaluations = self.rescatters = 0
+        self._data = self._blocks = self._block_futures = None
+
+    # -- data, shipped once per fit -----------------------------------------------
+    def scatter(self, data):
+        """Broadcast ``data`` (a :class:`~.lmnn_stream.StreamData`) to every worker.
+
+        Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
+        so that it can be scattered again after a worker failure."""
+        self._data = data
+        self._block_futures = None
+        return _Handle(self._scatter_one(data))
+
+    def _scatter_one(self, obj):
+        # a list of one object: scatter ships it whole (a tuple would be split up)
+        return self.client.scatter([obj], broadcast=True, hash=False)[0]
+
+    def _scatter_blocks(self, blocks):
+        self._blocks = blocks
+        self._block_futures = self.client.scatter(list(blocks), broadcast=True, hash=False)
+
+    def _rescatter(self, handle):
+        self.rescatters += 1
+        handle.future = self._scatter_one(self._data)
+        self._scatter_blocks(self._blocks)
+
+    # -- one evaluation -----------------------------------------------------------
+    def map_blocks(self, fn, blocks, data, *args, **kwargs):
+        """``[fn(rows, data, *args, **kwargs) for rows in blocks]``, on the workers.
+
+        ``args`` and ``kwargs`` are small (``L``, σ, flags): ``L`` is broadcast once per
+        evaluation, the row blocks once per fit. The results come back in block order."""
+        if self._block_futures is None or self._blocks is not blocks:
+            self._scatter_blocks(blocks)
+        self.evaluations += 1
+        for attempt in range(self.retries + 1):
+            try:
+                return self._run(fn, data, args, kwargs)
+            except Exception as exc:  # classified below
+                if not _is_cluster_failure(exc):
+                    raise
+                if attempt == self.retries:
+                    raise DaskBackendError(
+                        f"LMNN's streaming evaluation on the Dask cluster failed {attempt + 1} "
+                        f"times ({type(exc).__name__}: {exc}); the cluster lost workers or "
+                        "data. Check the workers or use backend='local'."
+                    ) from exc
+                logger.warning("Dask evaluation failed (%s: %s); scattering the data again",
+                               type(exc).__name__, exc)  # fmt: skip
+                self._rescatter(data)
+
+    def _run(self, fn, handle, args, kwargs):
+        import distributed
+
+        client = self.client
+        # L: inline in each task while that is cheap, else broadcast once
+        inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._block_futures)
+        if inline > INLINE_BYTES:
+            args = [self._scatter_one(a) if _is_array(a) else a for a in args]
+        futures = [client.submit(fn, rows, handle.future, *args, pure=False, **kwargs)
+                   for rows in self._block_futures]  # fmt: skip
+        try:
+            distributed.wait(futures, timeout=self.timeout)
+        except distributed.TimeoutError:
+            client.cancel(futures)
+            raise DaskBackendError(
+                f"LMNN's streaming evaluation on the Dask cluster did not finish within "
+                f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
+            ) from None
+        return client.gather(futures)
+
+
+class _Handle:
+    """The scattered data of one fit (replaced when it is scattered again)."""
+
+    def __init__(self, future):
+        self.future = future
+
+
+def _is_array(a):
+    return hasattr(a, "shape") and getattr(a, "size", 0) > 1
+
+
+def _is_cluster_failure(exc):
+    """Lost workers or data (restart, killed process), not an error of the block function."""
+    import distributed
+
+    kinds = [distributed.KilledWorker, distributed.CancelledError, OSError]
+    lost = getattr(distributed.client, "FutureCancelledError", None)
+    if lost is not None:
+        kinds.append(lost)
+    try:
+        from distributed.comm.core import CommClosedError
+
+        kinds.append(CommClosedError)
+    except ImportError:  # pragma: no cover
+        pass
+    return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def dask_client(scheduler, owner="--scheduler", timeout=30):
+    """A Client for the duration of a ``with`` block (the CLI's ``--scheduler``).
+
+    ``scheduler``: an address (``tcp://host:8786``; the cluster is left running) or
+    ``local:N`` (a LocalCluster of N worker processes with one thread each, closed at
+    the end)."""
+    distributed = _require_distributed(owner)
+    text = str(scheduler)
+    if text.startswith("local:"):
+        n = text.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(
+                f"The '{owner}' option must be an address (tcp://host:port) or local:N with "
+                f"N an int in the range [1, inf). Got {text!r} instead."
+            )
+        with (
+            distributed.LocalCluster(n_workers=int(n), processes=True, threads_per_worker=1,
+                                     dashboard_address=":0") as cluster,
+            distributed.Client(cluster) as client,
+        ):  # fmt: skip
+            yield client
+        return
+    if "://" not in text:
+        raise ValueError(
+            f"The '{owner}' option must be an address (tcp://host:port) or local:N. "
+            f"Got {text!r} instead."
+        )
+    try:
+        client = distributed.Client(text, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(
+            f"The '{owner}' option names {text!r}, but no Dask scheduler answered there "
+            f"within {timeout} s ({exc})."
+        ) from None
+    with client:
+        yield client

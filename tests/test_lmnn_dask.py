@@ -1,0 +1,195 @@
+"""LMNN on Dask (issue 12): "local" and "dask" are two executors of one block map.
+
+A module-scoped LocalCluster of two worker processes; every fit here is on the wine
+standard split."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+from convexmetric import LMNN, datasets  # noqa: E402
+from convexmetric.neighbors import target_neighbors  # noqa: E402
+from convexmetric.problems import lmnn as P  # noqa: E402
+from convexmetric.solvers import lmnn as S  # noqa: E402
+from convexmetric.solvers.lmnn_dask import DaskBackendError, DaskExecutor  # noqa: E402
+from convexmetric.solvers.lmnn_stream import (  # noqa: E402
+    LocalExecutor,
+    StreamData,
+    hinge_block,
+    row_blocks,
+)
+
+
+class StreamingLocal(LocalExecutor):
+    """The in-process executor, streaming from the start as the Dask executor does."""
+
+    streams_always = True
+
+
+@pytest.fixture(scope="module")
+def wine():
+    Xtr, _, ytr, _ = datasets.load_split("wine")
+    _, y = np.unique(ytr, return_inverse=True)
+    return Xtr, ytr, y, target_neighbors(Xtr, y, 3)
+
+
+def test_no_client_is_a_clear_error(wine):
+    # defined first: the module's cluster does not exist yet
+    with pytest.raises(ValueError):
+        distributed.get_client()
+    with pytest.raises(ValueError, match="'backend' parameter of LMNN is 'dask' but no"):
+        LMNN(backend="dask").fit(wine[0], wine[1])
+    with pytest.raises(ValueError, match=r"'backend' parameter of LMNN must be .*'spark'"):
+        LMNN(backend="spark").fit(wine[0], wine[1])
+
+
+@pytest.fixture(scope="module")
+def client():
+    with (
+        distributed.LocalCluster(
+            processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        yield c
+
+
+@pytest.mark.parametrize("sigma", [None, 0.05])
+def test_block_map_is_the_same_on_dask(client, wine, sigma):
+    X, _, y, T = wine
+    data = StreamData(X, y, T)
+    blocks = row_blocks(y, 16)
+    ex = DaskExecutor(client)
+    handle = ex.scatter(data)
+    L = np.random.default_rng(0).normal(size=(X.shape[1], X.shape[1])) * 0.3
+    local = LocalExecutor().map_blocks(hinge_block, blocks, data, L, sigma, chunk=64)
+    remote = ex.map_blocks(hinge_block, blocks, handle, L, sigma, chunk=64)
+    assert len(remote) == len(blocks)
+    for a, b in zip(local, remote):  # same function, same inputs: the same numbers
+        assert a["value"] == b["value"] and a["lam"] == b["lam"] and a["count"] == b["count"]
+        np.testing.assert_array_equal(a["G"], b["G"])
+    # and they add up to eq. (14)'s push term
+    M = L.T @ L
+    f = 0.5 * np.sum(S.pull_matrix(X, T) * M) + 0.5 * sum(p["value"] for p in remote)
+    if sigma is None:
+        assert abs(f - P.objective(M, X, T, y, 0.5)) <= 1e-10 * f
+
+
+def test_lmnn_dask_matches_local_and_is_certified(client, wine):
+    X, ylab, y, T = wine
+    dask_fit = LMNN(backend="dask", tol=1e-3).fit(X, ylab)
+    res = dask_fit.result_
+    assert res.info["mode"] == "streaming"
+    # the same solver through the in-process executor: identical to the last bit
+    ref = S.solve(X, y, T, 0.5, tol=1e-3, executor=StreamingLocal())
+    assert abs(res.objective - ref.objective) <= 1e-12 * ref.objective
+    np.testing.assert_allclose(res.matrix, ref.matrix, rtol=0, atol=1e-10)
+    # the certificates are valid: each lower bound is below both objectives (the default
+    # local fit certifies eq. (14) to 4e-6 on wine), the status says what the gap says
+    local = LMNN(backend="local").fit(X, ylab)
+    assert max(res.lower_bound, local.result_.lower_bound) <= local.objective_
+    assert res.lower_bound <= res.objective
+    gap = res.info["certified_gap"]
+    assert gap == pytest.approx((res.objective - res.lower_bound) / res.objective)
+    assert (res.status == "optimal") == (gap <= 1e-3)
+    assert abs(dask_fit.objective_ - local.objective_) <= max(gap, 4e-6) * local.objective_
+    assert P.objective(dask_fit.metric_, X, T, y, 0.5) == pytest.approx(res.objective, rel=1e-10)
+
+
+def _short_fit(executor, X, y, T, on_call=None):
+    """Three callback calls (phase 1, then σ-stages of 15 L-BFGS steps), deterministic."""
+    calls = []
+
+    def callback(*args):
+        calls.append(args)
+        if on_call is not None:
+            on_call(len(calls))
+        return len(calls) >= 3
+
+    return S.solve(
+        X, y, T, 0.5, executor=executor, callback=callback, refine_settings={"stage_iter": 15}
+    )
+
+
+def test_restart_and_killed_worker_mid_fit(client, wine):
+    X, _, y, T = wine
+    ref = _short_fit(StreamingLocal(), X, y, T)
+    ex = DaskExecutor(client, timeout=60)
+
+    done = []
+
+    def fault(calls):
+        if calls == 1:  # every worker restarted: all scattered data is lost
+            done.append("restart")
+            client.restart()
+        elif calls == 2:  # one worker process killed mid-evaluation
+            done.append("kill")
+            pid = next(iter(client.run(os.getpid).values()))
+            threading.Timer(0.005, os.kill, (pid, signal.SIGKILL)).start()
+
+    try:
+        res = _short_fit(ex, X, y, T, fault)
+    except DaskBackendError as exc:  # allowed: one clear error, never a wrong metric
+        assert "Dask cluster" in str(exc)
+        return
+    assert done == ["restart", "kill"] and ex.rescatters >= 1
+    assert res.objective == pytest.approx(ref.objective, rel=1e-12)
+    np.testing.assert_allclose(res.matrix, ref.matrix, rtol=0, atol=1e-10)
+
+
+def test_lost_cluster_times_out(wine):
+    X, _, y, T = wine
+    with (
+        distributed.LocalCluster(
+            processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
+        ) as cluster,
+        distributed.Client(cluster) as c,
+    ):
+        ex = DaskExecutor(c, timeout=2, retries=0)
+        handle = ex.scatter(StreamData(X, y, T))
+        blocks = row_blocks(y, 64)
+        ex.map_blocks(hinge_block, blocks, handle, np.eye(X.shape[1]), None)
+        cluster.scale(0)
+        while c.scheduler_info()["workers"]:
+            time.sleep(0.05)
+        with pytest.raises(DaskBackendError, match="Dask cluster"):
+            ex.map_blocks(hinge_block, blocks, handle, np.eye(X.shape[1]), None)
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [("local:0", "local:N with N an int in the range [1, inf)"), ("host:8786", "an address")],
+)
+def test_cli_rejects_bad_scheduler(value, words):
+    from click.testing import CliRunner
+
+    from convexmetric.cli.main import main
+
+    out = CliRunner().invoke(main, ["solve", "lmnn", "--dataset", "wine", "--scheduler", value])
+    assert out.exit_code != 0 and "Traceback" not in out.output
+    assert "'--scheduler' option must be" in out.output and words in out.output
+
+
+def test_cli_scheduler_is_single_metric_only():
+    from click.testing import CliRunner
+
+    from convexmetric.cli.main import main
+
+    args = ["solve", "lmnn", "--dataset", "wine", "--scheduler", "local:1", "--pca", "3"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code != 0 and "--scheduler runs single-metric LMNN only" in out.output
+
+
+def test_dask_client_local_cluster_is_closed():
+    from convexmetric.solvers.lmnn_dask import dask_client
+
+    with dask_client("local:1") as c:
+        assert len(c.scheduler_info()["workers"]) == 1
+        cluster = c.cluster
+    assert cluster.status.name == "closed"
