@@ -59,27 +59,26 @@ def dual_matrix(oracle, M, sigma):
     return (1 - oracle.mu) * oracle.C_pull + oracle.mu * G
 
 
-def _line_search(oracle, M, D, max_doublings=40, golden_steps=30):
-    """Minimise the exact (convex in t) objective ``f(M + tD)`` over ``t ≥ 0``."""
+def golden_line_search(phi, t_hi, max_doublings=40, golden_steps=30):
+    """Minimise a convex ``φ`` over ``t ≥ 0`` from a first trial step ``t_hi``.
 
-    def f(t):
-        return float(oracle.objective(M + t * D))
-
-    f0 = f(0.0)
-    t_hi = max(float(np.trace(M)), 1e-8) * 1e-3
-    f_hi = f(t_hi)
+    Shrinks the step until ``φ`` decreases, doubles it until ``φ`` rises, then golden
+    section on the bracket. Returns ``(t, φ(t))``, or ``(0, φ(0))`` without a decrease.
+    """
+    f0 = phi(0.0)
+    f_hi = phi(t_hi)
     if f_hi >= f0:  # shrink until a decrease (the direction is a descent direction)
         for _ in range(max_doublings):
             t_hi *= 0.1
-            f_hi = f(t_hi)
+            f_hi = phi(t_hi)
             if f_hi < f0:
                 break
         else:
             return 0.0, f0
     lo = 0.0
-    for _ in range(max_doublings):  # bracket: grow until f rises
+    for _ in range(max_doublings):  # bracket: grow until φ rises
         t_next = 2.0 * t_hi
-        f_next = f(t_next)
+        f_next = phi(t_next)
         if f_next >= f_hi:
             break
         lo, t_hi, f_hi = t_hi, t_next, f_next
@@ -88,18 +87,24 @@ def _line_search(oracle, M, D, max_doublings=40, golden_steps=30):
     a, b = lo, 2.0 * t_hi
     g = (np.sqrt(5.0) - 1) / 2
     c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
+    fc, fd = phi(c), phi(d)
     for _ in range(golden_steps):
         if fc <= fd:
             b, d, fd = d, c, fc
             c = b - g * (b - a)
-            fc = f(c)
+            fc = phi(c)
         else:
             a, c, fc = c, d, fd
             d = a + g * (b - a)
-            fd = f(d)
+            fd = phi(d)
     t, ft = (c, fc) if fc <= fd else (d, fd)
     return (t, ft) if ft < f0 else (0.0, f0)
+
+
+def _line_search(oracle, M, D):
+    """Minimise the exact (convex in t) objective ``f(M + tD)`` over ``t ≥ 0``."""
+    t0 = max(float(np.trace(M)), 1e-8) * 1e-3
+    return golden_line_search(lambda t: float(oracle.objective(M + t * D)), t0)
 
 
 def close_gap(oracle, res, *, tol=1e-4, max_rounds=5, fallback_iter=20000, time_limit=None,
