@@ -32,6 +32,7 @@ import numpy as np
 
 from ..cones import PSDCone
 from ..problems.lmnn import components_from_metric
+from ._linesearch import golden_section
 from .lmnn_refine import refine_components
 from .smoothing import SmoothingSettings, smoothed_descent
 
@@ -84,20 +85,7 @@ def golden_line_search(phi, t_hi, max_doublings=40, golden_steps=30):
         lo, t_hi, f_hi = t_hi, t_next, f_next
     else:
         return t_hi, f_hi
-    a, b = lo, 2.0 * t_hi
-    g = (np.sqrt(5.0) - 1) / 2
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = phi(c), phi(d)
-    for _ in range(golden_steps):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = phi(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = phi(d)
-    t, ft = (c, fc) if fc <= fd else (d, fd)
+    t, ft = golden_section(phi, lo, 2.0 * t_hi, golden_steps)
     return (t, ft) if ft < f0 else (0.0, f0)
 
 
