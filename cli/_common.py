@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import json
+import math
 import os
 import signal
 import sys
@@ -15,6 +16,7 @@ import click
 import numpy as np
 
 from .. import datasets
+from .._validation import check_labels, check_matrix
 
 DATASET_CHOICE = click.Choice(sorted(datasets.names() + list(datasets.ALIASES)))
 
@@ -48,6 +50,21 @@ def apply_options(options):
     return deco
 
 
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses NaN and ±inf (a NaN passes every comparison)."""
+
+    def convert(self, value, param, ctx):
+        rv = super().convert(value, param, ctx)
+        if not math.isfinite(rv):
+            self.fail(f"{rv} is not a finite number.", param, ctx)
+        return rv
+
+
+#: Option types for parameters that reach solvers without an estimator's checks.
+POSITIVE_FLOAT = FiniteFloatRange(min=0.0, min_open=True)
+POSITIVE_INT = click.IntRange(min=1)
+
+
 class CLIError(click.ClickException):
     """A library error shown as one clean line with a non-zero exit."""
 
@@ -59,8 +76,8 @@ def library_errors():
         yield
     except click.ClickException:
         raise
-    except (ValueError, RuntimeError, OSError, KeyError) as exc:
-        raise CLIError(str(exc)) from None
+    except (ValueError, TypeError, RuntimeError, OSError, KeyError) as exc:
+        raise CLIError(" ".join(str(exc).split())) from None  # always one line
 
 
 def load_array(path, name="array"):
@@ -105,6 +122,13 @@ def load_csv(path):
     return header, arr
 
 
+def load_comparisons(path):
+    """Read a comparisons CSV (header ``i,j,k,l``); a file without comparisons is an error."""
+    from ..comparisons import Comparisons, check_comparisons
+
+    return check_comparisons(Comparisons.read_csv(path), name=os.path.basename(path))
+
+
 def load_xy(dataset, features, labels, *, split=True):
     """``(X_train, y_train, X_test, y_test, name)`` from a dataset name or files.
 
@@ -139,13 +163,12 @@ def load_xy(dataset, features, labels, *, split=True):
         name = os.path.basename(features)
     else:
         raise ValueError("no input: give --dataset NAME or --features FILE --labels FILE.")
+    X = check_matrix(X, "features", min_rows=2, allow_sparse=True)
+    if np.ndim(y) == 1 and len(y) != X.shape[0]:
+        raise ValueError(f"'labels' has {len(y)} entries but 'features' has {X.shape[0]} rows.")
+    y = check_labels(y, X.shape[0], "labels", min_classes=2)
     if not split:
         return X, y, None, None, name
-    if len(np.asarray(y)) != len(np.asarray(X)):
-        raise ValueError(
-            f"'labels' has {len(np.asarray(y))} entries but 'features' has "
-            f"{len(np.asarray(X))} rows."
-        )
     Xtr, Xte, ytr, yte = datasets.split(X, y)
     _record_standardisation(X, y)
     return Xtr, ytr, Xte, yte, name

@@ -23,6 +23,7 @@ from ..bilinear import hinge_losses, sample_triplets, similarity
 from ..metrics import mean_average_precision, precision_at_k
 from ._common import (
     DATASET_CHOICE,
+    POSITIVE_FLOAT,
     emit,
     library_errors,
     load_array,
@@ -214,7 +215,7 @@ def SOLVE(variant, r, C, **kw):
 @click.option(
     "--C",
     "C",
-    type=float,
+    type=POSITIVE_FLOAT,
     default=1.0,
     show_default=True,
     help="Hinge weight of the batch problem.",

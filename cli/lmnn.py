@@ -17,6 +17,7 @@ from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
+    POSITIVE_INT,
     apply_options,
     emit,
     library_errors,
@@ -216,7 +217,7 @@ def SOLVE(dataset, features, labels, k, mu, as_json, solver, max_iter, time_limi
 @click.option("--gamma", type=float, default=None, help="kernel: RBF width (default 'scale').")
 @click.option(
     "--per-class",
-    type=int,
+    type=POSITIVE_INT,
     default=10,
     show_default=True,
     help="multi/kernel: points per class of the small instance solved exactly.",

@@ -26,6 +26,9 @@ from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
+    _command_state,
     certified_gap,
     emit,
     library_errors,
@@ -56,13 +59,25 @@ def _inputs(dataset, features, labels, pairs_file, n_pairs, oracle, seed, split)
         X = np.asarray(load_array(features, "features"), dtype=float)
         if X.ndim != 2:
             raise ValueError(f"'features' must be a 2-dimensional array; got shape {X.shape}.")
+        _record_scaling(X.shape[1], _diameter(X))
         return _read_pairs(pairs_file, X / _diameter(X)), None, None, os.path.basename(features)
     Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels, split=split)
     scale = _diameter(Xtr)
+    _record_scaling(Xtr.shape[1], scale)
     if oracle not in ORACLES:
         raise ValueError(f"unknown oracle {oracle!r}.")
     train = ORACLES[oracle](Xtr / scale, ytr, n_pairs, random_state=seed)
     return train, (None if Xte is None else Xte / scale), yte, name
+
+
+def _record_scaling(d, diameter):
+    """Compose the division by the diameter with this command's standardisation (if any),
+    so that a saved model maps raw new points as the solver saw the training points."""
+    state = _command_state.get()
+    if state is None:
+        return
+    pre = state.get("preprocessing") or {"mean": np.zeros(d), "scale": np.ones(d)}
+    state["preprocessing"] = {"mean": pre["mean"], "scale": np.asarray(pre["scale"]) * diameter}
 
 
 def _diameter(X):
@@ -94,13 +109,17 @@ def _common_options(f):
             show_default=True,
             help="Balanced oracle (§5.1) or label oracle (eq. 10).",
         ),
-        click.option("--lam", type=float, default=0.005, show_default=True, help="λ > 0."),
+        click.option("--lam", type=POSITIVE_FLOAT, default=0.005, show_default=True, help="λ > 0."),
         click.option(
-            "--gamma", type=float, default=1.0, show_default=True, help="Margin γ₁ (similar pairs)."
+            "--gamma",
+            type=POSITIVE_FLOAT,
+            default=1.0,
+            show_default=True,
+            help="Margin γ₁ (similar pairs).",
         ),
         click.option(
             "--gamma-neg",
-            type=float,
+            type=POSITIVE_FLOAT,
             default=None,
             help="Margin γ₋₁ (dissimilar pairs); default: --gamma.",
         ),
@@ -111,7 +130,9 @@ def _common_options(f):
             show_default=True,
             help="‖A‖₂ (Hilbert–Schmidt) or tr A.",
         ),
-        click.option("--max-iter", type=int, default=100_000, show_default=True, help="SGD steps."),
+        click.option(
+            "--max-iter", type=POSITIVE_INT, default=100_000, show_default=True, help="SGD steps."
+        ),
         click.option(
             "--seed",
             type=int,
@@ -229,7 +250,10 @@ def SOLVE(
             report["test"] = _evaluate(model, Xte, yte, seed)
         if out:
             write_outputs(
-                out, {"coef": model.coef_, "singular_values": model.singular_values_}, report
+                out,
+                {"coef": model.coef_, "singular_values": model.singular_values_},
+                report,
+                model=model,
             )
     lines = [
         f"{report['method']} ({solver}, {kernel}) on {name}: objective "

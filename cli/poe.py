@@ -11,7 +11,6 @@ import time
 
 import click
 
-from ..comparisons import Comparisons
 from ..graph import filter_comparisons
 from ..metrics import gauc
 from ..poe import MKPOE, POE
@@ -21,9 +20,12 @@ from ..taxonomy import make_taxonomy
 from ._common import (
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
+    POSITIVE_FLOAT,
+    POSITIVE_INT,
     emit,
     library_errors,
     load_array,
+    load_comparisons,
     solver_entry,
     solver_line,
     write_outputs,
@@ -56,7 +58,7 @@ def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
         return _built_in(kind, 20, n_comparisons, seed)
     if comparisons is None:
         raise ValueError("no input: give --dataset NAME or --comparisons FILE with data.")
-    C = Comparisons.read_csv(comparisons)
+    C = load_comparisons(comparisons)
     if kind == "linear":
         if features is None:
             raise ValueError("--kind linear needs --features FILE.")
@@ -92,7 +94,7 @@ _kind = click.option(
 _diag = click.option("--diagonal", is_flag=True, help="The diagonal LP of §4.4.")
 _beta = click.option(
     "--beta",
-    type=float,
+    type=POSITIVE_FLOAT,
     default=100.0,
     show_default=True,
     help="Loss weight β (objective tr(WR) + β/|C| Σ ξ).",
@@ -202,7 +204,7 @@ def SOLVE(
 @_beta
 @click.option(
     "--n-per-class",
-    type=int,
+    type=POSITIVE_INT,
     default=5,
     show_default=True,
     help="Digits per class in the default instance (80% are used).",
@@ -285,7 +287,7 @@ def FILTER(comparisons, out, seed, as_json):
     """Filter relative comparisons (§2.2): duplicates, length-2 cycles, a maximal acyclic
     subset (Alg. 1, seeded), transitive reduction; report what each stage removed."""
     with library_errors():
-        C = Comparisons.read_csv(comparisons)
+        C = load_comparisons(comparisons)
         t0 = time.perf_counter()
         rep = filter_comparisons(C, random_state=seed)
         report = {

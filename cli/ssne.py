@@ -13,6 +13,7 @@ from ..neighbors import knn_error
 from ..ssne import SSNE
 from ._common import (
     DATA_OPTIONS,
+    POSITIVE_INT,
     apply_options,
     emit,
     library_errors,
@@ -55,7 +56,9 @@ def _load_pairs(path):
 )
 @click.option("--epochs", default=40, show_default=True, type=int, help="Passes over the pairs.")
 @click.option("--restarts", default=1, show_default=True, type=int, help="Seeded restarts.")
-@click.option("--k", default=3, show_default=True, type=int, help="k of the kNN evaluation.")
+@click.option(
+    "--k", default=3, show_default=True, type=POSITIVE_INT, help="k of the kNN evaluation."
+)
 @click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
 @click.option(

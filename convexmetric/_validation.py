@@ -65,11 +65,15 @@ def check_choice(value, name, choices, *, owner=None):
     return value
 
 
-def check_matrix(X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=False):
+def check_matrix(
+    X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=False, promote_1d=False
+):
     """Return ``X`` as a finite float array of the given ``ndim``.
 
+    With ``promote_1d`` (and ``ndim=2``), a 1-d vector is taken as a single row.
+
     Raises ``ValueError`` naming ``name`` for wrong dimensionality, too few rows,
-    non-numeric data, NaN or inf.
+    non-numeric or complex data (never silently dropping an imaginary part), NaN or inf.
     """
     try:
         import scipy.sparse as sp
@@ -77,32 +81,97 @@ def check_matrix(X, name="X", *, ndim=2, min_rows=1, dtype=float, allow_sparse=F
         if sp.issparse(X):
             if not allow_sparse:
                 raise ValueError(f"'{name}' must be a dense array; got a sparse matrix.")
+            if X.dtype.kind not in "biuf":
+                raise ValueError(f"'{name}' must be a real numeric matrix; got dtype {X.dtype}.")
             X = sp.csr_matrix(X, dtype=dtype)
             if not np.all(np.isfinite(X.data)):
-                raise ValueError(f"'{name}' contains NaN or inf.")
+                raise ValueError(f"'{name}' contains NaN or infinity.")
             if X.shape[0] < min_rows:
                 raise ValueError(f"'{name}' must have at least {min_rows} rows; got {X.shape[0]}.")
             return X
     except ImportError:  # pragma: no cover
         pass
+    msg = f"'{name}' must be a real numeric array"
     try:
-        arr = np.asarray(X, dtype=dtype)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"'{name}' must be a numeric array: {exc}") from None
+        raw = np.asarray(X)
+    except ValueError as exc:  # ragged nested sequences
+        raise ValueError(f"{msg}: {exc}") from None
+    if raw.dtype.kind == "c":
+        raise ValueError(f"{msg}: Complex data not supported (dtype {raw.dtype}).")
+    if raw.dtype.kind not in "biufO":
+        raise ValueError(f"{msg}; got dtype {raw.dtype}.")
+    try:
+        arr = np.asarray(raw, dtype=dtype)
+    except TypeError as exc:  # an object entry that is no number (scikit-learn: TypeError)
+        raise TypeError(f"{msg}: {exc}") from None
+    except ValueError as exc:
+        raise ValueError(f"{msg}: {exc}") from None
+    if promote_1d and ndim == 2 and arr.ndim == 1:
+        arr = arr[None, :]
     if arr.ndim != ndim:
-        raise ValueError(f"'{name}' must be a {ndim}-dimensional array; got shape {arr.shape}.")
+        hint = " Reshape your data (one row per sample)." if ndim == 2 else ""
+        raise ValueError(
+            f"'{name}' must be a {ndim}-dimensional array; got shape {arr.shape}.{hint}"
+        )
+    # the wording after the name is scikit-learn's (its estimator checks match on it)
     if arr.shape[0] < min_rows:
-        raise ValueError(f"'{name}' must have at least {min_rows} rows; got {arr.shape[0]}.")
+        raise ValueError(
+            f"'{name}' has {arr.shape[0]} sample(s) (shape={arr.shape}) while a minimum of "
+            f"{min_rows} is required."
+        )
     if ndim == 2 and arr.shape[1] < 1:
-        raise ValueError(f"'{name}' must have at least one column; got shape {arr.shape}.")
+        raise ValueError(
+            f"'{name}' has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required."
+        )
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"'{name}' contains NaN or inf.")
+        raise ValueError(f"'{name}' contains NaN or infinity.")
     return arr
 
 
-def check_labels(y, n, name="y"):
-    """Return ``y`` as a 1-d array of length ``n`` (any hashable labels)."""
-    arr = np.asarray(y)
+def check_new_data(est, X, name="X"):
+    """``X`` given to a fitted estimator: a finite real 2-d array with the fitted width."""
+    X = check_matrix(X, name)
+    n = getattr(est, "n_features_in_", None)
+    if n is not None and X.shape[1] != n:
+        raise ValueError(
+            f"'{name}' has the wrong width: {name} has {X.shape[1]} features, but "
+            f"{type(est).__name__} is expecting {n} features as input."
+        )
+    return X
+
+
+def check_bool(value, name, *, owner=None):
+    """Check that ``value`` is a bool (Python or numpy); return it as ``bool``."""
+    if not isinstance(value, bool | np.bool_):
+        who = f" of {owner}" if owner else ""
+        raise ValueError(f"The '{name}' parameter{who} must be a bool. Got {value!r} instead.")
+    return bool(value)
+
+
+def check_labels(y, n, name="y", *, min_classes=None, owner=None, column_ok=False):
+    """Return ``y`` as a 1-d array of length ``n`` (any hashable labels).
+
+    With ``min_classes``, also require that many distinct labels. With ``column_ok``,
+    an ``(n, 1)`` column is raveled with scikit-learn's ``DataConversionWarning``.
+    """
+    if y is None:
+        raise ValueError(f"'{name}' is missing: requires y to be passed, but the target y is None.")
+    try:
+        arr = np.asarray(y)
+    except ValueError as exc:
+        raise ValueError(f"'{name}' must be a 1-dimensional array of labels: {exc}") from None
+    if column_ok and arr.ndim == 2 and arr.shape[1] == 1:
+        import warnings
+
+        from sklearn.exceptions import DataConversionWarning
+
+        warnings.warn(
+            "A column-vector y was passed when a 1d array was expected. Please change the "
+            "shape of y to (n_samples, ), for example using ravel().",
+            DataConversionWarning,
+            stacklevel=3,
+        )
+        arr = arr.ravel()
     if arr.ndim != 1:
         raise ValueError(
             f"'{name}' must be a 1-dimensional array of labels; got shape {arr.shape}."
@@ -110,7 +179,19 @@ def check_labels(y, n, name="y"):
     if arr.shape[0] != n:
         raise ValueError(f"'{name}' has {arr.shape[0]} labels but X has {n} rows; they must match.")
     if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise ValueError(f"'{name}' contains NaN or inf.")
+        raise ValueError(f"'{name}' contains NaN or infinity.")
+    if arr.dtype.kind == "c":
+        raise ValueError(f"'{name}' must hold real or categorical labels; got complex values.")
+    if min_classes is not None:
+        try:
+            classes = np.unique(arr)
+        except TypeError:
+            raise ValueError(f"'{name}' holds labels of mixed, unorderable types.") from None
+        if len(classes) < min_classes:
+            who = f"{owner} needs" if owner else "needs"
+            raise ValueError(
+                f"'{name}' has {len(classes)} class(es); {who} at least {min_classes} classes."
+            )
     return arr
 
 

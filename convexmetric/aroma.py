@@ -21,7 +21,6 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
@@ -40,11 +39,7 @@ logger = logging.getLogger(__name__)
 
 def _rows(A, name):
     """A 2-d (one row per item) finite float array or CSR matrix, validated."""
-    if not sp.issparse(A):
-        A = np.asarray(A) if not isinstance(A, np.ndarray) else A
-        if A.ndim == 1:
-            A = A[None, :]
-    return check_matrix(A, name, allow_sparse=True)
+    return check_matrix(A, name, allow_sparse=True, promote_1d=True)
 
 
 class _OnlineBilinear(BaseEstimator):

@@ -17,7 +17,15 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._mahalanobis import MahalanobisMixin
-from ._validation import check_choice, check_indices, check_scalar
+from ._validation import (
+    check_bool,
+    check_choice,
+    check_indices,
+    check_labels,
+    check_matrix,
+    check_new_data,
+    check_scalar,
+)
 from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import knn_predict, loo_error, target_neighbors
@@ -151,6 +159,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        check_bool(self.refine, "refine", owner=name)
         if self.time_limit is not None:
             check_scalar(
                 self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
@@ -185,6 +194,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         n_y = len(y) if hasattr(y, "__len__") else None
         if n_x is not None and n_y is not None and n_x != n_y:
             raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
+        X = check_matrix(X, "X", min_rows=2)
+        y = check_labels(y, X.shape[0], column_ok=True)
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
@@ -220,6 +231,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError("'targets' must name points of the same class as each row.")
             if np.any(T == np.arange(X.shape[0])[:, None]):
                 raise ValueError("'targets' must not name a point as its own target neighbour.")
+            if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
+                raise ValueError("'targets' must not list a target neighbour twice in one row.")
         mu = float(self.mu)
         res = None
         with logging_to_stderr(logger, self.verbose):
@@ -285,6 +298,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     def transform(self, X):
         """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""
         check_is_fitted(self, "components_")
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.components_.T
 

@@ -19,7 +19,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import kernels
 from ._mahalanobis import MahalanobisMixin
-from ._validation import check_choice, check_scalar, check_square_kernel
+from ._validation import (
+    check_choice,
+    check_labels,
+    check_matrix,
+    check_new_data,
+    check_scalar,
+)
 from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .energy import energy_predict
 from .lmnn import LMNN
@@ -42,7 +48,19 @@ def knn_from_distances(D, y_enc, k, *, exclude=None):
     return np.array([_vote(row) for row in y_enc[nn]], dtype=np.int64)
 
 
+def _check_common(est, name):
+    """The optional parameters shared by the extensions (None keeps the default)."""
+    if est.n_neighbors is not None:
+        check_scalar(est.n_neighbors, "n_neighbors", int, min_val=1, owner=name)
+    if getattr(est, "time_limit", None) is not None:
+        check_scalar(est.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name)
+    if hasattr(est, "conic_solver"):
+        check_choice(str(est.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"), owner=name)
+
+
 def _check_labels(est, X, y, k):
+    X = check_matrix(X, "X", min_rows=2)
+    y = check_labels(y, X.shape[0], column_ok=True)
     X, y = validate_data(est, X, y, ensure_min_samples=2, dtype=np.float64)
     check_classification_targets(y)
     classes, y_enc = np.unique(y, return_inverse=True)
@@ -120,6 +138,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
         check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        _check_common(self, name)
         check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
         check_verbose(self.verbose, name)
         X, self.classes_, y = _check_labels(self, X, y, self.k)
@@ -182,6 +201,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     def distances(self, X):
         """``D̂(x, x_i)`` of eq. (16) to every training point (metric of ``x_i``'s cluster)."""
         check_is_fitted(self, "metrics_")
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         D = np.empty((X.shape[0], self._X.shape[0]))
         for c, L in enumerate(self.components_):
@@ -204,6 +224,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     def energy_predict(self, X):
         """Energy-based labels (eq. 15) with the metrics of eq. (16)."""
         check_is_fitted(self, "metrics_")
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         tc = None
         if self.cluster_centers_ is not None:
@@ -288,6 +309,7 @@ class KernelLMNN(MahalanobisMixin, ClassifierMixin, BaseEstimator):
         if self.gamma is not None:
             check_scalar(self.gamma, "gamma", float, min_val=0, closed="neither", owner=name)
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        _check_common(self, name)
         check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
         if self.time_limit is not None:
             check_scalar(
@@ -295,7 +317,7 @@ class KernelLMNN(MahalanobisMixin, ClassifierMixin, BaseEstimator):
             )
         check_verbose(self.verbose, name)
         if self.kernel == "precomputed":
-            check_square_kernel(X, name="X")
+            kernels.check_kernel(X, name="X")  # square, symmetric, PSD
         X, self.classes_, y = _check_labels(self, X, y, self.k)
         if self.kernel == "precomputed":
             K = X
@@ -341,6 +363,7 @@ class KernelLMNN(MahalanobisMixin, ClassifierMixin, BaseEstimator):
                     f"(n_queries, {n}); got shape {K.shape}."
                 )
             return K
+        X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._kernel(X, self._X)
 

@@ -81,6 +81,14 @@ def check_similarity(s, m, name="s"):
     return arr
 
 
+def _ndim(X):
+    """``np.ndim(X)``, or -1 for a ragged nested list (``check_matrix`` then names it)."""
+    try:
+        return np.ndim(X)
+    except ValueError:
+        return -1
+
+
 class SSNE(TransformerMixin, BaseEstimator):
     """Similarity-sensitive nonlinear embedding (Batra & Shakhnarovich, eq. 3).
 
@@ -198,7 +206,9 @@ class SSNE(TransformerMixin, BaseEstimator):
         self._check_params()
         rng = np.random.default_rng(self.random_state)
         if y is None:
-            raise ValueError("SSNE needs supervision: fit(X, y) with labels or fit(pairs, s).")
+            raise ValueError(
+                "'y' is missing: SSNE needs supervision, fit(X, y) with labels or fit(pairs, s)."
+            )
         if pairs is not None:
             X = check_matrix(X, "X")
             idx = check_indices(pairs, X.shape[0], "pairs")
@@ -206,7 +216,7 @@ class SSNE(TransformerMixin, BaseEstimator):
                 raise ValueError(f"'pairs' must have shape (Q, 2); got {idx.shape}.")
             I, J = idx[:, 0], idx[:, 1]
             s = check_similarity(y, len(I))
-        elif np.ndim(X) == 3:
+        elif _ndim(X) == 3:
             P = check_matrix(X, "pairs", ndim=3)
             if P.shape[1] != 2:
                 raise ValueError(f"'pairs' must have shape (Q, 2, d); got {P.shape}.")
@@ -215,7 +225,7 @@ class SSNE(TransformerMixin, BaseEstimator):
             I, J = np.arange(0, len(X), 2), np.arange(1, len(X), 2)
         else:
             X = check_matrix(X, "X", min_rows=2)
-            y = check_labels(y, X.shape[0])
+            y = check_labels(y, X.shape[0], min_classes=2, owner="SSNE")
             I, J, s = label_pairs(
                 y, dissimilar=self.dissimilar, max_pairs=self.max_pairs, random_state=rng
             )

@@ -227,3 +227,23 @@ def test_out_refuses_the_working_directory(tmp_path, monkeypatch):
     res = run("solve", "lmnn", "--dataset", "iris", "--max-iter", "20", "--out", ".")
     assert_clean_failure(res)
     assert "working directory" in res.stderr
+
+
+def test_solve_maurer_model_maps_raw_points_as_the_solver_saw_them(tmp_path, raw_split):
+    """``solve maurer`` standardises and divides by the training diameter; the model must too."""
+    from sklearn.preprocessing import StandardScaler
+
+    from convexmetric.cli.maurer import _diameter
+
+    d = tmp_path / "maurer"
+    res = run("solve", "maurer", "--dataset", "iris", "--out", d, "--json")
+    assert res.exit_code == 0, res.output
+    Xtr_raw, Xte_raw = raw_split[0], raw_split[1]
+    sc = StandardScaler().fit(Xtr_raw)
+    Xtr = sc.transform(Xtr_raw)
+    expected = (sc.transform(Xte_raw) / _diameter(Xtr)) @ np.load(d / "components.npy").T
+    _write_csv(tmp_path / "new.csv", Xte_raw)
+    out = tmp_path / "emb.npy"
+    res = run("transform", "--model", d, tmp_path / "new.csv", "--out", out)
+    assert res.exit_code == 0, res.output
+    np.testing.assert_allclose(np.load(out), expected, rtol=1e-10, atol=1e-12)

@@ -4,6 +4,7 @@ convex fallback certifies, and "optimal" is said only with a closed certificate.
 import numpy as np
 import pytest
 
+from convexmetric import datasets
 from convexmetric.problems import lmnn as P
 from convexmetric.solvers import lmnn as S
 from convexmetric.solvers.lmnn_certify import certified_gap, close_gap, dual_matrix
@@ -69,3 +70,14 @@ def test_solve_status_follows_the_certificate(iris_exact, tol):
     # a solver stopped early never claims optimality with an open gap
     early = S.solve(X, y, T, 0.5, tol=tol, refine_settings={"stage_iter": 1, "stalls": 1})
     assert early.status == ("optimal" if certified_gap(early) <= tol else "optimal_inaccurate")
+
+
+def test_zero_objective_is_certified_by_the_trivial_bound():
+    """No active triplet (an RBF kernel separates 10 iris points per class): eq. (14) ≥ 0."""
+    from convexmetric.lmnn_extensions import KernelLMNN
+
+    Xtr, _, ytr, _ = datasets.load_split("iris")
+    keep = np.concatenate([np.flatnonzero(ytr == c)[:10] for c in np.unique(ytr)])
+    m = KernelLMNN(kernel="rbf").fit(Xtr[keep], ytr[keep])
+    assert m.result_.lower_bound == 0.0 and m.objective_ < 1e-12
+    assert m.result_.status == "optimal"

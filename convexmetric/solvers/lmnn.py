@@ -253,7 +253,14 @@ class ActiveSetOracle:
         """Switch to exact evaluation over all triplets by row blocks (:mod:`.lmnn_stream`)."""
         self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
-        self._f_seen = None  # the drivers' re-evaluations right after the switch: uncapped
+        # the drivers re-evaluate their points right after the switch, capped by the exact
+        # value at the last point that passed a check (an accepted point whose list value
+        # underestimated a collapse would otherwise cost a pass over all n²k triplets)
+        self._f_seen = None
+        if self._last_ok is not None:
+            M_ok, L_ok = self._last_ok
+            self._f_seen = self.stream.objective(M_ok, self._components(M_ok, L_ok))
+            self._ok_value = self._f_seen
         e = np.empty(0, np.int64)
         self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
                            "lam": np.zeros(0)})  # fmt: skip
@@ -645,6 +652,14 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
     history, status, lower = list(res.history), res.status, None
     if switched and res.status == "user_limit":
         status = "optimal_inaccurate"  # phase 1 ended at the switch, not by the user
+    ok_value = getattr(oracle, "_ok_value", None)
+    if switched and ok_value is not None and not res.objective <= ok_value:
+        # the descent's point was accepted on an incomplete list: restart the refinement
+        # from the last point whose terms were all known (its value is exact)
+        M_ok, L_ok = oracle._last_ok
+        L_ok = components_from_metric(M_ok) if L_ok is None else L_ok
+        M1 = M_ok if phase1 == "metric" else L_ok.T @ L_ok
+        res.matrix, res.objective = (M1 if phase1 == "metric" else L_ok), ok_value
     iterations, best_M, best_f = res.iterations, M1, res.objective
     info = {"phase1_objective": res.objective, "phase1_iterations": res.iterations}
     remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)

@@ -32,15 +32,17 @@ import numpy as np
 
 from ..cones import PSDCone
 from ..problems.lmnn import components_from_metric
+from ._linesearch import golden_section
 from .lmnn_refine import refine_components
 from .smoothing import SmoothingSettings, smoothed_descent
 
 
 def certified_gap(res):
-    """``(objective − lower_bound)/|objective|`` of a SolveResult (``inf`` without a bound)."""
+    """``(objective − lower_bound)/max(|objective|, 1e-12)`` of a SolveResult (``inf``
+    without a bound); the floor makes an objective of 0 with a bound of 0 certified."""
     if res.lower_bound is None or not np.isfinite(res.objective):
         return np.inf
-    return max(res.objective - res.lower_bound, 0.0) / max(abs(res.objective), 1e-300)
+    return max(res.objective - res.lower_bound, 0.0) / max(abs(res.objective), 1e-12)
 
 
 def dual_matrix(oracle, M, sigma):
@@ -58,47 +60,39 @@ def dual_matrix(oracle, M, sigma):
     return (1 - oracle.mu) * oracle.C_pull + oracle.mu * G
 
 
-def _line_search(oracle, M, D, max_doublings=40, golden_steps=30):
-    """Minimise the exact (convex in t) objective ``f(M + tD)`` over ``t ≥ 0``."""
+def golden_line_search(phi, t_hi, max_doublings=40, golden_steps=30):
+    """Minimise a convex ``φ`` over ``t ≥ 0`` from a first trial step ``t_hi``.
 
-    def f(t):
-        return float(oracle.objective(M + t * D))
-
-    f0 = f(0.0)
-    t_hi = max(float(np.trace(M)), 1e-8) * 1e-3
-    f_hi = f(t_hi)
+    Shrinks the step until ``φ`` decreases, doubles it until ``φ`` rises, then golden
+    section on the bracket. Returns ``(t, φ(t))``, or ``(0, φ(0))`` without a decrease.
+    """
+    f0 = phi(0.0)
+    f_hi = phi(t_hi)
     if f_hi >= f0:  # shrink until a decrease (the direction is a descent direction)
         for _ in range(max_doublings):
             t_hi *= 0.1
-            f_hi = f(t_hi)
+            f_hi = phi(t_hi)
             if f_hi < f0:
                 break
         else:
             return 0.0, f0
     lo = 0.0
-    for _ in range(max_doublings):  # bracket: grow until f rises
+    for _ in range(max_doublings):  # bracket: grow until φ rises
         t_next = 2.0 * t_hi
-        f_next = f(t_next)
+        f_next = phi(t_next)
         if f_next >= f_hi:
             break
         lo, t_hi, f_hi = t_hi, t_next, f_next
     else:
         return t_hi, f_hi
-    a, b = lo, 2.0 * t_hi
-    g = (np.sqrt(5.0) - 1) / 2
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = f(c), f(d)
-    for _ in range(golden_steps):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = f(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = f(d)
-    t, ft = (c, fc) if fc <= fd else (d, fd)
+    t, ft = golden_section(phi, lo, 2.0 * t_hi, golden_steps)
     return (t, ft) if ft < f0 else (0.0, f0)
+
+
+def _line_search(oracle, M, D):
+    """Minimise the exact (convex in t) objective ``f(M + tD)`` over ``t ≥ 0``."""
+    t0 = max(float(np.trace(M)), 1e-8) * 1e-3
+    return golden_line_search(lambda t: float(oracle.objective(M + t * D)), t0)
 
 
 def close_gap(oracle, res, *, tol=1e-4, max_rounds=5, fallback_iter=20000, time_limit=None,
@@ -113,6 +107,8 @@ def close_gap(oracle, res, *, tol=1e-4, max_rounds=5, fallback_iter=20000, time_
     """
     t0 = time.perf_counter()
     best, escapes, fallback, evals, stopped = res, 0, False, 0, False
+    if best.lower_bound is None or not np.isfinite(best.lower_bound):
+        best.lower_bound = 0.0  # eq. (14) ≥ 0
     sigma = float(res.info.get("final_sigma", 1e-6))
 
     def remaining():
@@ -169,8 +165,10 @@ def close_gap(oracle, res, *, tol=1e-4, max_rounds=5, fallback_iter=20000, time_
             best.lower_bound = lower
             stopped = r.status == "user_limit"
     out = best
-    out.lower_bound = None if out.lower_bound is None or not np.isfinite(out.lower_bound) else (
-        min(out.lower_bound, out.objective))  # fmt: skip
+    # eq. (14) is a sum of nonnegative terms, so 0 is always a valid bound (it certifies
+    # the instances with no active triplet, where the refinement computes none)
+    lb = out.lower_bound if out.lower_bound is not None and np.isfinite(out.lower_bound) else 0.0
+    out.lower_bound = min(max(lb, 0.0), out.objective)
     gap = certified_gap(out)
     out_of_time = remaining() is not None and remaining() <= 0
     if gap <= tol:

@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from ..cones import ProductCone, PSDCone
-from .lmnn_certify import certified_gap
+from .lmnn_certify import certified_gap, golden_line_search
 from .smoothing import SmoothingSettings, smoothed_descent
 
 
@@ -45,43 +45,9 @@ def negative_parts(oracle, Ms, sigma):
     return out, worst
 
 
-def _line_search(f, Ms, D, t0, steps=40, golden=30):
+def _line_search(f, Ms, D, t0):
     """Minimise the convex ``φ(t) = f([M + tD])`` over ``t ≥ 0``; returns ``(t, φ(t))``."""
-
-    def phi(t):
-        return float(f([M + t * Dg for M, Dg in zip(Ms, D)]))
-
-    f0, hi = phi(0.0), t0
-    f_hi = phi(hi)
-    for _ in range(steps):
-        if f_hi < f0:
-            break
-        hi *= 0.1
-        f_hi = phi(hi)
-    else:
-        return 0.0, f0
-    lo = 0.0
-    for _ in range(steps):
-        nxt = 2.0 * hi
-        f_nxt = phi(nxt)
-        if f_nxt >= f_hi:
-            break
-        lo, hi, f_hi = hi, nxt, f_nxt
-    a, b = lo, 2.0 * hi
-    r = (np.sqrt(5.0) - 1) / 2
-    c, d = b - r * (b - a), a + r * (b - a)
-    fc, fd = phi(c), phi(d)
-    for _ in range(golden):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - r * (b - a)
-            fc = phi(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + r * (b - a)
-            fd = phi(d)
-    t, ft = (c, fc) if fc <= fd else (d, fd)
-    return (t, ft) if ft < f0 else (0.0, f0)
+    return golden_line_search(lambda t: float(f([M + t * Dg for M, Dg in zip(Ms, D)])), t0)
 
 
 def close_gap(oracle, res, refine, *, tol=1e-4, max_rounds=5, fallback_iter=5000,

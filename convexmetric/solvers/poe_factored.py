@@ -34,6 +34,7 @@ from scipy.optimize import minimize
 
 from ..progress import notify
 from ..result import SolveResult
+from ._linesearch import golden_section
 from .poe_certify import Certificate
 
 logger = logging.getLogger(__name__)
@@ -83,20 +84,7 @@ class _Factored:
 
 def _line_search(fun, t_max, steps=25):
     """Golden-section minimum of a unimodal ``fun`` on ``[0, t_max]`` (``0`` if no decrease)."""
-    g = (np.sqrt(5.0) - 1) / 2
-    a, b = 0.0, t_max
-    c, d = b - g * (b - a), a + g * (b - a)
-    fc, fd = fun(c), fun(d)
-    for _ in range(steps):
-        if fc <= fd:
-            b, d, fd = d, c, fc
-            c = b - g * (b - a)
-            fc = fun(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + g * (b - a)
-            fd = fun(d)
-    t, ft = (c, fc) if fc <= fd else (d, fd)
+    t, ft = golden_section(fun, 0.0, t_max, steps)
     return (t, ft) if ft < fun(0.0) else (0.0, None)
 
 
