@@ -11,15 +11,19 @@ partial sums are added are the same, so both give the same numbers (bit for bit 
 changes only the rounding, and never depends on the number of workers).
 
 Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
-row blocks' index arrays to every worker once per fit (``broadcast=True``: each block
-compares its rows against all other points, so every worker needs all of ``X``; the
-replicas also let a surviving worker take over a lost one's blocks). Each evaluation
-then sends only ``L`` (d×d; inline in the tasks while ``tasks × d² × 8`` bytes stay
-under :data:`INLINE_BYTES`, else broadcast once) and gathers per task (at most
-:data:`MAX_TASKS`) one d×d matrix and three scalars. No n×n or n×k×n object travels.
+row blocks' index arrays to every worker once per fit, into a per-process store
+(``client.run``; a scattered future would not do: Dask's active memory manager drops
+the extra replicas between evaluations, and each evaluation then copied the data
+between workers). Every worker needs all of ``X`` (each block compares its rows
+against all other points); the copies also let a surviving worker take over a lost
+one's blocks. Each evaluation then sends only ``L`` (d×d; inline in the tasks while
+``tasks × d² × 8`` bytes stay under :data:`INLINE_BYTES`, else broadcast once) and
+gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars. No n×n
+or n×k×n object travels.
 
-Faults. If an evaluation fails because workers died or were restarted (the scattered
-data is gone, or a task was lost), the executor scatters the data again and repeats the
+Faults. If an evaluation fails because workers died or were restarted (the data is
+gone, or a task was lost; a worker that restarted or joined later raises
+:class:`WorkerDataMissing`), the executor sends the data again and repeats the
 evaluation, up to ``retries`` times; then it raises one :class:`DaskBackendError`. An
 evaluation that takes longer than ``timeout`` seconds raises it too, so a fit never
 hangs on a cluster that lost all its workers.
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import uuid
 
 logger = logging.getLogger(__name__)
 
@@ -111,43 +116,40 @@ class DaskExecutor:
         self.client = client
         self.retries, self.timeout = retries, timeout
         self.evaluations = self.rescatters = 0
-        self._data = self._blocks = self._block_futures = None
+        self._data = self._blocks = self._groups = None
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
-        """Broadcast ``data`` (a :class:`~.lmnn_stream.StreamData`) to every worker.
+        """Send ``data`` (a :class:`~.lmnn_stream.StreamData`) to every worker's store.
 
         Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
-        so that it can be scattered again after a worker failure."""
-        self._data = data
-        self._block_futures = None
-        return _Handle(self._scatter_one(data))
+        so that it can be sent again after a worker failure."""
+        self._data, self._blocks = data, None
+        handle = _Handle(uuid.uuid4().hex)
+        self.client.run(_store, handle.token, "data", data)
+        return handle
 
-    def _scatter_one(self, obj):
-        # a list of one object: scatter ships it whole (a tuple would be split up)
-        return self.client.scatter([obj], broadcast=True, hash=False)[0]
-
-    def _scatter_blocks(self, blocks):
-        self._blocks = blocks
+    def _send_blocks(self, handle, blocks):
         size = -(-len(blocks) // MAX_TASKS)
-        groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
-        self._block_futures = self.client.scatter(groups, broadcast=True, hash=False)
+        self._blocks = blocks
+        self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
+        self.client.run(_store, handle.token, "groups", self._groups)
 
-    def _rescatter(self, handle):
+    def _resend(self, handle):
         self.rescatters += 1
-        handle.future = self._scatter_one(self._data)
-        self._scatter_blocks(self._blocks)
+        self.client.run(_store, handle.token, "data", self._data)
+        self.client.run(_store, handle.token, "groups", self._groups)
 
     # -- one evaluation -----------------------------------------------------------
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
         """``[fn(rows, data, *args, **kwargs) for rows in blocks]``, on the workers.
 
-        ``args`` and ``kwargs`` are small (``L``, σ, flags). The row blocks are
-        broadcast once per fit. With more than :data:`MAX_TASKS` blocks, each task runs
-        a group of consecutive blocks and returns their partial sums added (``fn``
-        returns a dict of numbers and arrays); the results come back in block order."""
-        if self._block_futures is None or self._blocks is not blocks:
-            self._scatter_blocks(blocks)
+        ``args`` and ``kwargs`` are small (``L``, σ, flags). The row blocks are sent
+        once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
+        of consecutive blocks and returns their partial sums added (``fn`` returns a
+        dict of numbers and arrays); the results come back in block order."""
+        if self._blocks is not blocks:
+            self._send_blocks(data, blocks)
         self.evaluations += 1
         for attempt in range(self.retries + 1):
             try:
@@ -161,20 +163,21 @@ class DaskExecutor:
                         f"times ({type(exc).__name__}: {exc}); the cluster lost workers or "
                         "data. Check the workers or use backend='local'."
                     ) from exc
-                logger.warning("Dask evaluation failed (%s: %s); scattering the data again",
+                logger.warning("Dask evaluation failed (%s: %s); sending the data again",
                                type(exc).__name__, exc)  # fmt: skip
-                self._rescatter(data)
+                self._resend(data)
 
     def _run(self, fn, handle, args, kwargs):
         import distributed
 
         client = self.client
         # L: inline in each task while that is cheap, else broadcast once
-        inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._block_futures)
+        inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups)
         if inline > INLINE_BYTES:
-            args = [self._scatter_one(a) if _is_array(a) else a for a in args]
-        futures = [client.submit(_group, fn, group, handle.future, *args, pure=False, **kwargs)
-                   for group in self._block_futures]  # fmt: skip
+            args = [client.scatter([a], broadcast=True, hash=False)[0] if _is_array(a) else a
+                    for a in args]  # fmt: skip
+        futures = [client.submit(_group, fn, handle.token, g, *args, pure=False, **kwargs)
+                   for g in range(len(self._groups))]  # fmt: skip
         try:
             distributed.wait(futures, timeout=self.timeout)
         except distributed.TimeoutError:
@@ -185,11 +188,39 @@ class DaskExecutor:
             ) from None
         return client.gather(futures)
 
+    def close(self, handle):
+        """Drop this fit's data from the workers' stores (else the next fits evict it)."""
+        self.client.run(_drop, handle.token)
 
-def _group(fn, group, data, *args, **kwargs):
-    """``fn`` over a group of consecutive blocks, partial sums added in block order
+
+class WorkerDataMissing(RuntimeError):
+    """A worker that has not received this fit's data (restarted, or joined later)."""
+
+
+#: per worker process: token -> {"data": StreamData, "groups": [[rows, ...], ...]}
+_STORE: dict = {}
+#: fits whose data a worker keeps (the oldest is evicted)
+_STORE_FITS = 2
+
+
+def _store(token, key, value):
+    _STORE.setdefault(token, {})[key] = value
+    while len(_STORE) > _STORE_FITS:
+        _STORE.pop(next(iter(_STORE)))
+
+
+def _drop(token):
+    _STORE.pop(token, None)
+
+
+def _group(fn, token, g, *args, **kwargs):
+    """``fn`` over group ``g`` of consecutive blocks, partial sums added in block order
     (one block: its result as is, so small problems match the local executor bit for
     bit). Values are numbers, arrays or None."""
+    entry = _STORE.get(token, {})
+    if "data" not in entry or "groups" not in entry:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    data, group = entry["data"], entry["groups"][g]
     total = fn(group[0], data, *args, **kwargs)
     for rows in group[1:]:
         part = fn(rows, data, *args, **kwargs)
@@ -198,10 +229,10 @@ def _group(fn, group, data, *args, **kwargs):
 
 
 class _Handle:
-    """The scattered data of one fit (replaced when it is scattered again)."""
+    """The token under which the workers store one fit's data."""
 
-    def __init__(self, future):
-        self.future = future
+    def __init__(self, token):
+        self.token = token
 
 
 def _is_array(a):
@@ -212,7 +243,7 @@ def _is_cluster_failure(exc):
     """Lost workers or data (restart, killed process), not an error of the block function."""
     import distributed
 
-    kinds = [distributed.KilledWorker, distributed.CancelledError, OSError]
+    kinds = [WorkerDataMissing, distributed.KilledWorker, distributed.CancelledError, OSError]
     lost = getattr(distributed.client, "FutureCancelledError", None)
     if lost is not None:
         kinds.append(lost)
