@@ -9,11 +9,11 @@ Per evaluation (one pass over all triplets: objective, gradient; at ``L`` learne
 the local ``LMNN()`` on digits, near the optimum where most evaluations are): wall
 time in this process (``LocalExecutor``) and on a
 ``LocalCluster(processes=True, threads_per_worker=1)`` of
-1 and 2 workers, and the bytes moved, from Dask's own counters: ``nbytes`` of the
-scattered keys (once per fit, scheduler's record) and the workers'
+1 and 2 workers; the data each worker holds (``dask.sizeof`` of its store, sent once
+per fit) and the bytes moved per evaluation from Dask's own counter, the workers'
 ``transfer_outgoing_bytes_total`` (every ``get_data`` a worker serves: the gathered
-partial sums and any worker-to-worker copy) per evaluation. The task messages carry
-``L`` inline (``blocks × d² × 8`` bytes, printed as "on paper"). Timings on a shared
+partial sums and any worker-to-worker copy). The task messages carry ``L`` inline
+(``tasks × d² × 8`` bytes, printed as "on paper"). Timings on a shared
 machine are "under load".
 """
 
@@ -45,6 +45,14 @@ def per_eval(ev, L, evals):
     return (time.perf_counter() - t) / evals, out
 
 
+def _held():
+    from dask.sizeof import sizeof
+
+    from convexmetric.solvers.lmnn_dask import _STORE
+
+    return sizeof(list(_STORE.values()))
+
+
 def outgoing(client):
     return sum(client.run(lambda dask_worker: dask_worker.transfer_outgoing_bytes_total).values())
 
@@ -73,7 +81,7 @@ def run(name, evals, fit, L):
             dev = StreamingEvaluator(X, y, T, 0.5, P, executor=ex)
             t_scatter = time.perf_counter() - t0
             t_eval, out = per_eval(dev, L, 1)  # includes scattering the row blocks
-            scattered = sum(client.nbytes(summary=False).values())
+            scattered = max(client.run(_held).values())
             b0 = outgoing(client)
             t_eval, out = per_eval(dev, L, evals)
             moved = (outgoing(client) - b0) / (evals + 1)  # per_eval warms up once
@@ -95,7 +103,8 @@ def run(name, evals, fit, L):
         line = (f"  dask, {r['workers']} worker(s): {r['ms']:8.1f} ms / evaluation "
                 f"(x{r['ms'] / (t_local * 1e3):.2f} of local); "
                 f"scatter once {r['scatter_s']:.2f} s, "
-                f"{r['scattered_MB']:.2f} MB held; moved per evaluation {r['moved_kB']:.1f} kB "
+                f"{r['scattered_MB']:.2f} MB held per worker; "
+                f"moved per evaluation {r['moved_kB']:.1f} kB "
                 f"(workers' outgoing) + L in task messages {on_paper:.1f} kB on paper; "
                 f"identical sums: {r['same']}")  # fmt: skip
         if "fit_s" in r:
