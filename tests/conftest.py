@@ -21,3 +21,20 @@ def iris_instance():
 @pytest.fixture(scope="session")
 def wine_instance():
     return _instance("wine")
+
+
+def poe_instance(n, m, D=4, seed=0, flip=0.0):
+    """Items in R^D; triadic comparisons oriented by a hidden 2-d geometry, a fraction
+    ``flip`` of them reversed (so some hinges stay active at the optimum)."""
+    from convexmetric.comparisons import Comparisons
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, D))
+    H = X[:, :2] * [2.0, 1.0] + 0.3 * rng.normal(size=(n, 2))
+    i, j, k = rng.integers(0, n, (3, 4 * m))
+    ok = (i != j) & (i != k) & (j != k)
+    i, j, k = i[ok][:m], j[ok][:m], k[ok][:m]
+    far = ((H[i] - H[j]) ** 2).sum(1) > ((H[i] - H[k]) ** 2).sum(1)
+    if flip:
+        far ^= rng.random(m) < flip
+    return X, Comparisons.triadic(i, np.where(far, k, j), np.where(far, j, k), n_items=n)

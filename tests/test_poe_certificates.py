@@ -4,6 +4,7 @@ status says "optimal" only when the certified gap is within the tolerance."""
 
 import numpy as np
 import pytest
+from conftest import poe_instance
 
 from convexmetric.comparisons import Comparisons
 from convexmetric.kernels import linear_kernel, noise_kernels, rbf_kernel
@@ -11,22 +12,7 @@ from convexmetric.problems import poe as P
 from convexmetric.solvers import poe as S
 from convexmetric.solvers.poe_certify import Certificate, certify
 
-
-def instance(n=12, m=80, D=4, seed=1):
-    """Items in R^D; triadic comparisons oriented by a hidden 2-d geometry, 10% flipped
-    (so some hinges stay active at the optimum)."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, D))
-    H = X[:, :2] * [2.0, 1.0] + 0.3 * rng.normal(size=(n, 2))
-    i, j, k = rng.integers(0, n, (3, 4 * m))
-    ok = (i != j) & (i != k) & (j != k)
-    i, j, k = i[ok][:m], j[ok][:m], k[ok][:m]
-    far = ((H[i] - H[j]) ** 2).sum(1) > ((H[i] - H[k]) ** 2).sum(1)
-    far ^= rng.random(m) < 0.1
-    return X, Comparisons.triadic(i, np.where(far, k, j), np.where(far, j, k), n_items=n)
-
-
-X, C = instance()
+X, C = poe_instance(12, 80, seed=1, flip=0.1)
 NOISE = noise_kernels(len(X), 1, random_state=0)[0] + 0.1 * np.eye(len(X))
 KERNELS = [rbf_kernel(X, gamma=0.3), linear_kernel(X) / 4 + 0.1 * np.eye(len(X)), NOISE]
 BETA = 20.0

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from conftest import poe_instance
 from scipy.optimize import check_grad
 
 from convexmetric.comparisons import Comparisons
@@ -9,20 +10,7 @@ from convexmetric.kernels import linear_kernel, noise_kernels, rbf_kernel
 from convexmetric.problems import poe as P
 from convexmetric.solvers import poe as S
 
-
-def instance(n=14, m=120, D=4, seed=0):
-    """Items in R^D; triadic comparisons oriented by a hidden 2-d geometry."""
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, D))
-    H = X[:, :2] * [2.0, 1.0] + 0.3 * rng.normal(size=(n, 2))
-    i, j, k = rng.integers(0, n, (3, 4 * m))
-    ok = (i != j) & (i != k) & (j != k)
-    i, j, k = i[ok][:m], j[ok][:m], k[ok][:m]
-    far = ((H[i] - H[j]) ** 2).sum(1) > ((H[i] - H[k]) ** 2).sum(1)
-    return X, Comparisons.triadic(i, np.where(far, k, j), np.where(far, j, k), n_items=n)
-
-
-X, C = instance()
+X, C = poe_instance(14, 120, seed=0)
 # full-rank kernels: with a rank-deficient one the SDP's optimal set is unbounded (see
 # problems.poe.solve) and CLARABEL reports "optimal_inaccurate"
 NOISE = noise_kernels(len(X), 1, random_state=0)[0] + 0.1 * np.eye(len(X))
