@@ -142,6 +142,7 @@ class ActiveSetOracle:
         self.full_checks = 0
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
+        self.tol = None  #: certified gap below which :meth:`lower_bound` skips the crossover
 
     # -- active list ------------------------------------------------------------
     def _set_list(self, keys, keep_masks):
@@ -336,22 +337,22 @@ class ActiveSetOracle:
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
         return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
 
-    def smooth(self, M, sigma):
+    def smooth(self, M, sigma, components=None):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
 
         Each hinge is replaced by ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` (a Huber
         function when λ̄ = 0; see :mod:`.smoothing`), whose gradient is
         ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
         incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh. In the
-        streaming mode λ̄ = 0.
+        streaming mode λ̄ = 0. ``components``: ``L`` with ``M = LᵀL`` if known.
         """
         if self.mode == "active_set":
             try:
-                z = self._hinge_args(M)
+                z = self._hinge_args(M, components)
             except TooManyTerms:
-                return self._overflow(M, None, sigma)
+                return self._overflow(M, components, sigma)
         if self.mode == "streaming":
-            return self._capped(self.stream.evaluate(M, components_from_metric(M), sigma,
+            return self._capped(self.stream.evaluate(M, self._components(M, components), sigma,
                                                      cap=self._cap()))  # fmt: skip
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
@@ -373,22 +374,36 @@ class ActiveSetOracle:
             return
         self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
 
-    def lower_bound(self, M, sigma):
+    def lower_bound(self, M, sigma, F=None):
         """A certified lower bound on the optimum of eq. (14) from the dual estimate.
 
-        For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` ⪰ 0 gives
-        ``μ Σ λ_t ≤ min ε`` (Lagrange duality). λ is scaled by the largest θ ∈ [0, 1]
-        keeping ``S(θλ) = (1−θ)S(0) + θS(λ)`` PSD (bisection on θ).
+        For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` gives ``f* ≥
+        μΣλ/(1 − ν)`` with ``ν = min(0, λ_min(S(λ), S(0)))`` (:mod:`.lmnn_dual`). ``F``
+        (an attained objective value) enables the trace bound and, when the gap
+        ``(F − bound)/F`` is above :attr:`tol` (and below ``max(30·tol, 1e-3)``: farther
+        from convergence the primal gap dominates), the crossover of :mod:`.lmnn_dual`
+        (multipliers of the triplets at the kink fitted to complementarity).
         """
         S0 = (1 - self.mu) * self.C_pull
         z = None if self.mode == "streaming" else self._hinge_args(M)
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
             S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
             return self.mu * psd_scaling([S0], [S1]) * lam_sum
+        cert = self._certificate()
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
-        nz = np.flatnonzero(lam > 0)
-        S1 = S0 + self.mu * triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
-        return self.mu * psd_scaling([S0], [S1]) * float(lam.sum())
+        bound = cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F)
+        # the crossover (a K×K quadratic programme) pays only near convergence
+        tol = self.tol or 0.0
+        if F is not None and tol * abs(F) < F - bound <= max(30 * tol, 1e-3) * abs(F):
+            bound = max(bound, cert.crossover(M, self.I, self.J, self.L, z, lam, F))
+        return bound
+
+    def _certificate(self):
+        if getattr(self, "_cert", None) is None:
+            from .lmnn_dual import DualCertificate
+
+            self._cert = DualCertificate(self.X, self.C_pull, self.mu)
+        return self._cert
 
     def objective(self, M, components=None):
         """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
@@ -619,6 +634,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         memory_limit=memory_limit,
         executor=executor,
     )
+    oracle.tol = tol
     if getattr(executor, "streams_always", False):  # a cluster executor: no triplet list here
         oracle._go_streaming()
     M0 = np.eye(d) if M0 is None else M0
