@@ -128,8 +128,7 @@ class ActiveSetOracle:
         self.search = search
         self.C_pull = pull_matrix(X, targets)
         d = X.shape[1]
-        self.I = self.J = self.L = self.slot = np.empty(0, np.int64)
-        self.keys = np.empty(0, np.int64)
+        self._set_list(np.empty(0, np.int64), {})
         # incremental gradient state (eq. 19): the mask of counted triplets and their sum
         # and the dual estimate λ̄ (the prox centre of the smoothed stage)
         self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
@@ -153,6 +152,9 @@ class ActiveSetOracle:
         self.J = (keys // n) % n
         self.I = keys // (n * n)
         self.slot = np.argmax(self.T[self.I] == self.J[:, None], axis=1)
+        # the k targets of a point share its impostors: d(i, l) once per listed pair
+        pairs, self._pair_of = np.unique(self.I * n + self.L, return_inverse=True)
+        self._pair_I, self._pair_L = pairs // n, pairs % n
 
     def _merge(self, I, J, L):
         """Add triplets to the active list; return True if any were new."""
@@ -290,22 +292,35 @@ class ActiveSetOracle:
             stable = self.full_check(M, Lc, accepted=False)
             if self.mode == "streaming":
                 return None
-            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations";
-            cap = 2 * self.check_every if stable else self.check_every
+            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
+            # interval doubles while checks find nothing new, up to a cap that keeps the
+            # checks' flops at most about those of the evaluations between them (on large
+            # data a check costs hundreds of evaluations); new violations reset it
+            cap = self._check_cap() if stable else self.check_every
             self._interval = min(2 * self._interval, cap)
             self._next_check = self.calls + self._interval
         self.calls += 1
         Z = self.X @ Lc.T
         diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
         Dt = np.einsum("ijk,ijk->ij", diff, diff)
-        z = 1.0 + Dt[self.I, self.slot]
+        P_I, P_L = self._pair_I, self._pair_L
+        d_il = np.empty(len(P_I))
         step = 1 << 19  # bounded temporaries for long active lists
-        for s in range(0, len(z), step):
-            b = Z[self.I[s : s + step]] - Z[self.L[s : s + step]]
-            z[s : s + step] -= np.einsum("ij,ij->i", b, b)
+        for s in range(0, len(P_I), step):
+            b = Z[P_I[s : s + step]] - Z[P_L[s : s + step]]
+            d_il[s : s + step] = np.einsum("ij,ij->i", b, b)
+        z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
+
+    def _check_cap(self):
+        """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``
+        (a deterministic cost model: ``n²d`` for a check, ``nd² + 3|list|d`` for an
+        evaluation), so the result never depends on the machine's speed."""
+        n, d = self.X.shape
+        ratio = n * n * d / (n * d * d + 3 * len(self.keys) * d + 1)
+        return int(max(2 * self.check_every, min(ratio, 10_000)))
 
     def _counted(self, name, new_mask):
         """Update the incrementally maintained sum over ``new_mask`` (eq. 19)."""

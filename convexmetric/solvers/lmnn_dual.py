@@ -88,12 +88,14 @@ class DualCertificate:
 
         ``z``: hinge arguments of the listed triplets ``(I, J, L)`` at ``M``; ``lam_s``: the
         smoothed multipliers (kept off the kink and as the ridge's centre); ``taus``: kink
-        widths ``|z| < τ`` tried.
+        widths ``|z| < τ`` tried, at most ``max_kinks`` triplets (the nearest the kink).
         """
         best = -np.inf
         for tau in taus:
             K = np.flatnonzero(np.abs(z) < tau)
-            if not 0 < len(K) <= max_kinks:
+            if len(K) > max_kinks:  # the K×K programme stays small: the nearest the kink
+                K = K[np.argsort(np.abs(z[K]), kind="stable")[:max_kinks]]
+            if len(K) == 0:
                 continue
             lam = lam_s.copy()
             lam[K] = 0.0
