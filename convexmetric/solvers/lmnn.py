@@ -122,6 +122,7 @@ class ActiveSetOracle:
         self.mode, self.stream, self._f_seen, self._last_ok = "active_set", None, None, None
         self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         self._new_terms = 0  #: triplets the last full check added to the list
+        self._memo = None  #: (M, terms) of the last search (see :meth:`_search`)
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -199,16 +200,7 @@ class ActiveSetOracle:
         collapse = max(self.max_terms, 4 * len(self.keys))
         limit = budget if accepted else collapse if budget is None else min(budget, collapse)
         try:
-            I, J, L, _ = hinge_terms(
-                M,
-                self.X,
-                self.T,
-                self.y,
-                block_size=self.block_size,
-                components=components,
-                search=self.search,
-                max_terms=limit,
-            )
+            I, J, L, _ = self._search(M, components, limit)
         except TooManyTerms:
             self.full_checks += 1
             if accepted:
@@ -222,6 +214,21 @@ class ActiveSetOracle:
         self._new_terms = len(self.keys) - size
         self.version += changed
         return not changed
+
+    def _search(self, M, components, limit):
+        """:func:`hinge_terms` at ``M``, remembered: the drivers often ask for the exact
+        objective and then a full check at the same point (one search on large data
+        costs hundreds of evaluations)."""
+        memo = self._memo
+        if memo is not None and np.array_equal(memo[0], M):
+            if limit is not None and len(memo[1][0]) > limit:
+                raise TooManyTerms(f"more than {limit} candidate hinge terms")
+            return memo[1]
+        out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                          components=components, search=self.search,
+                          max_terms=limit)  # fmt: skip
+        self._memo = (np.array(M, copy=True), out)
+        return out
 
     def check(self, M):
         """The final check of App. A.1 (called by the driver at apparent convergence)."""
@@ -431,9 +438,7 @@ class ActiveSetOracle:
         Lc, h = self._components(M, components), None
         if self.mode == "active_set":
             try:
-                h = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
-                                components=Lc, search=self.search,
-                                max_terms=self.term_budget)[3]  # fmt: skip
+                h = self._search(M, Lc, self.term_budget)[3]
             except TooManyTerms:
                 pass
         if h is None:
