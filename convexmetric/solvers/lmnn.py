@@ -308,9 +308,12 @@ class ActiveSetOracle:
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
             # interval doubles while checks find nothing new, up to a cap that keeps the
             # checks' flops at most about those of the evaluations between them (on large
-            # data a check costs hundreds of evaluations); new violations reset it
-            cap = self._check_cap() if stable else self.check_every
-            self._interval = min(2 * self._interval, cap)
+            # data a check costs hundreds of evaluations); new violations halve it (down
+            # to check_every once past the start-up ramp)
+            if stable:
+                self._interval = min(2 * self._interval, self._check_cap())
+            else:
+                self._interval = max(self._interval // 2, min(self.check_every, self._interval))
             self._next_check = self.calls + self._interval
         self.calls += 1
         Z = self.X @ Lc.T
