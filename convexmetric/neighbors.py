@@ -92,17 +92,20 @@ def impostor_blocks(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):
     ys = y[order]
     sq = np.einsum("ij,ij->i", Zs, Zs, dtype=np.float64)
     scale = float(sq.max(initial=0.0)) + 1.0
+    # one GEMM gives ‖z_l‖² − 2 z_i·z_l directly: rows [−2 z_i, 1] times columns [z_l, ‖z_l‖²]
+    left = np.hstack([-2.0 * Zs, np.ones((n, 1), np.float32)])
+    right = np.ascontiguousarray(np.hstack([Zs, sq[:, None].astype(np.float32)]).T)
     starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
     ends = np.r_[starts[1:], n]
     for c0, c1 in zip(starts, ends):
         for s in range(c0, c1, block_size):
             e = min(c1, s + block_size)
-            G = Zs[s:e] @ Zs.T  # float32 GEMM
-            G *= -2.0
-            G += sq[None, :].astype(np.float32)
-            G[:, c0:c1] = np.inf  # same class: never an impostor
+            G = left[s:e] @ right  # float32 GEMM
             thr = radius[order[s:e]] * (1 + rtol) + rtol * scale - sq[s:e]
             ii, ll = np.nonzero(G < thr[:, None].astype(np.float32))
+            other = (ll < c0) | (ll >= c1)  # same class: never an impostor
+            if not other.all():
+                ii, ll = ii[other], ll[other]
             if len(ii):
                 yield order[ii + s], order[ll]
 
