@@ -195,16 +195,12 @@ class ActiveSetOracle:
         collapse = max(self.max_terms, 4 * len(self.keys))
         limit = budget if accepted else collapse if budget is None else min(budget, collapse)
         try:
-            I, J, L, _ = hinge_terms(
-                M,
-                self.X,
-                self.T,
-                self.y,
-                block_size=self.block_size,
-                components=components,
-                search=self.search,
-                max_terms=limit,
-            )
+            if self.search in (None, "brute"):  # the executor's block map (lmnn_stream)
+                I, J, L = self._streamer().terms(self._components(M, components), limit)
+            else:  # tree searches: in this process
+                I, J, L, _ = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                                         components=components, search=self.search,
+                                         max_terms=limit)  # fmt: skip
         except TooManyTerms:
             self.full_checks += 1
             if accepted:
@@ -393,7 +389,7 @@ class ActiveSetOracle:
     def objective(self, M, components=None):
         """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
         Lc, h = self._components(M, components), None
-        if self.mode == "active_set":
+        if self.mode == "active_set" and self.search not in (None, "brute"):
             try:
                 h = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
                                 components=Lc, search=self.search,

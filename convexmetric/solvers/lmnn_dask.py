@@ -104,13 +104,14 @@ class DaskExecutor:
 
     Notes
     -----
-    ``streams_always`` tells the solver to run in its streaming mode from the start:
-    the active-set mode keeps a triplet list in this process, which is what a cluster
-    is for avoiding.
+    The solver runs the same algorithm as with the in-process executor: the active
+    list of the active-set mode stays in the client process (its arithmetic is
+    O(list size) per evaluation); the full checks and exact objectives, O(n²d), run on
+    the workers (:meth:`map_terms`, :meth:`map_blocks`), and so does everything in the
+    streaming mode, which the solver enters only when the memory budget says so.
     """
 
     name = "dask"
-    streams_always = True
 
     def __init__(self, client, *, retries=2, timeout=3600.0):
         self.client = client
@@ -148,18 +149,45 @@ class DaskExecutor:
         once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
         of consecutive blocks and returns their partial sums added (``fn`` returns a
         dict of numbers and arrays); the results come back in block order."""
+        return self._retrying(data, blocks, lambda: self._run(_group, fn, data, args, kwargs))
+
+    def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
+        """The triplets of :func:`~.lmnn_stream.terms_block` over ``blocks``, per task
+        (:func:`~.lmnn_stream.collect_terms` over its group of blocks).
+
+        Two steps: the tasks keep their triplets in the workers' memory and the client
+        first gathers their counts; past ``max_terms`` in all it raises
+        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing else travels."""
+        from .lmnn_stream import TooManyTerms
+
+        def run():
+            futures = self._submit(_group_terms, fn, data, args, {**kwargs, "max_terms": max_terms})
+            self._wait(futures)
+            counts = self._submit_each(_count, futures)
+            self._wait(counts)
+            counts = self.client.gather(counts)
+            if any(o for _, o in counts) or (
+                max_terms is not None and sum(c for c, _ in counts) > max_terms
+            ):
+                self.client.cancel(futures)
+                raise TooManyTerms(f"more than {max_terms} hinge terms")
+            return self.client.gather(futures)
+
+        return self._retrying(data, blocks, run)
+
+    def _retrying(self, data, blocks, run):
         if self._blocks is not blocks:
             self._send_blocks(data, blocks)
         self.evaluations += 1
         for attempt in range(self.retries + 1):
             try:
-                return self._run(fn, data, args, kwargs)
+                return run()
             except Exception as exc:  # classified below
                 if not _is_cluster_failure(exc):
                     raise
                 if attempt == self.retries:
                     raise DaskBackendError(
-                        f"LMNN's streaming evaluation on the Dask cluster failed {attempt + 1} "
+                        f"LMNN's block evaluation on the Dask cluster failed {attempt + 1} "
                         f"times ({type(exc).__name__}: {exc}); the cluster lost workers or "
                         "data. Check the workers or use backend='local'."
                     ) from exc
@@ -167,26 +195,35 @@ class DaskExecutor:
                                type(exc).__name__, exc)  # fmt: skip
                 self._resend(data)
 
-    def _run(self, fn, handle, args, kwargs):
-        import distributed
-
+    def _submit(self, task, fn, handle, args, kwargs):
         client = self.client
         # L: inline in each task while that is cheap, else broadcast once
         inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups)
         if inline > INLINE_BYTES:
             args = [client.scatter([a], broadcast=True, hash=False)[0] if _is_array(a) else a
                     for a in args]  # fmt: skip
-        futures = [client.submit(_group, fn, handle.token, g, *args, pure=False, **kwargs)
-                   for g in range(len(self._groups))]  # fmt: skip
+        return [client.submit(task, fn, handle.token, g, *args, pure=False, **kwargs)
+                for g in range(len(self._groups))]  # fmt: skip
+
+    def _submit_each(self, task, futures):
+        return [self.client.submit(task, f, pure=False) for f in futures]
+
+    def _wait(self, futures):
+        import distributed
+
         try:
             distributed.wait(futures, timeout=self.timeout)
         except distributed.TimeoutError:
-            client.cancel(futures)
+            self.client.cancel(futures)
             raise DaskBackendError(
-                f"LMNN's streaming evaluation on the Dask cluster did not finish within "
+                f"LMNN's block evaluation on the Dask cluster did not finish within "
                 f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
             ) from None
-        return client.gather(futures)
+
+    def _run(self, task, fn, handle, args, kwargs):
+        futures = self._submit(task, fn, handle, args, kwargs)
+        self._wait(futures)
+        return self.client.gather(futures)
 
     def close(self, handle):
         """Drop this fit's data from the workers' stores (else the next fits evict it)."""
@@ -213,19 +250,35 @@ def _drop(token):
     _STORE.pop(token, None)
 
 
+def _entry(token, g):
+    entry = _STORE.get(token, {})
+    if "data" not in entry or "groups" not in entry:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    return entry["data"], entry["groups"][g]
+
+
 def _group(fn, token, g, *args, **kwargs):
     """``fn`` over group ``g`` of consecutive blocks, partial sums added in block order
     (one block: its result as is, so small problems match the local executor bit for
     bit). Values are numbers, arrays or None."""
-    entry = _STORE.get(token, {})
-    if "data" not in entry or "groups" not in entry:
-        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
-    data, group = entry["data"], entry["groups"][g]
+    data, group = _entry(token, g)
     total = fn(group[0], data, *args, **kwargs)
     for rows in group[1:]:
         part = fn(rows, data, *args, **kwargs)
         total = {key: None if v is None else v + part[key] for key, v in total.items()}
     return total
+
+
+def _group_terms(fn, token, g, *args, **kwargs):
+    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, triplets concatenated."""
+    from .lmnn_stream import collect_terms
+
+    data, group = _entry(token, g)
+    return collect_terms(fn, group, data, *args, **kwargs)
+
+
+def _count(part):
+    return part["count"], part["overflow"]
 
 
 class _Handle:
