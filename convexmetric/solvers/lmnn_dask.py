@@ -155,23 +155,25 @@ class DaskExecutor:
         """The triplets of :func:`~.lmnn_stream.terms_block` over ``blocks``, per task
         (:func:`~.lmnn_stream.collect_terms` over its group of blocks).
 
-        Two steps: the tasks keep their triplets in the workers' memory and the client
-        first gathers their counts; past ``max_terms`` in all it raises
-        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing else travels."""
+        A task's triplets travel at once if they are at most its share
+        ``max_terms / tasks``; larger ones stay in the worker's memory until the counts
+        of all tasks are known. Past ``max_terms`` in all, it raises
+        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
         from .lmnn_stream import TooManyTerms
 
         def run():
             futures = self._submit(_group_terms, fn, data, args, {**kwargs, "max_terms": max_terms})
-            self._wait(futures)
-            counts = self._submit_each(_count, futures)
-            self._wait(counts)
-            counts = self.client.gather(counts)
-            if any(o for _, o in counts) or (
-                max_terms is not None and sum(c for c, _ in counts) > max_terms
-            ):
+            share = None if max_terms is None else max_terms // len(futures)
+            parts = self._gather([self.client.submit(_small, f, share, pure=False)
+                                  for f in futures])  # fmt: skip
+            count = sum(p["count"] for p in parts)
+            if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
                 self.client.cancel(futures)
                 raise TooManyTerms(f"more than {max_terms} hinge terms")
-            return self.client.gather(futures)
+            held = [g for g, p in enumerate(parts) if p.get("held")]
+            for g, part in zip(held, self._gather([futures[g] for g in held]) if held else []):
+                parts[g] = part
+            return parts
 
         return self._retrying(data, blocks, run)
 
@@ -205,25 +207,21 @@ class DaskExecutor:
         return [client.submit(task, fn, handle.token, g, *args, pure=False, **kwargs)
                 for g in range(len(self._groups))]  # fmt: skip
 
-    def _submit_each(self, task, futures):
-        return [self.client.submit(task, f, pure=False) for f in futures]
-
-    def _wait(self, futures):
-        import distributed
-
+    def _gather(self, futures):
+        """The futures' results (one round trip), or :class:`DaskBackendError` after
+        ``timeout`` seconds."""
+        client = self.client
         try:
-            distributed.wait(futures, timeout=self.timeout)
-        except distributed.TimeoutError:
-            self.client.cancel(futures)
+            return client.sync(client._gather, futures, callback_timeout=self.timeout)
+        except TimeoutError:
+            client.cancel(futures)
             raise DaskBackendError(
                 f"LMNN's block evaluation on the Dask cluster did not finish within "
                 f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
             ) from None
 
     def _run(self, task, fn, handle, args, kwargs):
-        futures = self._submit(task, fn, handle, args, kwargs)
-        self._wait(futures)
-        return self.client.gather(futures)
+        return self._gather(self._submit(task, fn, handle, args, kwargs))
 
     def close(self, handle):
         """Drop this fit's data from the workers' stores (else the next fits evict it)."""
@@ -277,8 +275,12 @@ def _group_terms(fn, token, g, *args, **kwargs):
     return collect_terms(fn, group, data, *args, **kwargs)
 
 
-def _count(part):
-    return part["count"], part["overflow"]
+def _small(part, share):
+    """``part`` if it may travel now, else its count (``held``: it stays on the worker)."""
+    if part["overflow"] or share is None or part["count"] <= share:
+        return part
+    return {"I": None, "J": None, "L": None, "count": part["count"], "overflow": False,
+            "held": True}  # fmt: skip
 
 
 class _Handle:
