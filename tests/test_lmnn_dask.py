@@ -292,3 +292,29 @@ def test_dask_client_local_cluster_is_closed():
         assert len(c.scheduler_info()["workers"]) == 1
         cluster = c.cluster
     assert cluster.status.name == "closed"
+
+
+def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
+    from convexmetric.solvers import lmnn_dask
+
+    X, ylab, _, _ = wine
+    rng = np.random.default_rng(0)
+    Xq = np.vstack([X + 0.3 * X.std(0) * rng.normal(size=X.shape) for _ in range(4)])
+    local = LMNN(tol=1e-3).fit(X, ylab)
+    remote = LMNN(tol=1e-3, backend="dask")  # fitted locally, predicting on the cluster
+    for name in ("components_", "metric_", "classes_", "targets_", "_X", "_y", "n_features_in_"):
+        setattr(remote, name, getattr(local, name))
+    monkeypatch.setattr(lmnn_dask, "PREDICT_ROWS", 100)  # 5 blocks of test rows
+    calls = []
+    real = lmnn_dask.DaskExecutor.map_chunks
+    monkeypatch.setattr(lmnn_dask.DaskExecutor, "map_chunks",
+                        lambda self, fn, chunks, *a, **k: calls.append(len(chunks))
+                        or real(self, fn, chunks, *a, **k))  # fmt: skip
+    np.testing.assert_array_equal(remote.predict(Xq), local.predict(Xq))
+    np.testing.assert_array_equal(remote.energy_predict(Xq), local.energy_predict(Xq))
+    assert calls == [5, 5]
+    # the energy rule is eq. (15) of the module that computes it for every estimator
+    from convexmetric.energy import energy_predict
+
+    ref = energy_predict(X, local._y, local.targets_, Xq[:50], local.components_, 0.5)
+    np.testing.assert_array_equal(local.energy_predict(Xq[:50]), local.classes_[ref])

@@ -35,6 +35,8 @@ import contextlib
 import logging
 import uuid
 
+import numpy as np
+
 logger = logging.getLogger(__name__)
 
 #: at most this many tasks per evaluation: beyond, consecutive blocks share a task that
@@ -178,7 +180,7 @@ class DaskExecutor:
         return self._retrying(data, blocks, run)
 
     def _retrying(self, data, blocks, run):
-        if self._blocks is not blocks:
+        if blocks is not None and self._blocks is not blocks:
             self._send_blocks(data, blocks)
         self.evaluations += 1
         for attempt in range(self.retries + 1):
@@ -196,6 +198,18 @@ class DaskExecutor:
                 logger.warning("Dask evaluation failed (%s: %s); sending the data again",
                                type(exc).__name__, exc)  # fmt: skip
                 self._resend(data)
+
+    def map_chunks(self, fn, chunks, data, **kwargs):
+        """``[fn(chunk, data, **kwargs) for chunk in chunks]``, one task per chunk (the
+        chunks, e.g. blocks of test rows, travel with their tasks; ``data`` is in the
+        workers' stores)."""
+        client = self.client
+
+        def run():
+            return self._gather([client.submit(_chunk, fn, data.token, c, pure=False, **kwargs)
+                                 for c in chunks])  # fmt: skip
+
+        return self._retrying(data, None, run)
 
     def _submit(self, task, fn, handle, args, kwargs):
         client = self.client
@@ -267,6 +281,13 @@ def _group(fn, token, g, *args, **kwargs):
     return total
 
 
+def _chunk(fn, token, chunk, **kwargs):
+    data = _STORE.get(token, {}).get("data")
+    if data is None:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    return fn(chunk, data, **kwargs)
+
+
 def _group_terms(fn, token, g, *args, **kwargs):
     """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, triplets concatenated."""
     from .lmnn_stream import collect_terms
@@ -309,6 +330,53 @@ def _is_cluster_failure(exc):
     except ImportError:  # pragma: no cover
         pass
     return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
+
+
+# -- prediction by blocks of test rows ---------------------------------------------
+#: test rows per prediction task
+PREDICT_ROWS = 2048
+
+
+def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):
+    """``fn(Q, data, **kwargs)`` by blocks of ``rows`` (default :data:`PREDICT_ROWS`)
+    test rows, results concatenated.
+
+    ``executor=None`` calls ``fn`` once on all rows in this process; a
+    :class:`DaskExecutor` sends ``data`` (the training side) to the workers' stores
+    once and maps ``fn`` over the blocks, each travelling with its task. ``Q`` may be
+    a tuple of arrays with the same rows (cut together)."""
+    if executor is None:
+        return fn(Q, data, **kwargs)
+    rows = PREDICT_ROWS if rows is None else rows
+    m = len(Q[0]) if isinstance(Q, tuple) else len(Q)
+    cut = (
+        (lambda s: tuple(None if a is None else a[s : s + rows] for a in Q))
+        if isinstance(Q, tuple)
+        else (lambda s: Q[s : s + rows])
+    )
+    handle = executor.scatter(data)
+    try:
+        parts = executor.map_chunks(fn, [cut(s) for s in range(0, m, rows)], handle, **kwargs)
+    finally:
+        executor.close(handle)
+    return np.concatenate(parts) if parts else fn(cut(0), data, **kwargs)
+
+
+def knn_chunk(Z, data, k):
+    """kNN labels (encoded) of the rows ``Z``; ``data = (Z_train, y_train)``."""
+    from ..neighbors import knn_predict
+
+    return knn_predict(data[0], data[1], Z, k)
+
+
+def energy_chunk(Q, data):
+    """Energy-based labels (eq. 15) of the test rows ``Q = (X, test_clusters)``;
+    ``data``: the keyword arguments of :func:`~convexmetric.energy.energy_predict`
+    without ``X_test`` and ``test_clusters``."""
+    from ..energy import energy_predict
+
+    X, tc = Q
+    return energy_predict(X_test=X, test_clusters=tc, **data)
 
 
 @contextlib.contextmanager

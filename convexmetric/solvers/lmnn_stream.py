@@ -63,6 +63,13 @@ class LocalExecutor:
         """``[fn(rows, data, *args, **kwargs) for rows in blocks]``."""
         return [fn(rows, data, *args, **kwargs) for rows in blocks]
 
+    def map_chunks(self, fn, chunks, data, **kwargs):
+        """``[fn(chunk, data, **kwargs) for chunk in chunks]`` (e.g. blocks of test rows)."""
+        return [fn(chunk, data, **kwargs) for chunk in chunks]
+
+    def close(self, data):
+        """Nothing to release in this process."""
+
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
         """:meth:`map_blocks` for a block function returning triplets (:func:`terms_block`):
         raises :class:`TooManyTerms` as soon as more than ``max_terms`` were found."""
