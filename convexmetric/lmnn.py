@@ -96,9 +96,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         which mode ran. ``None``: no bound.
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
-        the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``),
-        in the streaming mode from the start (:mod:`.solvers.lmnn_dask`); same
-        objective and certificate as ``"local"``.
+        the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
+        :mod:`.solvers.lmnn_dask`): the full checks, exact objectives and the streaming
+        mode's sums, and :meth:`predict`/:meth:`energy_predict` by test-row blocks. The
+        same algorithm as ``"local"`` (same iterates up to summation order).
 
     Attributes
     ----------

@@ -1,14 +1,17 @@
-"""Dask distributed as the engine of LMNN's streaming block map (issue 12).
+"""Dask distributed as the engine of LMNN's block map (issue 12).
 
-:mod:`.lmnn_stream` evaluates eq. (14), its (sub)gradient and the certificate's dual
-matrix by mapping the pure block function :func:`~.lmnn_stream.hinge_block` over row
-blocks and adding the small partial sums. An *executor* runs that map:
+:mod:`.lmnn_stream` maps pure block functions over row blocks of the data: the full
+checks of the active-set mode (:func:`~.lmnn_stream.terms_block`: a block's violated
+triplets), exact objectives and, in the streaming mode, the value, gradient and
+certificate sums (:func:`~.lmnn_stream.hinge_block`). An *executor* runs the map:
 :class:`~.lmnn_stream.LocalExecutor` in this process, :class:`DaskExecutor` on the
 workers of a ``dask.distributed`` cluster. "local" and "dask" are two executors of one
-block map, not two solvers: the solver, the block function and the order in which the
-partial sums are added are the same, so both give the same numbers (bit for bit up to
+block map, not two solvers: the solver (its active list stays in the client process),
+the block functions and the order in which the partial sums are added are the same,
+so both give the same iterates (the streaming sums bit for bit up to
 :data:`MAX_TASKS` blocks; beyond, blocks are added in groups on the workers, which
 changes only the rounding, and never depends on the number of workers).
+:func:`predict_blocks` maps kNN and energy prediction over blocks of test rows.
 
 Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
 row blocks' index arrays to every worker once per fit, into a per-process store
@@ -18,8 +21,9 @@ between workers). Every worker needs all of ``X`` (each block compares its rows
 against all other points); the copies also let a surviving worker take over a lost
 one's blocks. Each evaluation then sends only ``L`` (d×d; inline in the tasks while
 ``tasks × d² × 8`` bytes stay under :data:`INLINE_BYTES`, else broadcast once) and
-gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars. No n×n
-or n×k×n object travels.
+gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars, or at a
+full check the task's violated triplets (three int32 arrays; the client merges them
+into its active list). No n×n or n×k×n object travels.
 
 Faults. If an evaluation fails because workers died or were restarted (the data is
 gone, or a task was lost; a worker that restarted or joined later raises
@@ -50,7 +54,7 @@ BACKENDS = ("local", "dask")
 
 
 class DaskBackendError(RuntimeError):
-    """A streaming evaluation on the Dask cluster failed (after the retries)."""
+    """A block evaluation on the Dask cluster failed (after the retries)."""
 
 
 def _require_distributed(owner):

@@ -21,9 +21,13 @@ Summing the blocks gives the objective ``(1 − μ)⟨P, M⟩ + μ Σ φ``, its 
 certificate (:meth:`~convexmetric.solvers.lmnn.ActiveSetOracle.lower_bound`).
 
 The block function :func:`hinge_block` is pure: a function of the row indices, the data
-(``X``, labels, targets), ``L`` and σ, returning small partial sums. An *executor* maps
-it over the blocks: :class:`LocalExecutor` runs in this process; a distributed executor
-(Dask) needs only ``scatter`` (ship the data once) and ``map_blocks``.
+(``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
+:func:`terms_block`, the full check of the active-set mode: the same candidate step,
+returning the block's violated triplets ``(i, j, l)``. An *executor* maps them over the
+blocks: :class:`LocalExecutor` runs in this process; a distributed executor (Dask,
+:mod:`.lmnn_dask`) ships the data once (``scatter``) and runs ``map_blocks`` /
+``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
+float32 search matrix, computed once per process (:func:`project`).
 
 Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
 :func:`plan_blocks` sizes both from the budget.
