@@ -144,12 +144,21 @@ def test_full_check_terms_are_the_same_on_dask(client, wine):
     I, J, L_, _ = P.hinge_terms(L.T @ L, X, T, y, components=L)
     key = lambda a, b, c: np.sort((np.int64(a) * len(y) + b) * len(y) + c)  # noqa: E731
     np.testing.assert_array_equal(key(local["I"], local["J"], local["L"]), key(I, J, L_))
-    # on the cluster: all at once, and with a budget of exactly the count, where the
-    # tasks above their share keep their triplets on the worker until the counts are in
-    for budget in (None, local["count"]):
+    # on the cluster: with a budget of exactly the count (the tasks above their share
+    # keep their triplets on the worker until the counts are in), then again: the second
+    # check moves no keys (each task sends what changed since its last report)
+    for budget in (local["count"], None):
         parts = ex.map_terms(terms_block, blocks, handle, L, max_terms=budget)
         got = [np.concatenate([p[k] for p in parts]) for k in ("I", "J", "L")]
         np.testing.assert_array_equal(key(*got), key(I, J, L_))
+    assert ex.keys_moved == local["count"]
+    # a nearby point: only the difference travels, the client rebuilds the whole set
+    L2 = L * 1.02
+    (local2,) = LocalExecutor().map_terms(terms_block, blocks, data, L2)
+    parts = ex.map_terms(terms_block, blocks, handle, L2)
+    got = [np.concatenate([p[k] for p in parts]) for k in ("I", "J", "L")]
+    np.testing.assert_array_equal(key(*got), key(local2["I"], local2["J"], local2["L"]))
+    assert 0 < ex.keys_moved - local["count"] < local2["count"]
     with pytest.raises(TooManyTerms):
         ex.map_terms(terms_block, blocks, handle, L, max_terms=local["count"] - 1)
     with pytest.raises(TooManyTerms):

@@ -122,8 +122,11 @@ class DaskExecutor:
     def __init__(self, client, *, retries=2, timeout=3600.0):
         self.client = client
         self.retries, self.timeout = retries, timeout
-        self.evaluations = self.rescatters = 0
+        self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
         self._data = self._blocks = self._groups = None
+        #: per task: (check, sorted keys of its violated triplets) at the last full check,
+        #: and the worker that holds them
+        self._known, self._where = {}, {}
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
@@ -131,14 +134,14 @@ class DaskExecutor:
 
         Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
         so that it can be sent again after a worker failure."""
-        self._data, self._blocks = data, None
+        self._data, self._blocks, self._known = data, None, {}
         handle = _Handle(uuid.uuid4().hex)
         self.client.run(_store, handle.token, "data", data)
         return handle
 
     def _send_blocks(self, handle, blocks):
         size = -(-len(blocks) // MAX_TASKS)
-        self._blocks = blocks
+        self._blocks, self._known = blocks, {}
         self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
         self.client.run(_store, handle.token, "groups", self._groups)
 
@@ -161,25 +164,50 @@ class DaskExecutor:
         """The triplets of :func:`~.lmnn_stream.terms_block` over ``blocks``, per task
         (:func:`~.lmnn_stream.collect_terms` over its group of blocks).
 
-        A task's triplets travel at once if they are at most its share
-        ``max_terms / tasks``; larger ones stay in the worker's memory until the counts
-        of all tasks are known. Past ``max_terms`` in all, it raises
+        Deltas: a task sends the keys of its violated triplets added and removed since
+        the set it reported at this executor's last completed check (the whole set if
+        its worker does not hold that one: restarted, another worker, a check that
+        overflowed); the executor keeps each task's set and rebuilds it, so the result
+        does not depend on what travelled. A task's message travels at once if it holds
+        at most its share ``max_terms / tasks`` of keys; larger ones stay in the
+        worker's memory until the counts of all tasks are known. Past ``max_terms``
+        violated triplets in all, it raises
         :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
         from .lmnn_stream import TooManyTerms
 
+        client = self.client
+
         def run():
-            futures = self._submit(_group_terms, fn, data, args, {**kwargs, "max_terms": max_terms})
+            self._checks += 1
+            epoch, args_ = self._checks, self._inline(args)
+            # each task goes back to the worker that holds its last report, if alive
+            futures = [client.submit(_group_terms, fn, data.token, g, *args_, pure=False,
+                                     base=self._known.get(g, (None,))[0], epoch=epoch,
+                                     max_terms=max_terms, **kwargs,
+                                     **self._placement(g))
+                       for g in range(len(self._groups))]  # fmt: skip
             share = None if max_terms is None else max_terms // len(futures)
-            parts = self._gather([self.client.submit(_small, f, share, pure=False)
-                                  for f in futures])  # fmt: skip
+            parts = self._gather([client.submit(_small, f, share, pure=False) for f in futures])
             count = sum(p["count"] for p in parts)
             if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
-                self.client.cancel(futures)
+                client.cancel(futures)
                 raise TooManyTerms(f"more than {max_terms} hinge terms")
             held = [g for g, p in enumerate(parts) if p.get("held")]
             for g, part in zip(held, self._gather([futures[g] for g in held]) if held else []):
                 parts[g] = part
-            return parts
+            known = {g: (epoch, _rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
+            self._known = known  # only once the whole check has arrived
+            self._where = {g: p["worker"] for g, p in enumerate(parts) if p.get("worker")}
+            self.keys_moved += sum(p["size"] for p in parts)
+            T = self._data.targets
+            n, k = T.shape
+            out = []
+            for _, keys in known.values():
+                ij, l_ = np.divmod(keys, n)
+                i, slot = np.divmod(ij, k)
+                out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys),
+                            "overflow": False})  # fmt: skip
+            return out
 
         return self._retrying(data, blocks, run)
 
@@ -215,13 +243,23 @@ class DaskExecutor:
 
         return self._retrying(data, None, run)
 
-    def _submit(self, task, fn, handle, args, kwargs):
+    def _placement(self, g):
+        where = self._where.get(g)
+        return {} if where is None else {"workers": where, "allow_other_workers": True}
+
+    def _inline(self, args):
+        """``args``, with arrays broadcast once if inlining them in every task is costly."""
         client = self.client
         # L: inline in each task while that is cheap, else broadcast once
         inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups)
         if inline > INLINE_BYTES:
             args = [client.scatter([a], broadcast=True, hash=False)[0] if _is_array(a) else a
                     for a in args]  # fmt: skip
+        return args
+
+    def _submit(self, task, fn, handle, args, kwargs):
+        client = self.client
+        args = self._inline(args)
         return [client.submit(task, fn, handle.token, g, *args, pure=False, **kwargs)
                 for g in range(len(self._groups))]  # fmt: skip
 
@@ -292,20 +330,56 @@ def _chunk(fn, token, chunk, **kwargs):
     return fn(chunk, data, **kwargs)
 
 
-def _group_terms(fn, token, g, *args, **kwargs):
-    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, triplets concatenated."""
+def _group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
+    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, as triplet keys
+    ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
+    set reported at check ``base`` if this worker holds it, else all (``full``). Stores
+    the set reported now."""
     from .lmnn_stream import collect_terms
 
     data, group = _entry(token, g)
-    return collect_terms(fn, group, data, *args, **kwargs)
+    part = collect_terms(fn, group, data, *args, **kwargs)
+    if part["overflow"]:
+        return {**part, "size": 0}
+    n, k = data.targets.shape
+    I = part["I"].astype(np.int64)
+    slot = np.argmax(data.targets[I] == part["J"][:, None], axis=1)
+    keys = np.sort((I * k + slot) * n + part["L"])  # < n²k: int64 up to n ≈ 1.7e9 (k = 3)
+    reported = _STORE[token].setdefault("reported", {})
+    prev = reported.get(g)
+    reported[g] = (epoch, keys)
+    out = {"count": part["count"], "overflow": False, "worker": _worker_address()}
+    if prev is None or base is None or prev[0] != base:
+        return {**out, "full": True, "keys": keys, "size": len(keys)}
+    added = np.setdiff1d(keys, prev[1], assume_unique=True)
+    removed = np.setdiff1d(prev[1], keys, assume_unique=True)
+    return {**out, "full": False, "added": added, "removed": removed,
+            "size": len(added) + len(removed)}  # fmt: skip
+
+
+def _rebuild(known, part):
+    """A task's sorted keys from its message (:func:`_group_terms`) and the last set."""
+    if part["full"]:
+        return part["keys"]
+    keys = np.setdiff1d(known[1], part["removed"], assume_unique=True)
+    return np.union1d(keys, part["added"])
 
 
 def _small(part, share):
     """``part`` if it may travel now, else its count (``held``: it stays on the worker)."""
-    if part["overflow"] or share is None or part["count"] <= share:
+    if part["overflow"] or share is None or part["size"] <= share:
         return part
-    return {"I": None, "J": None, "L": None, "count": part["count"], "overflow": False,
-            "held": True}  # fmt: skip
+    return {"count": part["count"], "overflow": False, "size": part["size"], "held": True,
+            "worker": part.get("worker")}  # fmt: skip
+
+
+def _worker_address():
+    from distributed import get_worker
+
+    try:
+        return [get_worker().address]
+    except ValueError:  # pragma: no cover - not in a worker
+        return None
 
 
 class _Handle:
