@@ -200,7 +200,7 @@ class ActiveSetOracle:
         collapse = max(self.max_terms, 4 * len(self.keys))
         limit = budget if accepted else collapse if budget is None else min(budget, collapse)
         try:
-            I, J, L, _ = self._search(M, components, limit)
+            I, J, L = self._search(M, components, limit)
         except TooManyTerms:
             self.full_checks += 1
             if accepted:
@@ -216,17 +216,22 @@ class ActiveSetOracle:
         return not changed
 
     def _search(self, M, components, limit):
-        """:func:`hinge_terms` at ``M``, remembered: the drivers often ask for the exact
-        objective and then a full check at the same point (one search on large data
-        costs hundreds of evaluations)."""
+        """The violated triplets ``(I, J, L)`` at ``M`` (all of them: a full search),
+        remembered: the drivers often ask for the exact objective and then a full check
+        at the same point (one search on large data costs hundreds of evaluations).
+        Brute-force searches run as the executor's block map (:mod:`.lmnn_stream`), tree
+        searches in this process."""
         memo = self._memo
         if memo is not None and np.array_equal(memo[0], M):
             if limit is not None and len(memo[1][0]) > limit:
                 raise TooManyTerms(f"more than {limit} candidate hinge terms")
             return memo[1]
-        out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
-                          components=components, search=self.search,
-                          max_terms=limit)  # fmt: skip
+        if self.search in (None, "brute"):
+            out = self._streamer().terms(self._components(M, components), limit)
+        else:
+            out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                              components=components, search=self.search,
+                              max_terms=limit)[:3]  # fmt: skip
         self._memo = (np.array(M, copy=True), out)
         return out
 
@@ -441,9 +446,13 @@ class ActiveSetOracle:
         Lc, h = self._components(M, components), None
         if self.mode == "active_set":
             try:
-                h = self._search(M, Lc, self.term_budget)[3]
+                I, J, L = self._search(M, Lc, self.term_budget)
             except TooManyTerms:
                 pass
+            else:  # the terms' values, in double precision from Z = X Lᵀ
+                Z = self.X @ Lc.T
+                a, b = Z[I] - Z[J], Z[I] - Z[L]
+                h = 1.0 + np.einsum("ij,ij->i", a, a) - np.einsum("ij,ij->i", b, b)
         if h is None:
             return self._streamer().objective(M, Lc)
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
