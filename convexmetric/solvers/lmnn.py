@@ -307,18 +307,18 @@ class ActiveSetOracle:
             stable = self.full_check(M, Lc, accepted=False)
             if self.mode == "streaming":
                 return None
-            # for the schedule, a handful of new terms in a long list is stable too (the
+            # for the schedule, new terms under 1% of a long list count as stable (the
             # final check at convergence still asks for none)
-            stable = stable or self._new_terms <= 1e-3 * len(self.keys)
+            stable = stable or self._new_terms <= 1e-2 * len(self.keys)
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
             # interval doubles while checks find nothing new, up to a cap that keeps the
             # checks' flops at most about those of the evaluations between them (on large
-            # data a check costs hundreds of evaluations); new violations halve it (down
-            # to check_every once past the start-up ramp)
+            # data a check costs hundreds of evaluations); new violations halve it (not
+            # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
             if stable:
                 self._interval = min(2 * self._interval, self._check_cap())
             else:
-                self._interval = max(self._interval // 2, min(self.check_every, self._interval))
+                self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
             self._next_check = self.calls + self._interval
         self.calls += 1
         Z = self.X @ Lc.T
