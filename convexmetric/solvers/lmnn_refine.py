@@ -43,9 +43,10 @@ def refine_components(
 ):
     """Continuation over σ of L-BFGS on the smoothed eq. (14) in ``L``; a SolveResult.
 
-    ``gap_tol``: when the oracle streams (``oracle.mode == "streaming"``, every
-    evaluation a full pass over the data), stop as soon as the certified relative gap
-    is within it instead of refining on.
+    ``gap_tol``: stop as soon as the certified relative gap ``(best − bound)/best`` is
+    within it (after a strict full check at the best point) instead of refining on. The
+    bound of each stage is :meth:`~.lmnn.ActiveSetOracle.lower_bound` with the best
+    attained value (which enables the crossover of :mod:`.lmnn_dual` near convergence).
     """
     t0 = time.perf_counter()
     d = L0.shape[1]
