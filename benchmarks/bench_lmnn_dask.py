@@ -59,9 +59,9 @@ def per_eval(ev, L, evals):
 def _held():
     from dask.sizeof import sizeof
 
-    from convexmetric.solvers.lmnn_dask import _STORE
+    from convexmetric.solvers.lmnn_dask_worker import STORE
 
-    return sizeof(list(_STORE.values()))
+    return sizeof(list(STORE.values()))
 
 
 def outgoing(client):
