@@ -35,6 +35,7 @@ hangs on a cluster that lost all its workers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import uuid
@@ -280,7 +281,7 @@ class DaskExecutor:
         client = self.client
         try:
             return client.sync(client._gather, futures, callback_timeout=self.timeout)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
             client.cancel(futures)
             raise DaskBackendError(
                 f"LMNN's block evaluation on the Dask cluster did not finish within "
