@@ -29,10 +29,11 @@ from ._validation import (
 from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
 from .neighbors import loo_error, target_neighbors
+from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 from .problems import lmnn as P
 from .solvers.lmnn import check_memory_limit
 from .solvers.lmnn import solve as solve_large_scale
-from .solvers.lmnn_dask import check_backend, energy_chunk, executor_for, knn_chunk, predict_blocks
+from .solvers.lmnn_dask import check_backend, executor_for
 from .solvers.lmnn_exact import solve_working_set
 
 logger = logging.getLogger(__name__)

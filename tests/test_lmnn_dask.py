@@ -304,6 +304,7 @@ def test_dask_client_local_cluster_is_closed():
 
 
 def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
+    from convexmetric import predict_blocks
     from convexmetric.solvers import lmnn_dask
 
     X, ylab, _, _ = wine
@@ -313,7 +314,7 @@ def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
     remote = LMNN(tol=1e-3, backend="dask")  # fitted locally, predicting on the cluster
     for name in ("components_", "metric_", "classes_", "targets_", "_X", "_y", "n_features_in_"):
         setattr(remote, name, getattr(local, name))
-    monkeypatch.setattr(lmnn_dask, "PREDICT_ROWS", 100)  # 5 blocks of test rows
+    monkeypatch.setattr(predict_blocks, "PREDICT_ROWS", 100)  # 5 blocks of test rows
     calls = []
     real = lmnn_dask.DaskExecutor.map_chunks
     monkeypatch.setattr(lmnn_dask.DaskExecutor, "map_chunks",

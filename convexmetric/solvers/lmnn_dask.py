@@ -35,11 +35,23 @@ hangs on a cluster that lost all its workers.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import uuid
 
 import numpy as np
+
+from .lmnn_dask_worker import (
+    WorkerDataMissing,
+    chunk_task,
+    drop,
+    group_sums,
+    group_terms,
+    rebuild,
+    small_part,
+    store,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -136,19 +148,19 @@ class DaskExecutor:
         so that it can be sent again after a worker failure."""
         self._data, self._blocks, self._known = data, None, {}
         handle = _Handle(uuid.uuid4().hex)
-        self.client.run(_store, handle.token, "data", data)
+        self.client.run(store, handle.token, "data", data)
         return handle
 
     def _send_blocks(self, handle, blocks):
         size = -(-len(blocks) // MAX_TASKS)
         self._blocks, self._known = blocks, {}
         self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
-        self.client.run(_store, handle.token, "groups", self._groups)
+        self.client.run(store, handle.token, "groups", self._groups)
 
     def _resend(self, handle):
         self.rescatters += 1
-        self.client.run(_store, handle.token, "data", self._data)
-        self.client.run(_store, handle.token, "groups", self._groups)
+        self.client.run(store, handle.token, "data", self._data)
+        self.client.run(store, handle.token, "groups", self._groups)
 
     # -- one evaluation -----------------------------------------------------------
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
@@ -158,7 +170,7 @@ class DaskExecutor:
         once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
         of consecutive blocks and returns their partial sums added (``fn`` returns a
         dict of numbers and arrays); the results come back in block order."""
-        return self._retrying(data, blocks, lambda: self._run(_group, fn, data, args, kwargs))
+        return self._retrying(data, blocks, lambda: self._run(group_sums, fn, data, args, kwargs))
 
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
         """The triplets of :func:`~.lmnn_stream.terms_block` over ``blocks``, per task
@@ -181,13 +193,13 @@ class DaskExecutor:
             self._checks += 1
             epoch, args_ = self._checks, self._inline(args)
             # each task goes back to the worker that holds its last report, if alive
-            futures = [client.submit(_group_terms, fn, data.token, g, *args_, pure=False,
+            futures = [client.submit(group_terms, fn, data.token, g, *args_, pure=False,
                                      base=self._known.get(g, (None,))[0], epoch=epoch,
                                      max_terms=max_terms, **kwargs,
                                      **self._placement(g))
                        for g in range(len(self._groups))]  # fmt: skip
             share = None if max_terms is None else max_terms // len(futures)
-            parts = self._gather([client.submit(_small, f, share, pure=False) for f in futures])
+            parts = self._gather([client.submit(small_part, f, share, pure=False) for f in futures])
             count = sum(p["count"] for p in parts)
             if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
                 client.cancel(futures)
@@ -195,7 +207,7 @@ class DaskExecutor:
             held = [g for g, p in enumerate(parts) if p.get("held")]
             for g, part in zip(held, self._gather([futures[g] for g in held]) if held else []):
                 parts[g] = part
-            known = {g: (epoch, _rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
+            known = {g: (epoch, rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
             self._known = known  # only once the whole check has arrived
             self._where = {g: p["worker"] for g, p in enumerate(parts) if p.get("worker")}
             self.keys_moved += sum(p["size"] for p in parts)
@@ -238,7 +250,7 @@ class DaskExecutor:
         client = self.client
 
         def run():
-            return self._gather([client.submit(_chunk, fn, data.token, c, pure=False, **kwargs)
+            return self._gather([client.submit(chunk_task, fn, data.token, c, pure=False, **kwargs)
                                  for c in chunks])  # fmt: skip
 
         return self._retrying(data, None, run)
@@ -269,7 +281,7 @@ class DaskExecutor:
         client = self.client
         try:
             return client.sync(client._gather, futures, callback_timeout=self.timeout)
-        except TimeoutError:
+        except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
             client.cancel(futures)
             raise DaskBackendError(
                 f"LMNN's block evaluation on the Dask cluster did not finish within "
@@ -281,105 +293,7 @@ class DaskExecutor:
 
     def close(self, handle):
         """Drop this fit's data from the workers' stores (else the next fits evict it)."""
-        self.client.run(_drop, handle.token)
-
-
-class WorkerDataMissing(RuntimeError):
-    """A worker that has not received this fit's data (restarted, or joined later)."""
-
-
-#: per worker process: token -> {"data": StreamData, "groups": [[rows, ...], ...]}
-_STORE: dict = {}
-#: fits whose data a worker keeps (the oldest is evicted)
-_STORE_FITS = 2
-
-
-def _store(token, key, value):
-    _STORE.setdefault(token, {})[key] = value
-    while len(_STORE) > _STORE_FITS:
-        _STORE.pop(next(iter(_STORE)))
-
-
-def _drop(token):
-    _STORE.pop(token, None)
-
-
-def _entry(token, g):
-    entry = _STORE.get(token, {})
-    if "data" not in entry or "groups" not in entry:
-        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
-    return entry["data"], entry["groups"][g]
-
-
-def _group(fn, token, g, *args, **kwargs):
-    """``fn`` over group ``g`` of consecutive blocks, partial sums added in block order
-    (one block: its result as is, so small problems match the local executor bit for
-    bit). Values are numbers, arrays or None."""
-    data, group = _entry(token, g)
-    total = fn(group[0], data, *args, **kwargs)
-    for rows in group[1:]:
-        part = fn(rows, data, *args, **kwargs)
-        total = {key: None if v is None else v + part[key] for key, v in total.items()}
-    return total
-
-
-def _chunk(fn, token, chunk, **kwargs):
-    data = _STORE.get(token, {}).get("data")
-    if data is None:
-        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
-    return fn(chunk, data, **kwargs)
-
-
-def _group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
-    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, as triplet keys
-    ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
-    set reported at check ``base`` if this worker holds it, else all (``full``). Stores
-    the set reported now."""
-    from .lmnn_stream import collect_terms
-
-    data, group = _entry(token, g)
-    part = collect_terms(fn, group, data, *args, **kwargs)
-    if part["overflow"]:
-        return {**part, "size": 0}
-    n, k = data.targets.shape
-    I = part["I"].astype(np.int64)
-    slot = np.argmax(data.targets[I] == part["J"][:, None], axis=1)
-    keys = np.sort((I * k + slot) * n + part["L"])  # < n²k: int64 up to n ≈ 1.7e9 (k = 3)
-    reported = _STORE[token].setdefault("reported", {})
-    prev = reported.get(g)
-    reported[g] = (epoch, keys)
-    out = {"count": part["count"], "overflow": False, "worker": _worker_address()}
-    if prev is None or base is None or prev[0] != base:
-        return {**out, "full": True, "keys": keys, "size": len(keys)}
-    added = np.setdiff1d(keys, prev[1], assume_unique=True)
-    removed = np.setdiff1d(prev[1], keys, assume_unique=True)
-    return {**out, "full": False, "added": added, "removed": removed,
-            "size": len(added) + len(removed)}  # fmt: skip
-
-
-def _rebuild(known, part):
-    """A task's sorted keys from its message (:func:`_group_terms`) and the last set."""
-    if part["full"]:
-        return part["keys"]
-    keys = np.setdiff1d(known[1], part["removed"], assume_unique=True)
-    return np.union1d(keys, part["added"])
-
-
-def _small(part, share):
-    """``part`` if it may travel now, else its count (``held``: it stays on the worker)."""
-    if part["overflow"] or share is None or part["size"] <= share:
-        return part
-    return {"count": part["count"], "overflow": False, "size": part["size"], "held": True,
-            "worker": part.get("worker")}  # fmt: skip
-
-
-def _worker_address():
-    from distributed import get_worker
-
-    try:
-        return [get_worker().address]
-    except ValueError:  # pragma: no cover - not in a worker
-        return None
+        self.client.run(drop, handle.token)
 
 
 class _Handle:
@@ -408,53 +322,6 @@ def _is_cluster_failure(exc):
     except ImportError:  # pragma: no cover
         pass
     return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
-
-
-# -- prediction by blocks of test rows ---------------------------------------------
-#: test rows per prediction task
-PREDICT_ROWS = 2048
-
-
-def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):
-    """``fn(Q, data, **kwargs)`` by blocks of ``rows`` (default :data:`PREDICT_ROWS`)
-    test rows, results concatenated.
-
-    ``executor=None`` calls ``fn`` once on all rows in this process; a
-    :class:`DaskExecutor` sends ``data`` (the training side) to the workers' stores
-    once and maps ``fn`` over the blocks, each travelling with its task. ``Q`` may be
-    a tuple of arrays with the same rows (cut together)."""
-    if executor is None:
-        return fn(Q, data, **kwargs)
-    rows = PREDICT_ROWS if rows is None else rows
-    m = len(Q[0]) if isinstance(Q, tuple) else len(Q)
-    cut = (
-        (lambda s: tuple(None if a is None else a[s : s + rows] for a in Q))
-        if isinstance(Q, tuple)
-        else (lambda s: Q[s : s + rows])
-    )
-    handle = executor.scatter(data)
-    try:
-        parts = executor.map_chunks(fn, [cut(s) for s in range(0, m, rows)], handle, **kwargs)
-    finally:
-        executor.close(handle)
-    return np.concatenate(parts) if parts else fn(cut(0), data, **kwargs)
-
-
-def knn_chunk(Z, data, k):
-    """kNN labels (encoded) of the rows ``Z``; ``data = (Z_train, y_train)``."""
-    from ..neighbors import knn_predict
-
-    return knn_predict(data[0], data[1], Z, k)
-
-
-def energy_chunk(Q, data):
-    """Energy-based labels (eq. 15) of the test rows ``Q = (X, test_clusters)``;
-    ``data``: the keyword arguments of :func:`~convexmetric.energy.energy_predict`
-    without ``X_test`` and ``test_clusters``."""
-    from ..energy import energy_predict
-
-    X, tc = Q
-    return energy_predict(X_test=X, test_clusters=tc, **data)
 
 
 @contextlib.contextmanager
