@@ -657,7 +657,7 @@ def solve(
 
 def _mode_info(oracle):
     info = {"mode": oracle.mode, "memory_limit": oracle.memory_limit}
-    if oracle.stream is not None:
+    if oracle.mode == "streaming":  # (in the active-set mode the evaluator only searches)
         info.update(stream_evaluations=oracle.stream.evaluations,
                     stream_block_rows=oracle.stream.block_rows,
                     switched_after_calls=getattr(oracle, "switched_at", None))  # fmt: skip
@@ -682,8 +682,6 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         executor=executor,
     )
     oracle.tol = tol
-    if getattr(executor, "streams_always", False):  # a cluster executor: no triplet list here
-        oracle._go_streaming()
     M0 = np.eye(d) if M0 is None else M0
     ps = phase1_settings or SubgradientSettings(
         max_iter=max_iter, rtol=1e-4, patience=20, step_scale=0.3
