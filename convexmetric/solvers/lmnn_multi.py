@@ -26,8 +26,8 @@ from ..cones import ProductCone, PSDCone
 from ..problems import lmnn_multi as PM
 from ..problems.lmnn import components_from_metric
 from ..result import SolveResult
-from .lmnn import pair_scatter, psd_scaling
-from .lmnn_multi_certify import close_gap
+from .lmnn import pair_scatter
+from .lmnn_multi_polish import RangeCertificate, polish
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
 
@@ -42,7 +42,7 @@ class MultiMetricOracle:
         self.n = X.shape[0]
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
         self.check_every, self.margin, self.prune = check_every, margin, prune
-        self._null = None
+        self._null = self._cert = None
         self.keys = np.empty(0, np.int64)
         self.lam_bar = np.zeros(0)  # dual prox centre of the smoothed stage, aligned with keys
         self._set(self.keys)
@@ -149,15 +149,14 @@ class MultiMetricOracle:
         null space, where the pull term does not see it), so the estimate is
         projected onto it: those ``λ_t`` are set to 0. Without it one such triplet
         makes every ``θ > 0`` infeasible (digits: constant pixels within a class; the
-        bound was 1.2e-5 against an optimum of 211). The remaining ``λ`` is scaled by
-        the largest ``θ ∈ [0, 1]`` keeping all blocks PSD (bisection from
-        ``S_g(0) = (1 − μ)P_g ⪰ 0``), so the bound is valid for any estimate.
+        bound was 1.2e-5 against an optimum of 211). The remaining ``λ`` is repaired
+        exactly by :class:`.lmnn_multi_polish.RangeCertificate`
+        (scaling by ``1/(1 − ν)``, ``ν`` the smallest generalised eigenvalue of
+        ``(S_g(λ), (1 − μ)P_g)`` over the blocks), so the bound is valid for any estimate.
         """
-        z = self._z(Ms)  # first: a due full check may extend the list
-        lam = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
-        lam[self._outside_range()] = 0.0
-        S0 = [(1 - self.mu) * P for P in self.P]
-        return self.mu * psd_scaling(S0, self._grad(lam)) * float(lam.sum())
+        if self._cert is None:
+            self._cert = RangeCertificate(self)
+        return self._cert.bound(self._cert.multipliers(Ms, sigma))[0]
 
     def _outside_range(self, rtol=1e-10, atol=1e-12):
         """Listed triplets whose impostor difference leaves ``range(P_{g(l)})``."""
@@ -247,17 +246,25 @@ def refine_factors(
     Ms0,
     *,
     sigma0=0.03,
-    sigma_factor=0.3,
+    sigma_factor=1.0,
     sigma_min=1e-6,
-    stage_iter=300,
+    stage_iter=100,
+    first_stage=5,
     rtol=1e-7,
     stalls=2,
+    switch_gap=None,
     time_limit=None,
 ):
-    """Continuation over σ of L-BFGS on the smoothed objective in the factors ``L_g``.
+    """L-BFGS on the smoothed objective in the factors ``L_g``, stage by stage.
 
-    Each stage starts with a full check (so the active list is fixed while L-BFGS runs),
-    and the run ends only when a final check finds no new violated triplet.
+    Each stage starts with a full check (so the active list is fixed while L-BFGS runs)
+    and ends with dual recentring; σ shrinks by ``sigma_factor`` per stage (1: fixed σ,
+    a proximal method of multipliers). Stage ``k`` runs at most
+    ``min(stage_iter, first_stage·2^k)`` iterations: from the phase-1 point the list is
+    stale and long first stages run off to objectives of 10⁴–10⁵ (digits), which the
+    next full check pays for with lists of 10⁵–10⁶ terms. The run ends (after a final
+    check finds no new violated triplet) when the exact objective stalls, σ reaches
+    ``sigma_min`` (``sigma_factor < 1``), or the certified gap is within ``switch_gap``.
     """
     t0 = time.perf_counter()
     Ls = [components_from_metric(M) for M in Ms0]
@@ -268,7 +275,7 @@ def refine_factors(
         Lv = v.reshape(c, d, d)
         return Lv, [L.T @ L for L in Lv]
 
-    evals, sigma, status, stalled, lower = 0, sigma0, "optimal", 0, None
+    evals, sigma, status, stalled, lower, stage = 0, sigma0, "optimal", 0, None, 0
     v = np.stack(Ls).ravel()
     best_v, best_f = v.copy(), float(oracle.objective(metrics(v)[1]))
     history = [best_f]
@@ -286,7 +293,8 @@ def refine_factors(
         while True:
             oracle.full_check(metrics(v)[1])
             try:
-                opts = {"maxiter": stage_iter, "gtol": 1e-12, "ftol": 1e-15, "maxcor": 20}
+                it = min(stage_iter, first_stage << min(stage, 30))
+                opts = {"maxiter": it, "gtol": 1e-12, "ftol": 1e-15, "maxcor": 20}
                 v = minimize(fg, v, jac=True, method="L-BFGS-B", options=opts).x
             except StopIteration:
                 status = "user_limit"
@@ -296,11 +304,15 @@ def refine_factors(
             bound = oracle.lower_bound(metrics(v)[1], sigma)
             lower = bound if lower is None else max(lower, bound)
             little = best_f - f <= rtol * max(abs(best_f), 1e-12)
-            stalled = stalled + 1 if little and sigma < sigma0 else 0
+            stalled = stalled + 1 if little and it >= stage_iter else 0
             if f < best_f:
                 best_v, best_f = v.copy(), f
-            if (stalled >= stalls or sigma <= sigma_min) and oracle.full_check(metrics(best_v)[1]):
+            gap = np.inf if lower is None else (best_f - lower) / max(abs(best_f), 1e-12)
+            done = stalled >= stalls or (sigma_factor < 1 and sigma <= sigma_min)
+            done = done or (switch_gap is not None and gap <= switch_gap)
+            if done and oracle.full_check(metrics(best_v)[1]):
                 break
+            stage += 1
             oracle.recenter(metrics(v)[1], sigma)
             sigma = max(sigma * sigma_factor, sigma_min)
     finally:
@@ -334,6 +346,7 @@ def solve(
     refine_settings=None,
     precondition=True,
     tol=1e-4,
+    polish_sigma=0.3,
 ):
     """Minimise the multi-metric objective; return a :class:`SolveResult`.
 
@@ -343,9 +356,10 @@ def solve(
     its keyword arguments), ``"fista"`` (``refine_settings`` a ``SmoothingSettings``), or
     False. ``precondition=True`` solves in per-block whitened coordinates
     (:class:`WhitenedOracle`, an exact change of variables); ``M0``, the result and the
-    lower bound are in the original coordinates either way. After the L-BFGS
-    refinement, :func:`.lmnn_multi_certify.close_gap` escapes factor saddles until the
-    certified relative gap is within ``tol``; the status is "optimal" only then.
+    lower bound are in the original coordinates either way. The L-BFGS refinement stops
+    at a certified gap of ``switch_gap`` (default 0.02); :func:`.lmnn_multi_polish.polish`
+    (convex, in the ``M^g``, fixed σ = ``polish_sigma``) continues until the certified
+    relative gap is within ``tol``; the status is "optimal" only then.
     """
     t0 = time.perf_counter()
     c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
@@ -369,18 +383,19 @@ def solve(
             rs.time_limit = remaining
             res2 = smoothed_descent(oracle, res.matrices, cone, rs)
         else:
-            kw = dict(refine_settings or {}, time_limit=remaining)
+            kw = dict({"switch_gap": 0.02}, **(refine_settings or {}), time_limit=remaining)
             res2 = refine_factors(oracle, res.matrices, **kw)
             if res2.status != "user_limit":
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-
-                def again(orc, Ms, left):
-                    return refine_factors(orc, Ms, **dict(refine_settings or {}, time_limit=left))
-
-                res2, st, cert = close_gap(oracle, res2, again, tol=tol, time_limit=left)
-                res2.status = st
-                res2.info = dict(res2.info, **cert)
-                extra.update(cert)
+                res3 = polish(oracle, res2.matrices, best_f=res2.objective,
+                              lower=res2.lower_bound, sigma=polish_sigma, tol=tol,
+                              time_limit=left)  # fmt: skip
+                extra.update(res3.info, polish_evaluations=res3.iterations)
+                res2.status, res2.lower_bound = res3.status, res3.lower_bound
+                res2.history += res3.history
+                res2.iterations += res3.iterations
+                if res3.matrices is not None and res3.objective < res2.objective:
+                    res2.matrices, res2.objective = res3.matrices, res3.objective
         history += res2.history
         iterations += res2.iterations
         status, lower = res2.status, res2.lower_bound
