@@ -1,4 +1,4 @@
-"""Multi-metric LMNN: saddle escape, pruned list, repaired bound, polish, status from the certificate."""
+"""Multi-metric LMNN: saddle escape, pruned list, repaired bound, polish, certified status."""
 
 import numpy as np
 import pytest
@@ -107,7 +107,7 @@ def test_repaired_bound_is_below_the_exact_optimum_for_any_multipliers(which, re
     bounds = []
     for _ in range(20):
         lam = rng.uniform(size=len(o.keys)) * (rng.uniform(size=len(o.keys)) < 0.5)
-        lb, nu = cert.bound(lam, F)
+        lb, _ = cert.bound(lam, F)
         assert lb <= value * (1 + 1e-7)
         bounds.append(lb)
         # the scaling repair is the exact θ of the bisection in psd_scaling
