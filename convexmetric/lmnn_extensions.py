@@ -87,7 +87,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         Large-scale solver (started from the single-metric solution) or the full SDP
         in CVXPY (small problems).
     max_iter : int, iterations of the subgradient phase (the L-BFGS refinement follows).
-        300 by default: past that, refinement progresses faster per second.
+        20 by default: the multi-metric optimum is far from the single-metric start
+        (digits: 210 vs 1726) and the refinement makes that move much faster.
     n_neighbors : int or None, k of :meth:`predict` (default ``k``).
     random_state : int or None, seeds k-means.
     time_limit : float or None, seconds for the large-scale solver (status "user_limit").
@@ -111,7 +112,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         mu=0.5,
         n_clusters=None,
         solver="subgradient",
-        max_iter=300,
+        max_iter=20,
         n_neighbors=None,
         random_state=None,
         conic_solver="CLARABEL",

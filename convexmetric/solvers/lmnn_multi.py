@@ -20,13 +20,13 @@ from __future__ import annotations
 import time
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize
 
 from ..cones import ProductCone, PSDCone
 from ..problems import lmnn_multi as PM
 from ..problems.lmnn import components_from_metric
 from ..result import SolveResult
-from .lmnn import pair_scatter
 from .lmnn_multi_polish import RangeCertificate, polish
 from .smoothing import SmoothingSettings, smoothed_descent
 from .subgradient import SubgradientSettings, projected_subgradient
@@ -99,16 +99,24 @@ class MultiMetricOracle:
         return 1.0 + d[self.inv_j] - d[self.inv_l]
 
     def _grad(self, w):
-        """Per-block gradient for hinge weights ``w`` over the active list."""
-        P = len(self.pa)
+        """Per-block gradient for hinge weights ``w`` over the active list.
+
+        All blocks through one sparse product: with ``W`` the ``(c·n) × n`` matrix of
+        the symmetrised pair weights of every block stacked by rows and ``deg`` its row
+        sums, block ``g`` is ``Xᵀ(deg_g X − (WX)_g)`` (one batched GEMM); building one
+        sparse matrix per block cost more than the products (digits: 10 blocks).
+        """
+        P, (n, d), c = len(self.pa), self.X.shape, self.c
         pw = np.bincount(self.inv_j, w, P) - np.bincount(self.inv_l, w, P)
-        out = []
-        for g in range(self.c):
-            r = self.prow[g]
-            r = r[pw[r] != 0]
-            H = pair_scatter(self.X, self.pa[r], self.pb[r], pw[r])
-            out.append((1 - self.mu) * self.P[g] + self.mu * H)
-        return out
+        nz = np.flatnonzero(pw)
+        a, b, blk, ww = self.pa[nz], self.pb[nz], self.g[self.pb[nz]], pw[nz]
+        rows = np.concatenate([blk * n + a, blk * n + b])
+        vals = np.concatenate([ww, ww])
+        W = sp.csr_matrix((vals, (rows, np.concatenate([b, a]))), shape=(c * n, n))
+        deg = np.bincount(rows, vals, c * n).reshape(c, n, 1)
+        R = deg * self.X[None] - (W @ self.X).reshape(c, n, d)
+        H = np.matmul(self.X.T[None], R)
+        return [(1 - self.mu) * self.P[g] + self.mu * 0.5 * (H[g] + H[g].T) for g in range(c)]
 
     def _pull(self, Ms):
         return (1 - self.mu) * float(sum(np.sum(self.P[g] * Ms[g]) for g in range(self.c)))
@@ -253,6 +261,7 @@ def refine_factors(
     rtol=1e-7,
     stalls=2,
     switch_gap=None,
+    exact_stages=0,
     time_limit=None,
 ):
     """L-BFGS on the smoothed objective in the factors ``L_g``, stage by stage.
@@ -265,6 +274,8 @@ def refine_factors(
     next full check pays for with lists of 10⁵–10⁶ terms. The run ends (after a final
     check finds no new violated triplet) when the exact objective stalls, σ reaches
     ``sigma_min`` (``sigma_factor < 1``), or the certified gap is within ``switch_gap``.
+    The first ``exact_stages`` stages search all triplets at every evaluation (the list
+    is rebuilt each time), so the large first move sees the real objective.
     """
     t0 = time.perf_counter()
     Ls = [components_from_metric(M) for M in Ms0]
@@ -292,6 +303,7 @@ def refine_factors(
     try:
         while True:
             oracle.full_check(metrics(v)[1])
+            oracle.check_every = 1 if stage < exact_stages else 1 << 62
             try:
                 it = min(stage_iter, first_stage << min(stage, 30))
                 opts = {"maxiter": it, "gtol": 1e-12, "ftol": 1e-15, "maxcor": 20}
@@ -340,7 +352,7 @@ def solve(
     n_clusters=None,
     *,
     M0=None,
-    max_iter=300,
+    max_iter=20,
     refine=True,
     time_limit=None,
     refine_settings=None,
@@ -352,6 +364,9 @@ def solve(
 
     ``M0`` (one matrix, or one per cluster) is the starting point; the paper starts
     every block at the single-metric LMNN solution. ``result.matrix`` is ``(c, d, d)``.
+    ``max_iter``: projected subgradient iterations before the refinement (on digits 300
+    of them lowered the objective from 1726 to 1707 of an optimum near 210, at the cost
+    of 300 evaluations; 20 by default).
     ``refine``: True (L-BFGS in the factors, :func:`refine_factors`; ``refine_settings``
     its keyword arguments), ``"fista"`` (``refine_settings`` a ``SmoothingSettings``), or
     False. ``precondition=True`` solves in per-block whitened coordinates
@@ -383,7 +398,8 @@ def solve(
             rs.time_limit = remaining
             res2 = smoothed_descent(oracle, res.matrices, cone, rs)
         else:
-            kw = dict({"switch_gap": 0.02}, **(refine_settings or {}), time_limit=remaining)
+            kw = dict({"switch_gap": 0.02, "exact_stages": 3}, **(refine_settings or {}))
+            kw["time_limit"] = remaining
             res2 = refine_factors(oracle, res.matrices, **kw)
             if res2.status != "user_limit":
                 left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
