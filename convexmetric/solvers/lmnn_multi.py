@@ -205,7 +205,7 @@ def solve(
     refine_settings=None,
     precondition=True,
     tol=1e-4,
-    polish_sigma=0.3,
+    polish_sigma=1.0,
 ):
     """Minimise the multi-metric objective; return a :class:`SolveResult`.
 

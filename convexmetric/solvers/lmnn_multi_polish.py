@@ -26,9 +26,10 @@ and the smoothed multipliers leave ``S_g`` indefinite). :func:`polish` runs FIST
 convex smoothed objective in the ``M^g`` themselves (projection: one ``eigh`` per block)
 at a *fixed, large* σ with dual recentring after every stage — a proximal method of
 multipliers: each inner minimiser makes ``S_g(λ)`` PSD, so the bound converges as the
-multipliers do. On digits (standard split) a large σ (1.0) certified in tens of
-iterations what σ = 0.01 did not in hundreds; the primal is the best point seen by any
-stage.
+multipliers do. On digits (standard split), from the same factor point (objective
+210.3775, bound 209.46): σ = 0.01 was at 1.4e-2 after 100 evaluations, σ = 0.3 and 1.0 at
+8.3e-4 after 130; to 1e-4, σ = 1.0 took 2,300 evaluations and σ = 0.3 3,700. The primal
+is the best point seen by any stage.
 """
 
 from __future__ import annotations

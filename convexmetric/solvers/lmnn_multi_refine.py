@@ -95,6 +95,7 @@ def refine_factors(
     stalls=2,
     switch_gap=None,
     exact_stages=0,
+    maxcor=20,
     time_limit=None,
 ):
     """L-BFGS on the smoothed objective in the factors ``L_g``, stage by stage.
@@ -139,7 +140,7 @@ def refine_factors(
             oracle.check_every = 1 if stage < exact_stages else 1 << 62
             try:
                 it = min(stage_iter, first_stage << min(stage, 30))
-                opts = {"maxiter": it, "gtol": 1e-12, "ftol": 1e-15, "maxcor": 20}
+                opts = {"maxiter": it, "gtol": 1e-12, "ftol": 1e-15, "maxcor": maxcor}
                 v = minimize(fg, v, jac=True, method="L-BFGS-B", options=opts).x
             except StopIteration:
                 status = "user_limit"
