@@ -119,6 +119,64 @@ def synthetic_child():
     )
 
 
+ML_SCRIPT = """
+import sys, time, numpy as np
+from metric_learn import LMNN
+X, y = np.load(sys.argv[1] + "/X.npy"), np.load(sys.argv[1] + "/y.npy")
+t0 = time.perf_counter()
+m = LMNN(n_neighbors=3, regularization=0.5, random_state=0).fit(X, y)
+print(time.perf_counter() - t0)
+np.save(sys.argv[1] + "/L.npy", m.components_)
+"""
+
+
+def versus_metric_learn():
+    """Default ``LMNN().fit`` on the digits standard split vs metric-learn 0.7.0's LMNN,
+    side by side: metric-learn runs in the interpreter named by ``METRIC_LEARN_PYTHON``
+    (a separate venv with numpy<1.25, scipy<1.11, scikit-learn<1.3, metric-learn==0.7.0;
+    it does not install next to today's scikit-learn), both on this machine now."""
+    import os
+    import tempfile
+
+    from convexmetric import LMNN
+
+    X, y, Xte, yte, T = instance("digits")
+    print(f"\n== digits default fit vs metric-learn 0.7.0: {X.shape[0]} × {X.shape[1]}")
+    times, model = [], None
+    for _ in range(3):
+        t0 = time.perf_counter()
+        model = LMNN(k=3, mu=0.5).fit(X, y)
+        times.append(time.perf_counter() - t0)
+    r, ours = model.result_, min(times)
+    print(
+        f"convexmetric LMNN().fit: {ours:.2f} s (best of 3: "
+        f"{', '.join(f'{t:.2f}' for t in times)}), objective {r.objective:.4f}, certified "
+        f"gap {r.info['certified_gap']:.1e} [{r.status}], 3-NN test error "
+        f"{knn_error(model.transform(X), y, model.transform(Xte), yte, 3):.2%}"
+    )
+    python = os.environ.get("METRIC_LEARN_PYTHON")
+    if not python:
+        print(
+            f"  (METRIC_LEARN_PYTHON unset: metric-learn's recorded {METRIC_LEARN_SECONDS} s; "
+            f"time ratio {ours / METRIC_LEARN_SECONDS:.2f}, target ≤ 0.33)"
+        )
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        np.save(f"{tmp}/X.npy", X)
+        np.save(f"{tmp}/y.npy", y)
+        out = subprocess.run([python, "-c", ML_SCRIPT, tmp], check=True, capture_output=True,
+                             text=True, env=dict(os.environ, OMP_NUM_THREADS="1"))  # fmt: skip
+        ml_seconds = float(out.stdout.split()[-1])
+        L = np.load(f"{tmp}/L.npy")
+    ml_obj = P.objective(L.T @ L, X, T, y, 0.5)
+    print(
+        f"metric-learn 0.7.0 LMNN: {ml_seconds:.2f} s, objective {ml_obj:.4f} (eq. (14) at "
+        f"its metric), 3-NN test error {knn_error(X @ L.T, y, Xte @ L.T, yte, 3):.2%}\n"
+        f"  time ratio ours / metric-learn {ours / ml_seconds:.2f} (target ≤ 0.33); "
+        f"objective ratio {r.objective / ml_obj:.4f}"
+    )
+
+
 def scale_child(name):
     """One default ``LMNN().fit`` of the scale issue; prints one JSON line."""
     from convexmetric import LMNN
@@ -182,6 +240,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="skip the plain CVXPY solves")
     ap.add_argument("--scale", action="store_true", help="only the rows of the scale issue")
+    ap.add_argument(
+        "--versus",
+        action="store_true",
+        help="only the digits default fit vs metric-learn (METRIC_LEARN_PYTHON)",
+    )
     ap.add_argument("--synthetic-child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--scale-child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -194,9 +257,13 @@ def main():
     if args.scale:
         scale()
         return
+    if args.versus:
+        versus_metric_learn()
+        return
     for name in ("iris", "wine", "breast_cancer"):  # plain CVXPY on breast_cancer: too slow
         small(name, plain=not args.quick and name != "breast_cancer")
     digits()
+    versus_metric_learn()
     print()
     sys.stdout.flush()
     subprocess.run([sys.executable, __file__, "--synthetic-child"], check=True)

@@ -1,13 +1,16 @@
-"""LMNN's streaming block map on Dask: 1 vs 2 local worker processes, side by side.
+"""LMNN's block map on Dask: 1 vs 2 local worker processes, side by side.
 
 Run from the repository root: ``python benchmarks/bench_lmnn_dask.py`` (digits and
 ``augmented_digits``, a few minutes; ``--quick``: digits only; ``--fit``: also a full
 ``LMNN(backend="dask", tol=1e-3)`` fit on digits per cluster size). Standard split,
 k = 3, mu = 0.5.
 
-Per evaluation (one pass over all triplets: objective, gradient; at ``L`` learned by
-the local ``LMNN()`` on digits, near the optimum where most evaluations are): wall
-time in this process (``LocalExecutor``) and on a
+Two kinds of evaluation, at ``L`` learned by the local ``LMNN()`` on digits (near the
+optimum, where most evaluations are): a *full check* of the active-set mode (the
+violated triplets, gathered into the client's active list; the only cluster work of
+that mode besides exact objectives) and a *streaming* evaluation (one pass over all
+triplets: objective and gradient sums). Wall time in this process (``LocalExecutor``)
+and on a
 ``LocalCluster(processes=True, threads_per_worker=1)`` of
 1 and 2 workers; the data each worker holds (``dask.sizeof`` of its store, sent once
 per fit) and the bytes moved per evaluation from Dask's own counter, the workers'
@@ -35,6 +38,14 @@ def instance(name):
     Xtr, _, ytr, _ = datasets.load_split(name)
     _, y = np.unique(ytr, return_inverse=True)
     return Xtr, y, target_neighbors(Xtr, y, 3)
+
+
+def per_check(ev, L, evals):
+    ev.terms(L)  # warm-up
+    t = time.perf_counter()
+    for _ in range(evals):
+        I, _, _ = ev.terms(L)
+    return (time.perf_counter() - t) / evals, len(I)
 
 
 def per_eval(ev, L, evals):
@@ -65,10 +76,12 @@ def run(name, evals, fit, L):
     P = pull_matrix(X, T)
     ev = StreamingEvaluator(X, y, T, 0.5, P, executor=LocalExecutor())
     t_local, ref = per_eval(ev, L, evals)
+    c_local, violated = per_check(ev, L, evals)
     blocks = len(ev.blocks)
     print(f"\n{name}: n={n}, d={d}, {blocks} row blocks of ≤{ev.block_rows} rows, "
           f"{ref['count']} positive hinge terms at L")  # fmt: skip
-    print(f"  local (this process): {t_local * 1e3:8.1f} ms / evaluation")
+    print(f"  local (this process): {t_local * 1e3:8.1f} ms / streaming evaluation, "
+          f"{c_local * 1e3:8.1f} ms / full check")  # fmt: skip
     rows = []
     for workers in (1, 2):
         with (
@@ -86,17 +99,31 @@ def run(name, evals, fit, L):
             t_eval, out = per_eval(dev, L, evals)
             moved = (outgoing(client) - b0) / (evals + 1)  # per_eval warms up once
             same = out["value"] == ref["value"] and np.array_equal(out["G"], ref["G"])
+            # a full check's traffic: the first (every task sends its whole set), then at
+            # a nearby point (each task sends what changed since its last report)
+            b0 = outgoing(client)
+            dev.terms(L)
+            b1 = outgoing(client)
+            nearby = len(dev.terms(L * 1.01)[0])
+            b2 = outgoing(client)
+            check_moved, delta_moved = b1 - b0, b2 - b1
+            t_check, found = per_check(dev, L, evals)
             row = dict(workers=workers, ms=t_eval * 1e3, scatter_s=t_scatter,
-                       scattered_MB=scattered / 1e6, moved_kB=moved / 1e3, same=same)  # fmt: skip
+                       scattered_MB=scattered / 1e6, moved_kB=moved / 1e3, same=same,
+                       check_ms=t_check * 1e3, check_kB=check_moved / 1e3,
+                       delta_kB=delta_moved / 1e3, nearby=nearby,
+                       same_check=found == violated)  # fmt: skip
             if fit:
                 from convexmetric import LMNN
 
                 Xtr, _, ytr, _ = datasets.load_split(name)
                 t = time.perf_counter()
                 m = LMNN(backend="dask", tol=1e-3).fit(Xtr, ytr)
+                info = m.result_.info
                 row.update(fit_s=time.perf_counter() - t, fit_obj=m.objective_,
-                           fit_status=m.result_.status,
-                           fit_evals=m.result_.info["stream_evaluations"])  # fmt: skip
+                           fit_status=m.result_.status, fit_mode=info["mode"],
+                           fit_evals=info.get("stream_evaluations"),
+                           fit_checks=info["full_checks"])  # fmt: skip
             rows.append(row)
     on_paper = min(blocks, MAX_TASKS) * d * d * 8 / 1e3
     for r in rows:
@@ -106,13 +133,22 @@ def run(name, evals, fit, L):
                 f"{r['scattered_MB']:.2f} MB held per worker; "
                 f"moved per evaluation {r['moved_kB']:.1f} kB "
                 f"(workers' outgoing) + L in task messages {on_paper:.1f} kB on paper; "
-                f"identical sums: {r['same']}")  # fmt: skip
+                f"identical sums: {r['same']}\n"
+                f"      full check: {r['check_ms']:8.1f} ms "
+                f"(x{r['check_ms'] / (c_local * 1e3):.2f} of local); moved: first check "
+                f"{r['check_kB']:.1f} kB ({violated} violated triplets, as int64 keys "
+                f"{violated * 8 / 1e3:.1f} kB on paper), next at 1.01·L "
+                f"{r['delta_kB']:.1f} kB (the change; {r['nearby']} violated there); "
+                f"same: {r['same_check']}")  # fmt: skip
         if "fit_s" in r:
             line += (f"\n      fit tol=1e-3: {r['fit_s']:.1f} s, objective {r['fit_obj']:.6f}, "
-                     f"{r['fit_status']}, {r['fit_evals']} evaluations")  # fmt: skip
+                     f"{r['fit_status']}, mode {r['fit_mode']}, {r['fit_checks']} full checks, "
+                     f"{r['fit_evals']} exact/streaming evaluations")  # fmt: skip
         print(line)
     if len(rows) == 2:
-        print(f"  2 vs 1 worker: x{rows[0]['ms'] / rows[1]['ms']:.2f} speed-up per evaluation")
+        sp_eval, sp_check = rows[0]["ms"] / rows[1]["ms"], rows[0]["check_ms"] / rows[1]["check_ms"]
+        print(f"  2 vs 1 worker: x{sp_eval:.2f} speed-up per streaming evaluation, "
+              f"x{sp_check:.2f} per full check")  # fmt: skip
 
 
 def on_paper(n=1_000_000, d=64, k=3, workers=32, memory_limit=1 << 30):
@@ -122,14 +158,14 @@ def on_paper(n=1_000_000, d=64, k=3, workers=32, memory_limit=1 << 30):
     block_rows = plan_blocks(n, d, k, memory_limit)[0]
     blocks = -(-n // block_rows)
     gemm = 2.0 * n * n * (d + 1)  # the float32 candidate GEMMs over all blocks
-    z = 2.0 * n * d * d * blocks  # Z = X Lᵀ, recomputed per block (as hinge_block does)
+    z = 2.0 * n * d * d * workers  # Z = X Lᵀ, once per worker and evaluation (project)
     mem = n * d * 8 + n * k * 8 + block_rows * n * 16  # data replica + one block's distances
     tasks = min(blocks, MAX_TASKS)  # consecutive blocks share a task beyond MAX_TASKS
     traffic = tasks * (d * d * 8 + d * d * 8 + 64)  # L in, G and scalars out, per task
     print(f"\nOn paper, 1M points × {d}, k={k}, {workers} workers, {block_rows}-row blocks "
           f"(memory_limit {memory_limit >> 20} MiB) in {tasks} tasks:")  # fmt: skip
-    print(f"  flops per evaluation: {gemm:.2e} (candidate GEMMs) + {z:.2e} (Z = X Lᵀ per "
-          f"block) -> {(gemm + z) / workers:.2e} per worker")  # fmt: skip
+    print(f"  flops per evaluation: {gemm:.2e} (candidate GEMMs) + {z:.2e} (Z = X Lᵀ once "
+          f"per worker) -> {(gemm + z) / workers:.2e} per worker")  # fmt: skip
     print(f"  memory per worker: {mem / 1e9:.2f} GB (a full replica of X, targets; one block)")
     data = n * (d + k + 1) * 8 / 1e9 * workers
     print(f"  traffic per evaluation: {traffic / 1e6:.1f} MB in all (L in, d×d partial sums "
@@ -137,6 +173,8 @@ def on_paper(n=1_000_000, d=64, k=3, workers=32, memory_limit=1 << 30):
     print(
         "  (the exact recheck of candidate triplets adds O(candidates · d) per block; not counted)"
     )
+    print("  a full check of the active-set mode: the same flops; it gathers the change of "
+          "the violated set since the last check, 8 bytes a triplet (the first: all)")  # fmt: skip
 
 
 def main():
@@ -145,7 +183,7 @@ def main():
     ap.add_argument("--fit", action="store_true", help="also a full fit on digits")
     ap.add_argument("--evals", type=int, default=5)
     a = ap.parse_args()
-    print("LMNN streaming block map, local vs Dask LocalCluster (timings under load)")
+    print("LMNN block map, local vs Dask LocalCluster (timings under load)")
     from convexmetric import LMNN
 
     Xtr, _, ytr, _ = datasets.load_split("digits")

@@ -28,11 +28,11 @@ from ._validation import (
 )
 from ._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from .lmnn_reduction import leading_components, pca_axes, solve_rectangular
-from .neighbors import knn_predict, loo_error, target_neighbors
+from .neighbors import loo_error, target_neighbors
 from .problems import lmnn as P
 from .solvers.lmnn import check_memory_limit
 from .solvers.lmnn import solve as solve_large_scale
-from .solvers.lmnn_dask import check_backend, executor_for
+from .solvers.lmnn_dask import check_backend, energy_chunk, executor_for, knn_chunk, predict_blocks
 from .solvers.lmnn_exact import solve_working_set
 
 logger = logging.getLogger(__name__)
@@ -96,9 +96,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         which mode ran. ``None``: no bound.
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
-        the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``),
-        in the streaming mode from the start (:mod:`.solvers.lmnn_dask`); same
-        objective and certificate as ``"local"``.
+        the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
+        :mod:`.solvers.lmnn_dask`): the full checks, exact objectives and the streaming
+        mode's sums, and :meth:`predict`/:meth:`energy_predict` by test-row blocks. The
+        same algorithm as ``"local"`` (same iterates up to summation order).
 
     Attributes
     ----------
@@ -303,11 +304,27 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         return X @ self.components_.T
 
     def predict(self, X):
-        """kNN labels under the learned metric (ties: reduce k until they break)."""
+        """kNN labels under the learned metric (ties: reduce k until they break).
+
+        With ``backend="dask"``: by blocks of test rows on the Dask workers."""
         Z = self.transform(X)
         kk = self.n_neighbors or self.k
-        pred = knn_predict(self._X @ self.components_.T, self._y, Z, kk)
+        train = (self._X @ self.components_.T, self._y)
+        pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=kk)
         return self.classes_[pred]
+
+    def energy_predict(self, X):
+        """Energy-based labels (§3.5, eq. 15) under the learned metric; with
+        ``backend="dask"`` by blocks of test rows on the Dask workers."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, check_new_data(self, X), reset=False, dtype=np.float64)
+        train = dict(X_train=self._X, y_train=self._y, targets=self.targets_,
+                     components=self.components_, mu=float(self.mu))  # fmt: skip
+        pred = predict_blocks(energy_chunk, train, (X, None), self._executor())
+        return self.classes_[pred]
+
+    def _executor(self):
+        return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__)
 
     def loo_error(self):
         """Leave-one-out kNN error on the training data under the learned metric."""

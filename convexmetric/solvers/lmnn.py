@@ -121,6 +121,9 @@ class ActiveSetOracle:
         self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
         self.mode, self.stream, self._f_seen, self._last_ok = "active_set", None, None, None
         self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
+        self._new_terms = 0  #: triplets the last full check added to the list
+        self.handover = 0.0  #: see :meth:`check`
+        self._memo = None  #: (M, terms) of the last search (see :meth:`_search`)
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -128,8 +131,7 @@ class ActiveSetOracle:
         self.search = search
         self.C_pull = pull_matrix(X, targets)
         d = X.shape[1]
-        self.I = self.J = self.L = self.slot = np.empty(0, np.int64)
-        self.keys = np.empty(0, np.int64)
+        self._set_list(np.empty(0, np.int64), {})
         # incremental gradient state (eq. 19): the mask of counted triplets and their sum
         # and the dual estimate λ̄ (the prox centre of the smoothed stage)
         self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
@@ -142,6 +144,7 @@ class ActiveSetOracle:
         self.full_checks = 0
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
+        self.tol = None  #: certified gap below which :meth:`lower_bound` skips the crossover
 
     # -- active list ------------------------------------------------------------
     def _set_list(self, keys, keep_masks):
@@ -152,6 +155,9 @@ class ActiveSetOracle:
         self.J = (keys // n) % n
         self.I = keys // (n * n)
         self.slot = np.argmax(self.T[self.I] == self.J[:, None], axis=1)
+        # the k targets of a point share its impostors: d(i, l) once per listed pair
+        pairs, self._pair_of = np.unique(self.I * n + self.L, return_inverse=True)
+        self._pair_I, self._pair_L = pairs // n, pairs % n
 
     def _merge(self, I, J, L):
         """Add triplets to the active list; return True if any were new."""
@@ -195,16 +201,7 @@ class ActiveSetOracle:
         collapse = max(self.max_terms, 4 * len(self.keys))
         limit = budget if accepted else collapse if budget is None else min(budget, collapse)
         try:
-            I, J, L, _ = hinge_terms(
-                M,
-                self.X,
-                self.T,
-                self.y,
-                block_size=self.block_size,
-                components=components,
-                search=self.search,
-                max_terms=limit,
-            )
+            I, J, L = self._search(M, components, limit)
         except TooManyTerms:
             self.full_checks += 1
             if accepted:
@@ -213,13 +210,43 @@ class ActiveSetOracle:
             raise
         self.full_checks += 1
         self._last_ok, self._overflows = (M, components), 0  # its terms fit in the list
+        size = len(self.keys)
         changed = self._merge(I, J, L)
+        self._new_terms = len(self.keys) - size
         self.version += changed
         return not changed
 
-    def check(self, M):
-        """The final check of App. A.1 (called by the driver at apparent convergence)."""
-        return self.full_check(M)
+    def _search(self, M, components, limit):
+        """The violated triplets ``(I, J, L)`` at ``M`` (all of them: a full search),
+        remembered: the drivers often ask for the exact objective and then a full check
+        at the same point (one search on large data costs hundreds of evaluations).
+        Brute-force searches run as the executor's block map (:mod:`.lmnn_stream`), tree
+        searches in this process."""
+        memo = self._memo
+        if memo is not None and np.array_equal(memo[0], M):
+            if limit is not None and len(memo[1][0]) > limit:
+                raise TooManyTerms(f"more than {limit} candidate hinge terms")
+            return memo[1]
+        if self.search in (None, "brute"):
+            out = self._streamer().terms(self._components(M, components), limit)
+        else:
+            out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                              components=components, search=self.search,
+                              max_terms=limit)[:3]  # fmt: skip
+        self._memo = (np.array(M, copy=True), out)
+        return out
+
+    def check(self, M, components=None):
+        """The final check of App. A.1 (called by the driver at apparent convergence).
+
+        While :attr:`handover` is set (phase 1 before a refinement, whose own final
+        check is strict), a check adding under that fraction of the list passes: on
+        large data each check of a converged subgradient run finds a few new near-kink
+        terms, and every restart costs a full search.
+        """
+        if self.full_check(M, components):
+            return True
+        return self._new_terms <= self.handover * len(self.keys)
 
     def _streamer(self):
         if self.stream is None:
@@ -289,22 +316,41 @@ class ActiveSetOracle:
             stable = self.full_check(M, Lc, accepted=False)
             if self.mode == "streaming":
                 return None
-            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations";
-            cap = 2 * self.check_every if stable else self.check_every
-            self._interval = min(2 * self._interval, cap)
+            # for the schedule, new terms under 1% of a long list count as stable (the
+            # final check at convergence still asks for none)
+            stable = stable or self._new_terms <= 1e-2 * len(self.keys)
+            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
+            # interval doubles while checks find nothing new, up to a cap that keeps the
+            # checks' flops at most about those of the evaluations between them (on large
+            # data a check costs hundreds of evaluations); new violations halve it (not
+            # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
+            if stable:
+                self._interval = min(2 * self._interval, self._check_cap())
+            else:
+                self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
             self._next_check = self.calls + self._interval
         self.calls += 1
         Z = self.X @ Lc.T
         diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
         Dt = np.einsum("ijk,ijk->ij", diff, diff)
-        z = 1.0 + Dt[self.I, self.slot]
+        P_I, P_L = self._pair_I, self._pair_L
+        d_il = np.empty(len(P_I))
         step = 1 << 19  # bounded temporaries for long active lists
-        for s in range(0, len(z), step):
-            b = Z[self.I[s : s + step]] - Z[self.L[s : s + step]]
-            z[s : s + step] -= np.einsum("ij,ij->i", b, b)
+        for s in range(0, len(P_I), step):
+            b = Z[P_I[s : s + step]] - Z[P_L[s : s + step]]
+            d_il[s : s + step] = np.einsum("ij,ij->i", b, b)
+        z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
+
+    def _check_cap(self):
+        """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``
+        (a deterministic cost model: ``n²d`` for a check, ``nd² + 3|list|d`` for an
+        evaluation), so the result never depends on the machine's speed."""
+        n, d = self.X.shape
+        ratio = n * n * d / (n * d * d + 3 * len(self.keys) * d + 1)
+        return int(max(2 * self.check_every, min(ratio, 10_000)))
 
     def _counted(self, name, new_mask):
         """Update the incrementally maintained sum over ``new_mask`` (eq. 19)."""
@@ -336,22 +382,22 @@ class ActiveSetOracle:
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
         return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
 
-    def smooth(self, M, sigma):
+    def smooth(self, M, sigma, components=None):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
 
         Each hinge is replaced by ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` (a Huber
         function when λ̄ = 0; see :mod:`.smoothing`), whose gradient is
         ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
         incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh. In the
-        streaming mode λ̄ = 0.
+        streaming mode λ̄ = 0. ``components``: ``L`` with ``M = LᵀL`` if known.
         """
         if self.mode == "active_set":
             try:
-                z = self._hinge_args(M)
+                z = self._hinge_args(M, components)
             except TooManyTerms:
-                return self._overflow(M, None, sigma)
+                return self._overflow(M, components, sigma)
         if self.mode == "streaming":
-            return self._capped(self.stream.evaluate(M, components_from_metric(M), sigma,
+            return self._capped(self.stream.evaluate(M, self._components(M, components), sigma,
                                                      cap=self._cap()))  # fmt: skip
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
@@ -373,33 +419,49 @@ class ActiveSetOracle:
             return
         self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
 
-    def lower_bound(self, M, sigma):
+    def lower_bound(self, M, sigma, F=None):
         """A certified lower bound on the optimum of eq. (14) from the dual estimate.
 
-        For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` ⪰ 0 gives
-        ``μ Σ λ_t ≤ min ε`` (Lagrange duality). λ is scaled by the largest θ ∈ [0, 1]
-        keeping ``S(θλ) = (1−θ)S(0) + θS(λ)`` PSD (bisection on θ).
+        For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` gives ``f* ≥
+        μΣλ/(1 − ν)`` with ``ν = min(0, λ_min(S(λ), S(0)))`` (:mod:`.lmnn_dual`). ``F``
+        (an attained objective value) enables the trace bound and, when the gap
+        ``(F − bound)/F`` is above :attr:`tol` (and below ``max(30·tol, 1e-3)``: farther
+        from convergence the primal gap dominates), the crossover of :mod:`.lmnn_dual`
+        (multipliers of the triplets at the kink fitted to complementarity).
         """
         S0 = (1 - self.mu) * self.C_pull
         z = None if self.mode == "streaming" else self._hinge_args(M)
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
             S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
             return self.mu * psd_scaling([S0], [S1]) * lam_sum
+        cert = self._certificate()
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
-        nz = np.flatnonzero(lam > 0)
-        S1 = S0 + self.mu * triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
-        return self.mu * psd_scaling([S0], [S1]) * float(lam.sum())
+        bound = cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F)
+        # the crossover (a K×K quadratic programme) pays only near convergence
+        tol = self.tol or 0.0
+        if F is not None and tol * abs(F) < F - bound <= max(30 * tol, 1e-3) * abs(F):
+            bound = max(bound, cert.crossover(M, self.I, self.J, self.L, z, lam, F))
+        return bound
+
+    def _certificate(self):
+        if getattr(self, "_cert", None) is None:
+            from .lmnn_dual import DualCertificate
+
+            self._cert = DualCertificate(self.X, self.C_pull, self.mu)
+        return self._cert
 
     def objective(self, M, components=None):
         """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
         Lc, h = self._components(M, components), None
         if self.mode == "active_set":
             try:
-                h = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
-                                components=Lc, search=self.search,
-                                max_terms=self.term_budget)[3]  # fmt: skip
+                I, J, L = self._search(M, Lc, self.term_budget)
             except TooManyTerms:
                 pass
+            else:  # the terms' values, in double precision from Z = X Lᵀ
+                Z = self.X @ Lc.T
+                a, b = Z[I] - Z[J], Z[I] - Z[L]
+                h = 1.0 + np.einsum("ij,ij->i", a, a) - np.einsum("ij,ij->i", b, b)
         if h is None:
             return self._streamer().objective(M, Lc)
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
@@ -424,7 +486,7 @@ class ComponentsOracle:
         return f, 2.0 * (L @ G)
 
     def check(self, L):
-        return self.oracle.full_check(L.T @ L, L)
+        return self.oracle.check(L.T @ L, L)
 
     def objective(self, L):
         return self.oracle.objective(L.T @ L, components=L)
@@ -619,6 +681,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         memory_limit=memory_limit,
         executor=executor,
     )
+    oracle.tol = tol
     if getattr(executor, "streams_always", False):  # a cluster executor: no triplet list here
         oracle._go_streaming()
     M0 = np.eye(d) if M0 is None else M0
@@ -639,6 +702,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         return False
 
     ps.callback = phase1_callback
+    oracle.handover = 1e-3 if refine else 0.0
     if phase1 == "components":
         res = projected_subgradient(
             ComponentsOracle(oracle), components_from_metric(M0), FullSpace(), ps
@@ -649,6 +713,7 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
         M1 = res.matrix
     else:
         raise ValueError(f"phase1 must be 'components' or 'metric'; got {phase1!r}.")
+    oracle.handover = 0.0
     history, status, lower = list(res.history), res.status, None
     if switched and res.status == "user_limit":
         status = "optimal_inaccurate"  # phase 1 ended at the switch, not by the user

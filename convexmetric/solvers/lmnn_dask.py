@@ -1,14 +1,17 @@
-"""Dask distributed as the engine of LMNN's streaming block map (issue 12).
+"""Dask distributed as the engine of LMNN's block map (issue 12).
 
-:mod:`.lmnn_stream` evaluates eq. (14), its (sub)gradient and the certificate's dual
-matrix by mapping the pure block function :func:`~.lmnn_stream.hinge_block` over row
-blocks and adding the small partial sums. An *executor* runs that map:
+:mod:`.lmnn_stream` maps pure block functions over row blocks of the data: the full
+checks of the active-set mode (:func:`~.lmnn_stream.terms_block`: a block's violated
+triplets), exact objectives and, in the streaming mode, the value, gradient and
+certificate sums (:func:`~.lmnn_stream.hinge_block`). An *executor* runs the map:
 :class:`~.lmnn_stream.LocalExecutor` in this process, :class:`DaskExecutor` on the
 workers of a ``dask.distributed`` cluster. "local" and "dask" are two executors of one
-block map, not two solvers: the solver, the block function and the order in which the
-partial sums are added are the same, so both give the same numbers (bit for bit up to
+block map, not two solvers: the solver (its active list stays in the client process),
+the block functions and the order in which the partial sums are added are the same,
+so both give the same iterates (the streaming sums bit for bit up to
 :data:`MAX_TASKS` blocks; beyond, blocks are added in groups on the workers, which
 changes only the rounding, and never depends on the number of workers).
+:func:`predict_blocks` maps kNN and energy prediction over blocks of test rows.
 
 Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
 row blocks' index arrays to every worker once per fit, into a per-process store
@@ -18,8 +21,9 @@ between workers). Every worker needs all of ``X`` (each block compares its rows
 against all other points); the copies also let a surviving worker take over a lost
 one's blocks. Each evaluation then sends only ``L`` (d×d; inline in the tasks while
 ``tasks × d² × 8`` bytes stay under :data:`INLINE_BYTES`, else broadcast once) and
-gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars. No n×n
-or n×k×n object travels.
+gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars, or at a
+full check the task's violated triplets (three int32 arrays; the client merges them
+into its active list). No n×n or n×k×n object travels.
 
 Faults. If an evaluation fails because workers died or were restarted (the data is
 gone, or a task was lost; a worker that restarted or joined later raises
@@ -35,6 +39,8 @@ import contextlib
 import logging
 import uuid
 
+import numpy as np
+
 logger = logging.getLogger(__name__)
 
 #: at most this many tasks per evaluation: beyond, consecutive blocks share a task that
@@ -48,7 +54,7 @@ BACKENDS = ("local", "dask")
 
 
 class DaskBackendError(RuntimeError):
-    """A streaming evaluation on the Dask cluster failed (after the retries)."""
+    """A block evaluation on the Dask cluster failed (after the retries)."""
 
 
 def _require_distributed(owner):
@@ -104,19 +110,23 @@ class DaskExecutor:
 
     Notes
     -----
-    ``streams_always`` tells the solver to run in its streaming mode from the start:
-    the active-set mode keeps a triplet list in this process, which is what a cluster
-    is for avoiding.
+    The solver runs the same algorithm as with the in-process executor: the active
+    list of the active-set mode stays in the client process (its arithmetic is
+    O(list size) per evaluation); the full checks and exact objectives, O(n²d), run on
+    the workers (:meth:`map_terms`, :meth:`map_blocks`), and so does everything in the
+    streaming mode, which the solver enters only when the memory budget says so.
     """
 
     name = "dask"
-    streams_always = True
 
     def __init__(self, client, *, retries=2, timeout=3600.0):
         self.client = client
         self.retries, self.timeout = retries, timeout
-        self.evaluations = self.rescatters = 0
+        self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
         self._data = self._blocks = self._groups = None
+        #: per task: (check, sorted keys of its violated triplets) at the last full check,
+        #: and the worker that holds them
+        self._known, self._where = {}, {}
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
@@ -124,14 +134,14 @@ class DaskExecutor:
 
         Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
         so that it can be sent again after a worker failure."""
-        self._data, self._blocks = data, None
+        self._data, self._blocks, self._known = data, None, {}
         handle = _Handle(uuid.uuid4().hex)
         self.client.run(_store, handle.token, "data", data)
         return handle
 
     def _send_blocks(self, handle, blocks):
         size = -(-len(blocks) // MAX_TASKS)
-        self._blocks = blocks
+        self._blocks, self._known = blocks, {}
         self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
         self.client.run(_store, handle.token, "groups", self._groups)
 
@@ -148,18 +158,72 @@ class DaskExecutor:
         once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
         of consecutive blocks and returns their partial sums added (``fn`` returns a
         dict of numbers and arrays); the results come back in block order."""
-        if self._blocks is not blocks:
+        return self._retrying(data, blocks, lambda: self._run(_group, fn, data, args, kwargs))
+
+    def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
+        """The triplets of :func:`~.lmnn_stream.terms_block` over ``blocks``, per task
+        (:func:`~.lmnn_stream.collect_terms` over its group of blocks).
+
+        Deltas: a task sends the keys of its violated triplets added and removed since
+        the set it reported at this executor's last completed check (the whole set if
+        its worker does not hold that one: restarted, another worker, a check that
+        overflowed); the executor keeps each task's set and rebuilds it, so the result
+        does not depend on what travelled. A task's message travels at once if it holds
+        at most its share ``max_terms / tasks`` of keys; larger ones stay in the
+        worker's memory until the counts of all tasks are known. Past ``max_terms``
+        violated triplets in all, it raises
+        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
+        from .lmnn_stream import TooManyTerms
+
+        client = self.client
+
+        def run():
+            self._checks += 1
+            epoch, args_ = self._checks, self._inline(args)
+            # each task goes back to the worker that holds its last report, if alive
+            futures = [client.submit(_group_terms, fn, data.token, g, *args_, pure=False,
+                                     base=self._known.get(g, (None,))[0], epoch=epoch,
+                                     max_terms=max_terms, **kwargs,
+                                     **self._placement(g))
+                       for g in range(len(self._groups))]  # fmt: skip
+            share = None if max_terms is None else max_terms // len(futures)
+            parts = self._gather([client.submit(_small, f, share, pure=False) for f in futures])
+            count = sum(p["count"] for p in parts)
+            if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
+                client.cancel(futures)
+                raise TooManyTerms(f"more than {max_terms} hinge terms")
+            held = [g for g, p in enumerate(parts) if p.get("held")]
+            for g, part in zip(held, self._gather([futures[g] for g in held]) if held else []):
+                parts[g] = part
+            known = {g: (epoch, _rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
+            self._known = known  # only once the whole check has arrived
+            self._where = {g: p["worker"] for g, p in enumerate(parts) if p.get("worker")}
+            self.keys_moved += sum(p["size"] for p in parts)
+            T = self._data.targets
+            n, k = T.shape
+            out = []
+            for _, keys in known.values():
+                ij, l_ = np.divmod(keys, n)
+                i, slot = np.divmod(ij, k)
+                out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys),
+                            "overflow": False})  # fmt: skip
+            return out
+
+        return self._retrying(data, blocks, run)
+
+    def _retrying(self, data, blocks, run):
+        if blocks is not None and self._blocks is not blocks:
             self._send_blocks(data, blocks)
         self.evaluations += 1
         for attempt in range(self.retries + 1):
             try:
-                return self._run(fn, data, args, kwargs)
+                return run()
             except Exception as exc:  # classified below
                 if not _is_cluster_failure(exc):
                     raise
                 if attempt == self.retries:
                     raise DaskBackendError(
-                        f"LMNN's streaming evaluation on the Dask cluster failed {attempt + 1} "
+                        f"LMNN's block evaluation on the Dask cluster failed {attempt + 1} "
                         f"times ({type(exc).__name__}: {exc}); the cluster lost workers or "
                         "data. Check the workers or use backend='local'."
                     ) from exc
@@ -167,26 +231,53 @@ class DaskExecutor:
                                type(exc).__name__, exc)  # fmt: skip
                 self._resend(data)
 
-    def _run(self, fn, handle, args, kwargs):
-        import distributed
+    def map_chunks(self, fn, chunks, data, **kwargs):
+        """``[fn(chunk, data, **kwargs) for chunk in chunks]``, one task per chunk (the
+        chunks, e.g. blocks of test rows, travel with their tasks; ``data`` is in the
+        workers' stores)."""
+        client = self.client
 
+        def run():
+            return self._gather([client.submit(_chunk, fn, data.token, c, pure=False, **kwargs)
+                                 for c in chunks])  # fmt: skip
+
+        return self._retrying(data, None, run)
+
+    def _placement(self, g):
+        where = self._where.get(g)
+        return {} if where is None else {"workers": where, "allow_other_workers": True}
+
+    def _inline(self, args):
+        """``args``, with arrays broadcast once if inlining them in every task is costly."""
         client = self.client
         # L: inline in each task while that is cheap, else broadcast once
         inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups)
         if inline > INLINE_BYTES:
             args = [client.scatter([a], broadcast=True, hash=False)[0] if _is_array(a) else a
                     for a in args]  # fmt: skip
-        futures = [client.submit(_group, fn, handle.token, g, *args, pure=False, **kwargs)
-                   for g in range(len(self._groups))]  # fmt: skip
+        return args
+
+    def _submit(self, task, fn, handle, args, kwargs):
+        client = self.client
+        args = self._inline(args)
+        return [client.submit(task, fn, handle.token, g, *args, pure=False, **kwargs)
+                for g in range(len(self._groups))]  # fmt: skip
+
+    def _gather(self, futures):
+        """The futures' results (one round trip), or :class:`DaskBackendError` after
+        ``timeout`` seconds."""
+        client = self.client
         try:
-            distributed.wait(futures, timeout=self.timeout)
-        except distributed.TimeoutError:
+            return client.sync(client._gather, futures, callback_timeout=self.timeout)
+        except TimeoutError:
             client.cancel(futures)
             raise DaskBackendError(
-                f"LMNN's streaming evaluation on the Dask cluster did not finish within "
+                f"LMNN's block evaluation on the Dask cluster did not finish within "
                 f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
             ) from None
-        return client.gather(futures)
+
+    def _run(self, task, fn, handle, args, kwargs):
+        return self._gather(self._submit(task, fn, handle, args, kwargs))
 
     def close(self, handle):
         """Drop this fit's data from the workers' stores (else the next fits evict it)."""
@@ -213,19 +304,82 @@ def _drop(token):
     _STORE.pop(token, None)
 
 
+def _entry(token, g):
+    entry = _STORE.get(token, {})
+    if "data" not in entry or "groups" not in entry:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    return entry["data"], entry["groups"][g]
+
+
 def _group(fn, token, g, *args, **kwargs):
     """``fn`` over group ``g`` of consecutive blocks, partial sums added in block order
     (one block: its result as is, so small problems match the local executor bit for
     bit). Values are numbers, arrays or None."""
-    entry = _STORE.get(token, {})
-    if "data" not in entry or "groups" not in entry:
-        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
-    data, group = entry["data"], entry["groups"][g]
+    data, group = _entry(token, g)
     total = fn(group[0], data, *args, **kwargs)
     for rows in group[1:]:
         part = fn(rows, data, *args, **kwargs)
         total = {key: None if v is None else v + part[key] for key, v in total.items()}
     return total
+
+
+def _chunk(fn, token, chunk, **kwargs):
+    data = _STORE.get(token, {}).get("data")
+    if data is None:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    return fn(chunk, data, **kwargs)
+
+
+def _group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
+    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, as triplet keys
+    ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
+    set reported at check ``base`` if this worker holds it, else all (``full``). Stores
+    the set reported now."""
+    from .lmnn_stream import collect_terms
+
+    data, group = _entry(token, g)
+    part = collect_terms(fn, group, data, *args, **kwargs)
+    if part["overflow"]:
+        return {**part, "size": 0}
+    n, k = data.targets.shape
+    I = part["I"].astype(np.int64)
+    slot = np.argmax(data.targets[I] == part["J"][:, None], axis=1)
+    keys = np.sort((I * k + slot) * n + part["L"])  # < n²k: int64 up to n ≈ 1.7e9 (k = 3)
+    reported = _STORE[token].setdefault("reported", {})
+    prev = reported.get(g)
+    reported[g] = (epoch, keys)
+    out = {"count": part["count"], "overflow": False, "worker": _worker_address()}
+    if prev is None or base is None or prev[0] != base:
+        return {**out, "full": True, "keys": keys, "size": len(keys)}
+    added = np.setdiff1d(keys, prev[1], assume_unique=True)
+    removed = np.setdiff1d(prev[1], keys, assume_unique=True)
+    return {**out, "full": False, "added": added, "removed": removed,
+            "size": len(added) + len(removed)}  # fmt: skip
+
+
+def _rebuild(known, part):
+    """A task's sorted keys from its message (:func:`_group_terms`) and the last set."""
+    if part["full"]:
+        return part["keys"]
+    keys = np.setdiff1d(known[1], part["removed"], assume_unique=True)
+    return np.union1d(keys, part["added"])
+
+
+def _small(part, share):
+    """``part`` if it may travel now, else its count (``held``: it stays on the worker)."""
+    if part["overflow"] or share is None or part["size"] <= share:
+        return part
+    return {"count": part["count"], "overflow": False, "size": part["size"], "held": True,
+            "worker": part.get("worker")}  # fmt: skip
+
+
+def _worker_address():
+    from distributed import get_worker
+
+    try:
+        return [get_worker().address]
+    except ValueError:  # pragma: no cover - not in a worker
+        return None
 
 
 class _Handle:
@@ -254,6 +408,53 @@ def _is_cluster_failure(exc):
     except ImportError:  # pragma: no cover
         pass
     return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
+
+
+# -- prediction by blocks of test rows ---------------------------------------------
+#: test rows per prediction task
+PREDICT_ROWS = 2048
+
+
+def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):
+    """``fn(Q, data, **kwargs)`` by blocks of ``rows`` (default :data:`PREDICT_ROWS`)
+    test rows, results concatenated.
+
+    ``executor=None`` calls ``fn`` once on all rows in this process; a
+    :class:`DaskExecutor` sends ``data`` (the training side) to the workers' stores
+    once and maps ``fn`` over the blocks, each travelling with its task. ``Q`` may be
+    a tuple of arrays with the same rows (cut together)."""
+    if executor is None:
+        return fn(Q, data, **kwargs)
+    rows = PREDICT_ROWS if rows is None else rows
+    m = len(Q[0]) if isinstance(Q, tuple) else len(Q)
+    cut = (
+        (lambda s: tuple(None if a is None else a[s : s + rows] for a in Q))
+        if isinstance(Q, tuple)
+        else (lambda s: Q[s : s + rows])
+    )
+    handle = executor.scatter(data)
+    try:
+        parts = executor.map_chunks(fn, [cut(s) for s in range(0, m, rows)], handle, **kwargs)
+    finally:
+        executor.close(handle)
+    return np.concatenate(parts) if parts else fn(cut(0), data, **kwargs)
+
+
+def knn_chunk(Z, data, k):
+    """kNN labels (encoded) of the rows ``Z``; ``data = (Z_train, y_train)``."""
+    from ..neighbors import knn_predict
+
+    return knn_predict(data[0], data[1], Z, k)
+
+
+def energy_chunk(Q, data):
+    """Energy-based labels (eq. 15) of the test rows ``Q = (X, test_clusters)``;
+    ``data``: the keyword arguments of :func:`~convexmetric.energy.energy_predict`
+    without ``X_test`` and ``test_clusters``."""
+    from ..energy import energy_predict
+
+    X, tc = Q
+    return energy_predict(X_test=X, test_clusters=tc, **data)
 
 
 @contextlib.contextmanager

@@ -60,7 +60,7 @@ def refine_components(
             raise _Stop
         evals += 1
         Lm = v.reshape(L.shape)
-        f, G = oracle.smooth(Lm.T @ Lm, sigma)
+        f, G = oracle.smooth(Lm.T @ Lm, sigma, components=Lm)
         return f, (2.0 * (Lm @ G)).ravel()
 
     try:
@@ -85,16 +85,12 @@ def refine_components(
             if f < best_f:
                 best_L, best_f = L.copy(), f
             M = L.T @ L
-            lower = max(oracle.lower_bound(M, sigma), -np.inf if lower is None else lower)
+            lower = max(oracle.lower_bound(M, sigma, F=best_f), -np.inf if lower is None else lower)
             notify(evals, f, lower_bound=lower)
             if callback is not None and callback(evals, f, sigma):
                 status = "user_limit"
                 break
-            certified = (
-                gap_tol is not None
-                and getattr(oracle, "mode", None) == "streaming"
-                and best_f - lower <= gap_tol * max(abs(best_f), 1e-300)
-            )
+            certified = gap_tol is not None and best_f - lower <= gap_tol * max(abs(best_f), 1e-300)
             if n_stalled >= stalls or sigma <= sigma_min or certified:
                 if oracle.full_check(best_L.T @ best_L, best_L):
                     break

@@ -21,9 +21,13 @@ Summing the blocks gives the objective ``(1 − μ)⟨P, M⟩ + μ Σ φ``, its 
 certificate (:meth:`~convexmetric.solvers.lmnn.ActiveSetOracle.lower_bound`).
 
 The block function :func:`hinge_block` is pure: a function of the row indices, the data
-(``X``, labels, targets), ``L`` and σ, returning small partial sums. An *executor* maps
-it over the blocks: :class:`LocalExecutor` runs in this process; a distributed executor
-(Dask) needs only ``scatter`` (ship the data once) and ``map_blocks``.
+(``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
+:func:`terms_block`, the full check of the active-set mode: the same candidate step,
+returning the block's violated triplets ``(i, j, l)``. An *executor* maps them over the
+blocks: :class:`LocalExecutor` runs in this process; a distributed executor (Dask,
+:mod:`.lmnn_dask`) ships the data once (``scatter``) and runs ``map_blocks`` /
+``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
+float32 search matrix, computed once per process (:func:`project`).
 
 Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
 :func:`plan_blocks` sizes both from the budget.
@@ -35,6 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+
+from ..problems.lmnn import TooManyTerms
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
 BYTES_PER_BLOCK_CELL = 16
@@ -61,6 +67,21 @@ class LocalExecutor:
         """``[fn(rows, data, *args, **kwargs) for rows in blocks]``."""
         return [fn(rows, data, *args, **kwargs) for rows in blocks]
 
+    def map_chunks(self, fn, chunks, data, **kwargs):
+        """``[fn(chunk, data, **kwargs) for chunk in chunks]`` (e.g. blocks of test rows)."""
+        return [fn(chunk, data, **kwargs) for chunk in chunks]
+
+    def close(self, data):
+        """Nothing to release in this process."""
+
+    def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
+        """:meth:`map_blocks` for a block function returning triplets (:func:`terms_block`):
+        raises :class:`TooManyTerms` as soon as more than ``max_terms`` were found."""
+        part = collect_terms(fn, blocks, data, *args, max_terms=max_terms, **kwargs)
+        if part["overflow"]:
+            raise TooManyTerms(f"more than {max_terms} hinge terms")
+        return [part]
+
 
 def plan_blocks(n, d, k, memory_limit):
     """``(block_rows, chunk)`` so that one block's working memory stays within the budget.
@@ -86,6 +107,123 @@ def row_blocks(y, block_rows):
     ends = np.r_[starts[1:], len(ys)]
     return [order[s : min(e, s + block_rows)] for a, e in zip(starts, ends)
             for s in range(a, e, block_rows)]  # fmt: skip
+
+
+class Projection(NamedTuple):
+    """``Z = X Lᵀ`` and the search matrices of the candidate step, shared by all blocks."""
+
+    X: np.ndarray
+    L: np.ndarray
+    Z: np.ndarray
+    sq: np.ndarray  #: ‖z_i‖²
+    B: np.ndarray  #: float32 ``[z_l, −‖z_l‖²/2]``, rows sorted by class (``order``)
+    order: np.ndarray
+    ranges: dict  #: class → (first, end) of its rows in ``order``
+    scale: float  #: ``max ‖z‖² + 1``
+
+
+#: the last projection computed in this process (one entry: a block function reuses it
+#: for every block of one evaluation, in this process or in one Dask task)
+_LAST: list = [None]
+
+
+def project(data, L):
+    """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
+
+    Every block of one evaluation calls this with the same ``data.X`` and an equal
+    ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
+    matrix, the others reuse it."""
+    X, y, _ = data
+    last = _LAST[0]
+    if last is not None and last.X is X and last.L.shape == L.shape and np.array_equal(last.L, L):
+        return last
+    Z = X @ L.T
+    sq = np.einsum("ij,ij->i", Z, Z)
+    order = np.argsort(y, kind="stable")
+    ys = np.asarray(y)[order]
+    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
+    ends = np.r_[starts[1:], len(ys)]
+    B = np.empty((len(order), Z.shape[1] + 1), np.float32)
+    B[:, :-1] = Z[order]
+    B[:, -1] = -0.5 * sq[order]
+    ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
+    proj = Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
+                      float(sq.max(initial=0.0)) + 1.0)  # fmt: skip
+    _LAST[0] = proj
+    return proj
+
+
+def _candidates(rows, data, L, rtol):
+    """Step 1 of the module docstring for one block: ``(Z, Z_rows, D_target, ii, ll)``.
+
+    ``(rows[ii], ll)`` are candidate impostor pairs (a superset of those with a positive
+    hinge term); ``D_target`` are the exact target distances of the rows."""
+    _, y, T = data
+    P = project(data, L)
+    Z = P.Z
+    Zb = Z[rows]
+    diff = Zb[:, None, :] - Z[T[rows]]
+    Dt = np.einsum("ijk,ijk->ij", diff, diff)  # (b, k) exact target distances
+    radius = Dt.max(axis=1) + 1.0
+    # ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 > (‖z_i‖² − r_i)/2, the ‖z_l‖²/2 column
+    # folded into one float32 GEMM, r_i widened (relative rtol, absolute rtol·max‖z‖²)
+    A = np.ones((len(rows), Z.shape[1] + 1), np.float32)
+    A[:, :-1] = Zb
+    G = A @ P.B.T
+    c0, c1 = P.ranges[y[rows[0]].item()]
+    G[:, c0:c1] = -np.inf  # the block's own class: never an impostor
+    thr = 0.5 * (P.sq[rows] - radius * (1 + rtol) - rtol * P.scale)
+    flat = np.flatnonzero(G > thr[:, None].astype(np.float32))
+    del G
+    ii, ll = np.divmod(flat, len(P.order))
+    return Z, Zb, Dt, ii, P.order[ll]
+
+
+def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
+    """The violated triplets ``(i, j, l)`` (``z_ijl > 0``) with ``i ∈ rows``: a full check.
+
+    Returns a dict with int arrays ``I, J, L`` (int32 while ``n < 2³¹``: they travel),
+    ``count`` and ``overflow``: past ``max_terms`` triplets the block stops and returns
+    ``overflow=True`` without arrays. The values ``z`` are those of
+    :func:`~convexmetric.problems.lmnn.hinge_terms` (same formula, double precision).
+    """
+    _, y, T = data
+    Z, Zb, Dt, ii, ll = _candidates(rows, data, L, rtol)
+    out_I, out_J, out_L, count = [], [], [], 0
+    for s in range(0, len(ii), chunk):
+        ic, lc = ii[s : s + chunk], ll[s : s + chunk]
+        dz = Zb[ic] - Z[lc]
+        H = 1.0 + Dt[ic] - np.einsum("ij,ij->i", dz, dz)[:, None]  # (c, k)
+        p, q = np.nonzero(H > 0)
+        count += len(p)
+        if max_terms is not None and count > max_terms:
+            return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
+        i = rows[ic[p]]
+        out_I.append(i)
+        out_J.append(T[i, q])
+        out_L.append(lc[p])
+    kind = np.int32 if len(y) < 2**31 else np.int64
+    I, J, L_ = (np.concatenate(a).astype(kind, copy=False) if a else np.empty(0, kind)
+                for a in (out_I, out_J, out_L))  # fmt: skip
+    return {"I": I, "J": J, "L": L_, "count": count, "overflow": False}
+
+
+def collect_terms(fn, blocks, data, *args, max_terms=None, **kwargs):
+    """``fn`` (:func:`terms_block`) over ``blocks`` in order, triplets concatenated; stops
+    with ``overflow=True`` once more than ``max_terms`` were found in all."""
+    parts, left, count = [], max_terms, 0
+    for rows in blocks:
+        part = fn(rows, data, *args, max_terms=left, **kwargs)
+        count += part["count"]
+        if part["overflow"]:
+            return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
+        parts.append(part)
+        left = None if left is None else left - part["count"]
+    if not parts:
+        e = np.empty(0, np.int32)
+        return {"I": e, "J": e, "L": e, "count": 0, "overflow": False}
+    out = {key: np.concatenate([p[key] for p in parts]) for key in ("I", "J", "L")}
+    return {**out, "count": count, "overflow": False}
 
 
 def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None):
@@ -119,28 +257,9 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     >>> out["G"].shape, out["count"] > 0
     ((2, 2), True)
     """
-    X, y, T = data
+    X, _, T = data
     d = X.shape[1]
-    Z = X @ L.T
-    Zb = Z[rows]
-    diff = Zb[:, None, :] - Z[T[rows]]
-    Dt = np.einsum("ijk,ijk->ij", diff, diff)  # (b, k) exact target distances
-    radius = Dt.max(axis=1) + 1.0
-    # 1. candidates from one float32 GEMM: ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 >
-    #    (‖z_i‖² − r_i)/2, with the ‖z_l‖²/2 column folded into the product and r_i
-    #    widened (relative rtol, absolute rtol·max‖z‖²): a superset of the positive terms
-    others = np.flatnonzero(y != y[rows[0]])
-    Zo = Z[others]
-    sq_o = np.einsum("ij,ij->i", Zo, Zo)
-    sq_b = np.einsum("ij,ij->i", Zb, Zb)
-    scale = float(max(sq_o.max(initial=0.0), sq_b.max(initial=0.0))) + 1.0
-    A = np.hstack([Zb, np.ones((len(rows), 1))]).astype(np.float32)
-    B = np.hstack([Zo, -0.5 * sq_o[:, None]]).astype(np.float32)
-    thr = 0.5 * (sq_b - radius * (1 + rtol) - rtol * scale)
-    flat = np.flatnonzero(A @ B.T > thr[:, None].astype(np.float32))
-    ii, ll = np.divmod(flat, len(others))
-    ll = others[ll]
-    del flat
+    Z, Zb, Dt, ii, ll = _candidates(rows, data, L, rtol)
     out = {"value": 0.0, "lam": 0.0, "count": 0, "G": np.zeros((d, d)) if grad else None}
     pull_w = np.zeros((len(rows), T.shape[1]))
     for s in range(0, len(ii), chunk):
@@ -213,7 +332,19 @@ class StreamingEvaluator:
         self.blocks = row_blocks(y, self.block_rows)
         self.executor = executor if executor is not None else LocalExecutor()
         self.data = self.executor.scatter(StreamData(X, y, targets))
-        self.evaluations = 0
+        self.evaluations = self.checks = 0
+
+    def terms(self, L, max_terms=None):
+        """The violated triplets at ``M = LᵀL``: int64 arrays ``(I, J, L)`` (a full check
+        of the active-set mode, by blocks). Past ``max_terms`` raises :class:`TooManyTerms`."""
+        self.checks += 1
+        parts = self.executor.map_terms(terms_block, self.blocks, self.data, L,
+                                        max_terms=max_terms, chunk=self.chunk)  # fmt: skip
+        if not parts:
+            e = np.empty(0, np.int64)
+            return e, e, e
+        return tuple(np.concatenate([p[key] for p in parts]).astype(np.int64)
+                     for key in ("I", "J", "L"))  # fmt: skip
 
     def sums(self, L, sigma=None, grad=True, cap=None):
         """Block partial sums added up: ``value``, ``lam``, ``count`` and ``G``.

@@ -1,0 +1,76 @@
+"""The LMNN dual certificate of :mod:`convexmetric.solvers.lmnn_dual`: every multiplier
+vector gives a bound below CLARABEL's optimum, the crossover tightens the smoothed
+multipliers near convergence, and a singular pull matrix is handled on its range."""
+
+import numpy as np
+import pytest
+
+from convexmetric.problems import lmnn as P
+from convexmetric.solvers import lmnn as S
+from convexmetric.solvers.lmnn_dual import DualCertificate
+
+
+@pytest.fixture(scope="module")
+def exact(iris_instance):
+    X, y, T = iris_instance
+    M, value = P.solve(X, y, T, 0.5, solver="CLARABEL")[:2]
+    I, J, L = P.all_triplets(y, T)
+    return X, y, T, M, value, (I, J, L)
+
+
+def test_every_multiplier_vector_bounds_the_optimum(exact):
+    X, _y, T, _M, value, (I, J, L) = exact
+    cert = DualCertificate(X, P.pull_matrix(X, T), 0.5)
+    assert cert.valid
+    rng = np.random.default_rng(0)
+    bounds = []
+    for scale in (0.01, 0.1, 0.5, 1.0):
+        lam = np.clip(scale * rng.random(len(I)) * 3, 0, 1)
+        b = cert.bound(cert.scatter(I, J, L, lam), lam.sum(), F=value * 1.01)
+        assert b <= value * (1 + 1e-9)
+        bounds.append(b)
+    assert max(bounds) > 0  # not the trivial bound
+
+
+def test_scaling_bound_equals_bisection(exact):
+    X, _y, T, _M, _value, (I, J, L) = exact
+    cert = DualCertificate(X, P.pull_matrix(X, T), 0.5)
+    lam = np.random.default_rng(1).random(len(I)) * 0.2
+    S1 = cert.scatter(I, J, L, lam)
+    exact_scaling = cert.bound(S1, lam.sum())
+    bisection = 0.5 * S.psd_scaling([cert.S0], [S1], steps=60) * lam.sum()
+    assert exact_scaling == pytest.approx(bisection, rel=1e-9)
+
+
+def test_crossover_tightens_a_near_optimal_point(exact):
+    X, y, T, M_star, value, (I, J, L) = exact
+    # CLARABEL's optimum (interior-point rounding): smoothed multipliers are poor at the kink
+    M = M_star
+    oracle = S.ActiveSetOracle(X, y, T, 0.5, prune=None)
+    oracle._merge(I, J, L)  # every triplet, the kink's slightly negative ones included
+    z = oracle._hinge_args(M)
+    F = oracle.objective(M)
+    cert = DualCertificate(X, oracle.C_pull, 0.5)
+    sigma = 1e-2
+    lam = np.clip(z / sigma, 0, 1)
+    smoothed = cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
+    crossed = cert.crossover(M, oracle.I, oracle.J, oracle.L, z, lam, F)
+    assert crossed <= value * (1 + 1e-9)
+    assert crossed > smoothed
+    assert (F - crossed) / F < 1e-4 < (F - smoothed) / F
+
+
+def test_singular_pull_matrix(exact):
+    X, y, T, _M, value, (I, J, L) = exact
+    X0 = np.hstack([X, np.full((len(X), 1), 3.0)])  # a constant feature: P is singular
+    cert = DualCertificate(X0, P.pull_matrix(X0, T), 0.5)
+    assert cert.valid
+    lam = np.full(len(I), 0.05)
+    assert cert.bound(cert.scatter(I, J, L, lam), lam.sum()) <= value * (1 + 1e-9)
+    # a feature that differs across classes only: off the range of P, the fallback runs
+    X1 = np.hstack([X, y[:, None].astype(float)])
+    cert1 = DualCertificate(X1, P.pull_matrix(X1, T), 0.5)
+    assert not cert1.valid
+    b = cert1.bound(cert1.scatter(I, J, L, lam), lam.sum())
+    # that feature separates the classes at no pull cost: the optimum is 0 (to rounding)
+    assert 0 <= b <= P.solve(X1, y, T, 0.5, solver="CLARABEL")[1] + 1e-8
