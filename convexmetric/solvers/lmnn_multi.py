@@ -173,7 +173,12 @@ class MultiMetricOracle:
         return self._cert.bound(self._cert.multipliers(Ms, sigma))[0]
 
     def _outside_range(self, rtol=1e-10, atol=1e-12):
-        """Listed triplets whose impostor difference leaves ``range(P_{g(l)})``."""
+        """Listed triplets whose impostor difference leaves ``range(P_{g(l)})``.
+
+        Cached for the current list (``_set`` replaces ``keys``)."""
+        cached = getattr(self, "_out_cache", None)
+        if cached is not None and cached[0] is self.keys:
+            return cached[1].copy()
         if self._null is None:
             self._null = []
             for P in self.P:
@@ -187,6 +192,7 @@ class MultiMetricOracle:
                 continue
             U = self.X[self.I[rows]] - self.X[self.L[rows]]
             out[rows] = ((U @ N) ** 2).sum(1) > atol * np.maximum((U**2).sum(1), 1e-300)
+        self._out_cache = (self.keys, out.copy())
         return out
 
 
