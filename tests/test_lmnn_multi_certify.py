@@ -1,4 +1,4 @@
-"""Multi-metric LMNN: saddle escape, pruned active list, status from the certificate."""
+"""Multi-metric LMNN: saddle escape, pruned list, repaired bound, polish, certified status."""
 
 import numpy as np
 import pytest
@@ -8,6 +8,8 @@ from convexmetric.neighbors import target_neighbors
 from convexmetric.problems import lmnn_multi as PM
 from convexmetric.solvers import lmnn_multi as SM
 from convexmetric.solvers import lmnn_multi_certify as SC
+from convexmetric.solvers import lmnn_multi_polish as SP
+from convexmetric.solvers.lmnn import psd_scaling
 
 
 def instance(per_class=8, name="iris"):
@@ -71,3 +73,68 @@ def test_pruning_keeps_the_dual_centre_of_listed_terms(exact):
     assert len(o.keys) < len(before)
     assert all(before[k] == lam for k, lam in zip(o.keys.tolist(), o.lam_bar))
     assert np.all(np.isin(np.array(list(before))[np.array(list(before.values())) > 0], o.keys))
+
+
+def singular_instance():
+    """iris plus a feature constant (0) within class 0: ``P_0`` is singular."""
+    X, y, T = instance()
+    extra = np.where(y == 0, 0.0, np.random.default_rng(0).uniform(0.5, 1.5, len(y)))
+    return np.column_stack([X, extra]), y, T
+
+
+@pytest.fixture(scope="module")
+def exact_singular():
+    """A constant feature within a class: the range restriction is exercised."""
+    X, y, T = singular_instance()
+    Ms, value, status, _ = PM.solve(X, y, T, 0.5, y, 3, solver="CLARABEL")
+    assert status.startswith("optimal")
+    assert PM.objective(Ms, X, T, y, y, 0.5) == pytest.approx(value, rel=1e-5)
+    assert value > 0.1
+    return X, y, T, value
+
+
+@pytest.mark.parametrize("which", ["exact", "exact_singular"])
+def test_repaired_bound_is_below_the_exact_optimum_for_any_multipliers(which, request):
+    X, y, T, value = request.getfixturevalue(which)
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    Ms = [np.eye(X.shape[1]) for _ in range(3)]
+    o.full_check(Ms, margin=1e9)  # every triplet listed
+    cert = SP.RangeCertificate(o)
+    assert o._outside_range().any() == (which == "exact_singular")
+    rng = np.random.default_rng(1)
+    F = o.objective(Ms)  # an attained value, ≥ the optimum
+    assert F >= value
+    bounds = []
+    for _ in range(20):
+        lam = rng.uniform(size=len(o.keys)) * (rng.uniform(size=len(o.keys)) < 0.5)
+        lb, _ = cert.bound(lam, F)
+        assert lb <= value * (1 + 1e-7)
+        bounds.append(lb)
+        # the scaling repair is the exact θ of the bisection in psd_scaling
+        lam[o._outside_range()] = 0.0
+        S0 = [(1 - o.mu) * P for P in o.P]
+        theta = psd_scaling(S0, o._grad(lam), steps=60)
+        scaled = cert.bound(lam)[0]
+        assert scaled == pytest.approx(0.5 * theta * lam.sum(), rel=1e-6, abs=1e-9)
+        assert lb >= scaled
+    assert max(bounds) > 0  # informative, not trivially -inf
+    # at the exact solution's smoothed multipliers the bound is nearly tight
+    Mx, _, _, _ = PM.solve(X, y, T, 0.5, y, 3, solver="CLARABEL")
+    lam = np.clip(o._z(list(Mx)) / 1e-6, 0.0, 1.0)
+    lb, _ = cert.bound(lam, value)
+    assert lb <= value * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("which", ["exact", "exact_singular"])
+def test_polish_certifies_from_a_rough_point(which, request):
+    X, y, T, value = request.getfixturevalue(which)
+    o = SM.WhitenedOracle(SM.MultiMetricOracle(X, y, T, 0.5, y, 3))
+    x0 = o.from_original([np.eye(X.shape[1]) for _ in range(3)])
+    r = SP.polish(o, x0, tol=1e-4, sigma=0.3, max_stages=400)
+    gap = (r.objective - r.lower_bound) / r.objective
+    assert r.lower_bound <= value * (1 + 1e-7)
+    assert r.objective >= value * (1 - 1e-7)
+    assert r.status == ("optimal" if gap <= 1e-4 else "optimal_inaccurate")
+    assert r.status == "optimal" and r.info["certified_gap"] == pytest.approx(gap)
+    Ms = o.to_original(r.matrices)
+    assert PM.objective(Ms, X, T, y, y, 0.5) == pytest.approx(r.objective, rel=1e-9)
