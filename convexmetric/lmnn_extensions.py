@@ -103,7 +103,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     metrics_ : (c, d, d) PSD matrices; components_ : (c, d, d) factors
     clusters_ : cluster of every training point; objective_, result_, targets_
     n_iter_ : iterations of the multi-metric solver (``result_.iterations``)
-    single_ : the single-metric :class:`~convexmetric.LMNN` used as the start
+    single_ : the single-metric :class:`~convexmetric.LMNN` used as the start (fitted
+        with ``tol=max(tol, 1e-3)``)
     """
 
     def __init__(
@@ -157,7 +158,9 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
             g, self.cluster_centers_ = km.labels_.astype(np.int64), km.cluster_centers_
         T = target_neighbors(X, y, self.k)
         mu = float(self.mu)
-        self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver, verbose=self.verbose)
+        # only a start: certified to 1e-3 is plenty (the multi-metric optimum is far away)
+        self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver, verbose=self.verbose,
+                            tol=max(float(self.tol), 1e-3))  # fmt: skip
         self.single_.fit(X, y, targets=T)
         if self.solver == "exact":
             import time

@@ -78,7 +78,7 @@ def pair_scatter(X, a, b, w):
     W = sp.csr_matrix((w, (a, b)), shape=(n, n))
     SX = W @ X + W.T @ X  # S X with S = W + Wᵀ
     deg = np.bincount(a, weights=w, minlength=n) + np.bincount(b, weights=w, minlength=n)
-    return (X.T * deg) @ X - X.T @ SX
+    return X.T @ (X * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
 
 
 def triplet_scatter(X, I, J, L, w):
