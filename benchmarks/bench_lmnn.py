@@ -5,11 +5,15 @@ Run from the repository root: ``python benchmarks/bench_lmnn.py`` (about 3–4 m
 issue: the 20,000 × 20 overlapping classes and ``augmented_digits``, each in a child
 process that reports its own peak resident memory).
 
-Measured under load (2 cores shared by ~8 sessions, load average 9–10): overlapping
-20,000 × 20 (the scale issue's recipe), ``solve`` as ``LMNN(k=3, mu=0.5).fit`` runs it:
-streaming mode (switched after 14 oracle calls), objective 14450.307, certified lower
-bound 14450.285 (gap 1.5e-6, target 1e-3), 826 s wall / 204 s CPU, peak RSS 0.90 GiB.
-Before: ``TooManyTerms`` from the final full check. Everything runs in this one process except the
+Measured quiet on this 2-core machine (2026-11-23), ``--scale``: overlapping 20,000 × 20
+(the scale issue's recipe): streaming mode, objective 14450.3, certified gap 1.6e-6,
+171 s, peak RSS 0.64 GiB (was 826 s under load; before that, ``TooManyTerms``).
+``augmented_digits`` (41,481 × 64 training split): active-set mode, 13 full checks,
+objective 85849.5, certified gap 9.0e-6, 163 s, peak RSS 0.61 GiB; 3-NN test error 1.62%
+vs Euclidean 2.26%. ``--versus`` (digits default fit vs metric-learn 0.7.0, side by side):
+ours 4.3–4.6 s (best of 3; certified 7.9e-5 to 9.2e-5) vs metric-learn 10.1–12.8 s, time
+ratio 0.36–0.43; this machine's timings vary by ±15% between identical runs.
+Everything runs in this one process except the
 memory measurement of the 20,000-point problem, which runs in a child process so that
 its peak resident memory is its own. Prints ratios: ours vs exact, ours vs plain CVXPY.
 Standard split (DESIGN.md), k = 3, mu = 0.5.
