@@ -46,6 +46,8 @@ from .subgradient import SubgradientSettings, projected_subgradient
 DEFAULT_MEMORY_LIMIT = 1 << 30
 #: bytes per listed triplet, counting the temporaries of a merge and a gradient update
 BYTES_PER_TERM = 256
+#: the active list's pruning margin during the refinement (see :class:`ActiveSetOracle`)
+REFINE_PRUNE = 0.3
 #: streaming trial evaluations above this multiple of the best value seen return inf
 STREAM_CAP = 4.0
 
@@ -140,7 +142,7 @@ class ActiveSetOracle:
         self._next_check = 0
         # on large data the interval ramps up 1, 2, 4, ... at the start (a collapsed
         # step is costly there); on small data App. A's 10-20 from the start
-        self._interval = 1 if self.n >= 5000 else check_every
+        self._interval = 1
         self.full_checks = 0
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
@@ -712,6 +714,11 @@ def _solve(X, y, targets, mu, M0, phase1, max_iter, refine, time_limit, check_ev
     else:
         raise ValueError(f"phase1 must be 'components' or 'metric'; got {phase1!r}.")
     oracle.handover = 0.0
+    if refine and prune is not None:
+        # the smoothed stages count only z > 0 (λ̄ starts at 0): keep the list near the
+        # kink; a check at the first evaluation prunes it (dropped terms come back at the
+        # checks once violated)
+        oracle.prune, oracle._next_check = min(prune, REFINE_PRUNE), oracle.calls
     history, status, lower = list(res.history), res.status, None
     if switched and res.status == "user_limit":
         status = "optimal_inaccurate"  # phase 1 ended at the switch, not by the user
