@@ -38,3 +38,19 @@ def poe_instance(n, m, D=4, seed=0, flip=0.0):
     if flip:
         far ^= rng.random(m) < flip
     return X, Comparisons.triadic(i, np.where(far, k, j), np.where(far, j, k), n_items=n)
+
+
+@pytest.fixture(scope="session")
+def small():
+    """iris, 60 points, 2 target neighbours (a few thousand triplets): CLARABEL solves
+    eq. (14) exactly. Returns ``(X, y, T, optimum)``."""
+    from convexmetric.problems import lmnn as P
+
+    X, y = datasets.load("iris")
+    keep = np.sort(np.random.default_rng(0).choice(len(y), 60, replace=False))
+    X = (X[keep] - X[keep].mean(0)) / X[keep].std(0)
+    _, y = np.unique(y[keep], return_inverse=True)
+    T = target_neighbors(X, y, 2)
+    _, value, status, _ = P.solve(X, y, T, 0.5, solver="CLARABEL")
+    assert status == "optimal"
+    return X, y, T, value

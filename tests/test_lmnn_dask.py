@@ -35,19 +35,6 @@ def wine():
     return Xtr, ytr, y, target_neighbors(Xtr, y, 3)
 
 
-@pytest.fixture(scope="module")
-def small():
-    """iris, 60 points, 2 target neighbours: CLARABEL solves eq. (14) exactly."""
-    X, y = datasets.load("iris")
-    keep = np.sort(np.random.default_rng(0).choice(len(y), 60, replace=False))
-    X = (X[keep] - X[keep].mean(0)) / X[keep].std(0)
-    _, y = np.unique(y[keep], return_inverse=True)
-    T = target_neighbors(X, y, 2)
-    _, value, status, _ = P.solve(X, y, T, 0.5, solver="CLARABEL")
-    assert status == "optimal"
-    return X, y, T, value
-
-
 def test_no_client_is_a_clear_error(wine):
     # defined first: the module's cluster does not exist yet
     with pytest.raises(ValueError):

@@ -22,22 +22,6 @@ from convexmetric.solvers.lmnn_stream import (
 TINY = 1 << 14  # bytes: a budget of 64 listed triplets, blocks of 8 rows
 
 
-@pytest.fixture(scope="module")
-def small():
-    """iris, 2 target neighbours, a few thousand triplets: CLARABEL solves it exactly."""
-    X, y = datasets.load("iris")
-    rng = np.random.default_rng(0)
-    keep = np.sort(rng.choice(len(y), 60, replace=False))
-    X = (X[keep] - X[keep].mean(0)) / X[keep].std(0)
-    _, y = np.unique(y[keep], return_inverse=True)
-    from convexmetric.neighbors import target_neighbors
-
-    T = target_neighbors(X, y, 2)
-    _, value, status, _ = P.solve(X, y, T, 0.5, solver="CLARABEL")
-    assert status == "optimal"
-    return X, y, T, value
-
-
 def _random_metric(d, seed):
     A = np.random.default_rng(seed).normal(size=(d, d)) * 0.4
     return A.T @ A
