@@ -41,7 +41,7 @@ def poe_instance(n, m, D=4, seed=0, flip=0.0):
 
 
 @pytest.fixture(scope="session")
-def small():
+def iris60_exact():
     """iris, 60 points, 2 target neighbours (a few thousand triplets): CLARABEL solves
     eq. (14) exactly. Returns ``(X, y, T, optimum)``."""
     from convexmetric.problems import lmnn as P

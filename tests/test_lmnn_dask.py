@@ -176,8 +176,8 @@ def test_lmnn_dask_runs_the_local_algorithm(client, wine, name):
     np.testing.assert_allclose(dask_fit.metric_, local.metric_, rtol=0, atol=1e-6 * scale)
 
 
-def test_dask_certificate_is_below_the_exact_optimum(client, small):
-    X, y, T, value = small
+def test_dask_certificate_is_below_the_exact_optimum(client, iris60_exact):
+    X, y, T, value = iris60_exact
     res = S.solve(X, y, T, 0.5, executor=DaskExecutor(client))
     assert res.info["mode"] == "active_set" and res.status == "optimal"
     assert res.lower_bound <= value * (1 + 1e-7) and res.objective >= value * (1 - 1e-7)
@@ -185,8 +185,8 @@ def test_dask_certificate_is_below_the_exact_optimum(client, small):
     assert P.objective(res.matrix, X, T, y, 0.5) == pytest.approx(res.objective, rel=1e-10)
 
 
-def test_streaming_mode_on_dask_when_the_budget_says_so(client, small):
-    X, y, T, value = small
+def test_streaming_mode_on_dask_when_the_budget_says_so(client, iris60_exact):
+    X, y, T, value = iris60_exact
     budget = S.BYTES_PER_TERM * 64  # the active list cannot hold the terms
     ref = S.solve(X, y, T, 0.5, memory_limit=budget, tol=1e-3)
     res = S.solve(X, y, T, 0.5, memory_limit=budget, tol=1e-3, executor=DaskExecutor(client))

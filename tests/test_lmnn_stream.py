@@ -56,13 +56,13 @@ def test_block_sums_do_not_depend_on_the_blocking(wine_instance):
     L = np.linalg.cholesky(_random_metric(X.shape[1], 3) + np.eye(X.shape[1])).T
     data, ex = StreamData(X, y, T), LocalExecutor()
     per_class = ex.map_blocks(hinge_block, row_blocks(y, 10**6), data, L, 0.1)
-    small = ex.map_blocks(hinge_block, row_blocks(y, 7), data, L, 0.1, chunk=300)
-    assert len(per_class) == 3 and len(small) > 3
+    iris60_exact = ex.map_blocks(hinge_block, row_blocks(y, 7), data, L, 0.1, chunk=300)
+    assert len(per_class) == 3 and len(iris60_exact) > 3
     assert {len(set(y[b])) for b in row_blocks(y, 7)} == {1}
     value = sum(p["value"] for p in per_class)
-    assert abs(sum(p["value"] for p in small) - value) <= 1e-10 * value
-    assert sum(p["count"] for p in small) == sum(p["count"] for p in per_class) > 0
-    G, G1 = sum(p["G"] for p in small), sum(p["G"] for p in per_class)
+    assert abs(sum(p["value"] for p in iris60_exact) - value) <= 1e-10 * value
+    assert sum(p["count"] for p in iris60_exact) == sum(p["count"] for p in per_class) > 0
+    G, G1 = sum(p["G"] for p in iris60_exact), sum(p["G"] for p in per_class)
     assert np.abs(G - G1).max() <= 1e-10 * np.abs(G1).max()
 
 
@@ -74,8 +74,8 @@ def test_plan_blocks_respects_the_budget():
 
 
 @pytest.mark.parametrize("memory_limit", [None, TINY])
-def test_certificate_is_valid_in_both_modes(small, memory_limit):
-    X, y, T, value = small
+def test_certificate_is_valid_in_both_modes(iris60_exact, memory_limit):
+    X, y, T, value = iris60_exact
     res = S.solve(X, y, T, 0.5, memory_limit=memory_limit)
     assert res.info["mode"] == ("streaming" if memory_limit else "active_set")
     assert res.lower_bound <= value * (1 + 1e-7)  # below CLARABEL's optimum
@@ -84,9 +84,9 @@ def test_certificate_is_valid_in_both_modes(small, memory_limit):
     assert abs(res.objective - value) <= 1e-4 * value
 
 
-def test_switch_mid_run_stays_certified(small):
+def test_switch_mid_run_stays_certified(iris60_exact):
     """A budget between the first list and the final one: the switch happens mid-run."""
-    X, y, T, value = small
+    X, y, T, value = iris60_exact
     res = S.solve(X, y, T, 0.5, memory_limit=S.BYTES_PER_TERM * 300)
     assert res.info["mode"] == "streaming" and res.info["switched_after_calls"] > 0
     assert res.info["stream_evaluations"] > 0
