@@ -56,13 +56,13 @@ def test_block_sums_do_not_depend_on_the_blocking(wine_instance):
     L = np.linalg.cholesky(_random_metric(X.shape[1], 3) + np.eye(X.shape[1])).T
     data, ex = StreamData(X, y, T), LocalExecutor()
     per_class = ex.map_blocks(hinge_block, row_blocks(y, 10**6), data, L, 0.1)
-    iris60_exact = ex.map_blocks(hinge_block, row_blocks(y, 7), data, L, 0.1, chunk=300)
-    assert len(per_class) == 3 and len(iris60_exact) > 3
+    small_blocks = ex.map_blocks(hinge_block, row_blocks(y, 7), data, L, 0.1, chunk=300)
+    assert len(per_class) == 3 and len(small_blocks) > 3
     assert {len(set(y[b])) for b in row_blocks(y, 7)} == {1}
     value = sum(p["value"] for p in per_class)
-    assert abs(sum(p["value"] for p in iris60_exact) - value) <= 1e-10 * value
-    assert sum(p["count"] for p in iris60_exact) == sum(p["count"] for p in per_class) > 0
-    G, G1 = sum(p["G"] for p in iris60_exact), sum(p["G"] for p in per_class)
+    assert abs(sum(p["value"] for p in small_blocks) - value) <= 1e-10 * value
+    assert sum(p["count"] for p in small_blocks) == sum(p["count"] for p in per_class) > 0
+    G, G1 = sum(p["G"] for p in small_blocks), sum(p["G"] for p in per_class)
     assert np.abs(G - G1).max() <= 1e-10 * np.abs(G1).max()
 
 
