@@ -49,23 +49,27 @@ def _interrupt_solve(cwd, out):
         assert started, f"the solve never showed progress: {buf!r}"
         proc.send_signal(signal.SIGINT)
         stdout, _ = proc.communicate(timeout=240)
-        while True:  # the rest of stderr
-            ready, _, _ = select.select([master], [], [], 0.5)
-            if not ready:
-                break
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            buf += chunk
+        buf += _drain(master)  # the rest of stderr
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         os.close(master)
     return proc.returncode, stdout.decode(), buf.decode(errors="replace")
+
+
+def _drain(master):
+    """Whatever the pty still holds (stops after 0.5 s without output, or at EOF)."""
+    buf = b""
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        buf += chunk
+    return buf
 
 
 def _messages(stderr):
@@ -116,14 +120,7 @@ def _run_on_pty(args, cwd):
     buf = b""
     try:
         stdout, _ = proc.communicate(timeout=240)
-        while select.select([master], [], [], 0.5)[0]:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:
-                break
-            if not chunk:
-                break
-            buf += chunk
+        buf += _drain(master)
     finally:
         if proc.poll() is None:
             proc.kill()
