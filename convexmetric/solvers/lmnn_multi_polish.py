@@ -141,7 +141,7 @@ def polish(oracle, Ms0, *, best_f=None, lower=None, sigma=1.0, inner=30, tol=1e-
                     Lip = max(np.sqrt(_dot(gy, gy)), 1e-12) / max(np.sqrt(_dot(x, x)), 1.0)
                 for _ in range(60):  # backtracking on the Lipschitz estimate
                     xn = _project([a - b / Lip for a, b in zip(y, gy)])
-                    fx, _ = oracle.smooth(xn, sigma)
+                    fx = oracle.smooth(xn, sigma, grad=False)
                     evals += 1
                     dx = [a - b for a, b in zip(xn, y)]
                     if fx <= fy + _dot(gy, dx) + 0.5 * Lip * _dot(dx, dx) + 1e-12 * abs(fy):

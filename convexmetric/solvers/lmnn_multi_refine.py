@@ -62,7 +62,9 @@ class WhitenedOracle:
         f, G = self.base(self.to_original(Ms))
         return f, self._grads(G)
 
-    def smooth(self, Ms, sigma):
+    def smooth(self, Ms, sigma, grad=True):
+        if not grad:
+            return self.base.smooth(self.to_original(Ms), sigma, grad=False)
         f, G = self.base.smooth(self.to_original(Ms), sigma)
         return f, self._grads(G)
 
