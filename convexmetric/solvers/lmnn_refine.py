@@ -4,9 +4,10 @@ App. A's subgradient descent stalls about 1e-3 above the optimum of eq. (14): at
 optimum many hinge terms sit exactly at their kink. This stage minimises the smoothed
 objective (see :meth:`ActiveSetOracle.smooth`: each hinge replaced by
 ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²``) over the factor ``L`` (``M = LᵀL``) with
-L-BFGS, for a decreasing sequence of widths σ, moving the prox centre λ̄ to the current
+L-BFGS, stage by stage at a fixed width σ, moving the prox centre λ̄ to the current
 dual estimate between stages (an augmented-Lagrangian step, which removes the
-smoothing bias as λ̄ approaches the optimal multipliers). The factorisation keeps every
+smoothing bias as λ̄ approaches the optimal multipliers; when streaming, with no
+centre, σ decreases instead). The factorisation keeps every
 iterate PSD without projections and is far better conditioned than first-order steps
 on ``M``; every stage is checked on the exact objective and the best iterate is kept.
 The dual estimate also gives a certified lower bound (:meth:`ActiveSetOracle.lower_bound`).
@@ -32,16 +33,30 @@ def refine_components(
     L0,
     *,
     sigma0=0.03,
-    sigma_factor=0.3,
+    sigma_factor=None,
     sigma_min=1e-6,
-    stage_iter=300,
+    stage_iter=None,
     rtol=1e-7,
     stalls=2,
     time_limit=None,
     callback=None,
     gap_tol=None,
+    max_stages=500,
 ):
-    """Continuation over σ of L-BFGS on the smoothed eq. (14) in ``L``; a SolveResult.
+    """L-BFGS on the smoothed eq. (14) in ``L``, stage by stage; a SolveResult.
+
+    Over an active list each stage ends by moving the prox centre to the dual estimate,
+    and σ stays fixed (``sigma_factor=None`` means 1.0, ``stage_iter=None`` 50): a
+    proximal method of multipliers, whose centre removes the smoothing bias. The
+    streaming mode has no centre (λ̄ = 0), so there σ shrinks (0.3 per stage, 300
+    iterations a stage) instead. On digits the fixed σ took 240 evaluations to certify
+    1e-4 where the continuation 0.03 → 0.009 → 0.0027 took 646 (breast_cancer: 580 vs
+    2,119). A stage past the first without a relative gain of ``rtol`` in the exact
+    objective is a stall; a fixed σ shrinks by 0.3 at each. The run ends when the
+    certified gap is within ``gap_tol``, after ``stalls`` stalls in a row (a fixed σ
+    must have shrunk to 1% of ``sigma0`` first), at ``sigma_min``, or after
+    ``max_stages``; a full check at the best point must then
+    find no new violated triplet (else it goes on).
 
     ``gap_tol``: stop as soon as the certified relative gap ``(best − bound)/best`` is
     within it (after a strict full check at the best point) instead of refining on. The
@@ -53,7 +68,12 @@ def refine_components(
     L = np.array(L0, dtype=float)
     best_L, best_f = L.copy(), float(oracle.objective(L.T @ L, components=L))
     history, evals, sigma, status, lower = [best_f], 0, sigma0, "optimal", None
-    n_stalled = 0
+    n_stalled, stage = 0, 0
+
+    def schedule():
+        streaming = getattr(oracle, "mode", "active_set") == "streaming"
+        factor = sigma_factor if sigma_factor is not None else (0.3 if streaming else 1.0)
+        return factor, stage_iter if stage_iter is not None else (300 if streaming else 50)
 
     def fg(v):
         nonlocal evals
@@ -73,7 +93,8 @@ def refine_components(
                     L.ravel(),
                     jac=True,
                     method="L-BFGS-B",
-                    options={"maxiter": stage_iter, "gtol": 1e-12, "ftol": 1e-15, "maxcor": 20},
+                    options={"maxiter": schedule()[1], "gtol": 1e-12, "ftol": 1e-15,
+                             "maxcor": 20},
                 )
                 L = res.x.reshape(L.shape)
             except _Stop:
@@ -82,7 +103,7 @@ def refine_components(
             f = float(oracle.objective(L.T @ L, components=L))
             history.append(f)
             stalled = best_f - f <= rtol * max(abs(best_f), 1e-12)
-            n_stalled = n_stalled + 1 if stalled and sigma < sigma0 else 0
+            n_stalled = n_stalled + 1 if stalled and stage > 0 else 0
             if f < best_f:
                 best_L, best_f = L.copy(), f
             M = L.T @ L
@@ -92,11 +113,18 @@ def refine_components(
                 status = "user_limit"
                 break
             certified = gap_tol is not None and best_f - lower <= gap_tol * max(abs(best_f), 1e-300)
-            if n_stalled >= stalls or sigma <= sigma_min or certified:
-                if oracle.full_check(best_L.T @ best_L, best_L):
+            # a fixed σ must have shrunk (by stalls) to 1% of σ₀ before stalls end the run
+            shrunk = schedule()[0] < 1 or sigma <= 1e-2 * sigma0
+            done = (n_stalled >= stalls and shrunk) or sigma <= sigma_min or stage + 1 >= max_stages
+            if done or certified:
+                if oracle.full_check(best_L.T @ best_L, best_L) or stage + 1 >= max_stages:
                     break
             oracle.recenter(M, sigma)
-            sigma = max(sigma * sigma_factor, sigma_min)
+            # a fixed σ shrinks where the exact objective stalls (inexact inner solves
+            # at a wide σ leave the primal short of the optimum: iris, about 5e-7)
+            factor = schedule()[0]
+            sigma = max(sigma * (0.3 if factor >= 1 and n_stalled else factor), sigma_min)
+            stage += 1
     except KeyboardInterrupt:
         status = "user_limit"
     return SolveResult(
