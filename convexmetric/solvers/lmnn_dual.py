@@ -34,11 +34,11 @@ convex quadratic in the kink multipliers ``λ_K``,
     g_t = μ \operatorname{tr}(C_t S_{\rm fix} M),
 
 and ``tr(C_s C_t M) = (a_s·a_t)(a_tᵀMa_s) − (a_s·b_t)(b_tᵀMa_s) − (b_s·a_t)(a_tᵀMb_s)
-+ (b_s·b_t)(b_tᵀMb_s)`` (``a = x_i − x_j``, ``b = x_i − x_l``): eight ``K × d × K``
-products, never the ``d² × K`` design matrix. It is minimised over ``[0, 1]^K`` by
-L-BFGS-B with a small ridge towards the smoothed multipliers (the system can be
-under-determined). Whatever the fit, the bound above keeps it valid; the better of
-the two bounds is returned.
++ (b_s·b_t)(b_tᵀMb_s)`` (``a = x_i − x_j``, ``b = x_i − x_l``): six ``K × d × K``
+products (the third term is the second's transpose), never the ``d² × K`` design
+matrix. It is minimised over ``[0, 1]^K`` by L-BFGS-B with a small ridge towards the
+smoothed multipliers (the system can be under-determined). Whatever the fit, the bound
+above keeps it valid; the better of the two bounds is returned.
 """
 
 from __future__ import annotations
@@ -108,8 +108,8 @@ class DualCertificate:
     def _fit(self, M, A, B, S_fix, x0, ridge):
         mu = self.mu
         AM, BM = A @ M, B @ M
-        H = (A @ A.T) * (AM @ A.T) - (A @ B.T) * (AM @ B.T)
-        H += (B @ B.T) * (BM @ B.T) - (B @ A.T) * (BM @ A.T)
+        cross = (A @ B.T) * (AM @ B.T)  # the (b_s·a_t)(a_tᵀMb_s) term is its transpose
+        H = (A @ A.T) * (AM @ A.T) + (B @ B.T) * (BM @ B.T) - cross - cross.T
         H = mu * mu * 0.5 * (H + H.T)
         Q = S_fix @ M
         g = mu * (np.einsum("ij,jk,ik->i", A, Q, A) - np.einsum("ij,jk,ik->i", B, Q, B))
