@@ -7,6 +7,7 @@ from click.testing import CliRunner
 
 from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
+from convexmetric.neighbors import target_neighbors
 from convexmetric.problems import lmnn as P
 from convexmetric.solvers import lmnn as S
 from convexmetric.solvers.lmnn_certify import certified_gap, dual_matrix
@@ -188,3 +189,17 @@ def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
     f_dense, _ = oracle(M_dense)
     assert oracle.mode == "streaming"
     assert abs(f_dense - P.objective(M_dense, X, T, y, 0.5)) <= 1e-10 * f_dense
+
+
+def test_overflow_at_the_bound_switches_instead_of_raising():
+    """A check due inside ``lower_bound`` (an accepted point) that overflows the budget
+    switches to streaming; it used to raise ``TooManyTerms`` out of the fit (a short phase 1
+    hands the refinement a point whose first stage's list outgrows the budget)."""
+    Xtr, _, ytr, _ = datasets.load_split("wine")
+    X, y = Xtr[:133], ytr[:133]
+    T = target_neighbors(X, y, 3)
+    res = S.solve(X, y, T, 0.5, max_iter=3, memory_limit=1 << 20)
+    assert res.info["mode"] == "streaming"
+    assert abs(res.objective - P.objective(res.matrix, X, T, y, 0.5)) <= 1e-9 * res.objective
+    assert res.lower_bound <= res.objective
+    assert res.status == ("optimal" if certified_gap(res) <= 1e-4 else "optimal_inaccurate")

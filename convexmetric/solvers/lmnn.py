@@ -310,12 +310,15 @@ class ActiveSetOracle:
         return components_from_metric(M) if components is None else components
 
     # -- evaluation -------------------------------------------------------------
-    def _hinge_args(self, M, components=None):
-        """``z = 1 + d_M(i, j) − d_M(i, l)`` over the active list (full check first if due)."""
+    def _hinge_args(self, M, components=None, accepted=False):
+        """``z = 1 + d_M(i, j) − d_M(i, l)`` over the active list (full check first if due).
+
+        ``accepted``: ``M`` is an accepted point, where a check that overflows the list
+        switches to streaming (``None`` is returned) instead of raising."""
         Lc = components_from_metric(M) if components is None else components
         checked = self.calls >= self._next_check
         if checked:
-            stable = self.full_check(M, Lc, accepted=False)
+            stable = self.full_check(M, Lc, accepted=accepted)
             if self.mode == "streaming":
                 return None
             # for the schedule, new terms under 1% of a long list count as stable (the
@@ -416,7 +419,7 @@ class ActiveSetOracle:
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
 
         A no-op in the streaming mode (its prox centre stays at 0)."""
-        z = None if self.mode == "streaming" else self._hinge_args(M)
+        z = None if self.mode == "streaming" else self._hinge_args(M, accepted=True)
         if z is None:
             return
         self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
@@ -432,7 +435,7 @@ class ActiveSetOracle:
         (multipliers of the triplets at the kink fitted to complementarity).
         """
         S0 = (1 - self.mu) * self.C_pull
-        z = None if self.mode == "streaming" else self._hinge_args(M)
+        z = None if self.mode == "streaming" else self._hinge_args(M, accepted=True)
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
             S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
             return self.mu * psd_scaling([S0], [S1]) * lam_sum

@@ -51,7 +51,7 @@ def dual_matrix(oracle, M, sigma):
     In the streaming mode (λ̄ = 0) the sum runs over all triplets, by row blocks."""
     from .lmnn import triplet_scatter
 
-    z = None if oracle.mode == "streaming" else oracle._hinge_args(M)
+    z = None if oracle.mode == "streaming" else oracle._hinge_args(M, accepted=True)
     if z is None:  # streaming mode: Σ λ (C_ij − C_il) accumulated block by block
         return oracle.stream.dual(components_from_metric(M), sigma)[0]
     lam = np.clip(oracle.mask["lam"] + z / sigma, 0.0, 1.0)

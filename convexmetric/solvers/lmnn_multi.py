@@ -85,7 +85,7 @@ class MultiMetricOracle:
             self.prow.append(r)
             pts.append(p)
             a.append(loc[: len(r)] + off[-1])
-            b.append(loc[len(r):] + off[-1])
+            b.append(loc[len(r) :] + off[-1])
             off.append(off[-1] + len(p))
         # stacked block rows; pair p of block g joins rows a, b of U (in order of prow)
         self.off, self.perm = off, np.concatenate(self.prow)
@@ -249,9 +249,10 @@ def solve(
     False. ``precondition=True`` solves in per-block whitened coordinates
     (:class:`WhitenedOracle`, an exact change of variables); ``M0``, the result and the
     lower bound are in the original coordinates either way. The L-BFGS refinement stops
-    at a certified gap of ``switch_gap`` (default ``min(0.02, 5·tol)``); :func:`.lmnn_multi_polish.polish`
-    (convex, in the ``M^g``, fixed σ = ``polish_sigma``) continues until the certified
-    relative gap is within ``tol``; the status is "optimal" only then.
+    at a certified gap of ``switch_gap`` (default ``min(0.02, 5·tol)``);
+    :func:`.lmnn_multi_polish.polish` (convex, in the ``M^g``, fixed σ = ``polish_sigma``)
+    continues until the certified relative gap is within ``tol``; the status is
+    "optimal" only then.
     """
     t0 = time.perf_counter()
     c = int(clusters.max()) + 1 if n_clusters is None else n_clusters

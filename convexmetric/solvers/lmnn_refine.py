@@ -93,8 +93,7 @@ def refine_components(
                     L.ravel(),
                     jac=True,
                     method="L-BFGS-B",
-                    options={"maxiter": schedule()[1], "gtol": 1e-12, "ftol": 1e-15,
-                             "maxcor": 20},
+                    options={"maxiter": schedule()[1], "gtol": 1e-12, "ftol": 1e-15, "maxcor": 20},
                 )
                 L = res.x.reshape(L.shape)
             except _Stop:
