@@ -7,14 +7,15 @@ process that reports its own peak resident memory).
 
 Measured quiet on this 2-core machine (2026-11-23), ``--scale``: overlapping 20,000 × 20
 (the scale issue's recipe): streaming mode, objective 14450.3, certified gap 1.6e-6,
-171 s, peak RSS 0.64 GiB (was 826 s under load; before that, ``TooManyTerms``).
-``augmented_digits`` (41,481 × 64 training split): active-set mode, 13 full checks,
-objective 85849.5, certified gap 9.0e-6 to 9.5e-6, 163–185 s, peak RSS 0.62 GiB; 3-NN test
-error 1.62% vs Euclidean 2.26%. ``--versus`` (digits default fit vs metric-learn 0.7.0,
-side by side): ours 3.73 s (best of 3: 4.46, 3.95, 3.73; objective 1726.0744, certified
-4.2e-5) vs metric-learn 11.37 s (objective 1742.78), time ratio 0.33; this machine's
-timings vary by ±15% between identical runs (earlier runs of the same script: 0.36–0.43
-before the last two changes).
+160–171 s, peak RSS 0.64 GiB (was 826 s under load; before that, ``TooManyTerms``).
+``augmented_digits`` (41,481 × 64 training split): active-set mode, objective 85849.5,
+certified gap 6.0e-5, 128 s, peak RSS 0.63 GiB (163–185 s before the refinement kept σ
+fixed); 3-NN test error 1.63% vs Euclidean 2.26%. ``--versus`` (digits default fit vs
+metric-learn 0.7.0, side by side): ours 3.19 s (best of 3: 3.69, 3.34, 3.19; objective
+1726.1229, certified 7.2e-5) vs metric-learn 11.07 s (objective 1742.78), time ratio 0.29
+(0.33 before the fixed σ); this machine's timings vary by ±15% between identical runs.
+The digits fit spends about a third of its time in the crossover of :mod:`.lmnn_dual`
+(three calls of 0.3 s), a third in phase 1 (200 subgradient steps).
 Everything runs in this one process except the
 memory measurement of the 20,000-point problem, which runs in a child process so that
 its peak resident memory is its own. Prints ratios: ours vs exact, ours vs plain CVXPY.
