@@ -577,10 +577,11 @@ def solve(
     projection onto the PSD cone (``phase1="metric"``, Alg. 1 verbatim). It stalls
     about 1e-3 (relative) above the optimum, at the kinks of the hinge. Phase 2
     (``refine=True``) minimises the smoothed objective by L-BFGS in ``L`` at a fixed σ
-    with dual recentring (σ shrinks at stalls, and when streaming; :mod:`.lmnn_refine`; ``refine="fista"`` runs
-    the first-order stage of :mod:`.smoothing` on ``M`` instead) and certifies a lower
-    bound from the dual estimate. ``refine_settings``: keyword arguments of
-    :func:`.lmnn_refine.refine_components` (or a ``SmoothingSettings`` for "fista").
+    with dual recentring (σ shrinks at stalls, and when streaming; :mod:`.lmnn_refine`;
+    ``refine="fista"`` runs the first-order stage of :mod:`.smoothing` on ``M``
+    instead) and certifies a lower bound from the dual estimate. ``refine_settings``:
+    keyword arguments of :func:`.lmnn_refine.refine_components` (or a
+    ``SmoothingSettings`` for "fista").
     ``search`` selects the impostor search of the full checks (see
     :class:`ActiveSetOracle`).
 
