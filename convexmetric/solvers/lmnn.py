@@ -22,6 +22,9 @@ the objective, its (sub)gradient, the smoothed objective and the certificate's d
 matrix are then computed exactly over all triplets by row blocks. The streaming
 smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
 list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
+Arrays proportional to the data are not in the budget: ``X`` itself, and per process
+``Z = X Lᵀ`` with its float32 search copy (:func:`.lmnn_stream.project`), together
+about 1.5× the size of ``X`` (augmented_digits: 32 MB; 10⁶ × 64 points: 0.8 GB).
 """
 
 from __future__ import annotations
