@@ -432,17 +432,16 @@ class ActiveSetOracle:
 
         For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` gives ``f* ≥
         μΣλ/(1 − ν)`` with ``ν = min(0, λ_min(S(λ), S(0)))`` (:mod:`.lmnn_dual`). ``F``
-        (an attained objective value) enables the trace bound and, when the gap
+        (an attained objective value) enables the trace bound (in both modes) and, when the gap
         ``(F − bound)/F`` is above :attr:`tol` (and below ``max(30·tol, 1e-3)``: farther
         from convergence the primal gap dominates), the crossover of :mod:`.lmnn_dual`
         (multipliers of the triplets at the kink fitted to complementarity).
         """
-        S0 = (1 - self.mu) * self.C_pull
         z = None if self.mode == "streaming" else self._hinge_args(M, accepted=True)
+        cert = self._certificate()
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
             S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
-            return self.mu * psd_scaling([S0], [S1]) * lam_sum
-        cert = self._certificate()
+            return cert.bound(S1, lam_sum, F)
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
         bound = cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F)
         # the crossover (a K×K quadratic programme) pays only near convergence
