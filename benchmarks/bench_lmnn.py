@@ -7,9 +7,9 @@ process that reports its own peak resident memory).
 
 Measured quiet on this 2-core machine (2026-11-23), ``--scale``: overlapping 20,000 × 20
 (the scale issue's recipe): streaming mode, objective 14450.3, certified gap 1.6e-6,
-160–171 s, peak RSS 0.64 GiB (was 826 s under load; before that, ``TooManyTerms``).
+152–171 s, peak RSS 0.64 GiB (was 826 s under load; before that, ``TooManyTerms``).
 ``augmented_digits`` (41,481 × 64 training split): active-set mode, objective 85849.5,
-certified gap 6.0e-5, 128 s, peak RSS 0.63 GiB (163–185 s before the refinement kept σ
+certified gap 6.0e-5, 120–128 s, peak RSS 0.62–0.63 GiB (163–185 s before the refinement kept σ
 fixed); 3-NN test error 1.63% vs Euclidean 2.26%. ``--versus`` (digits default fit vs
 metric-learn 0.7.0, side by side): ours 3.19 s (best of 3: 3.69, 3.34, 3.19; objective
 1726.1229, certified 7.2e-5) vs metric-learn 11.07 s (objective 1742.78), time ratio 0.29

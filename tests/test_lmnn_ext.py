@@ -323,3 +323,27 @@ def test_bad_pca_and_search():
         LMNN(k=2, pca=9).fit(X, y)
     with pytest.raises(ValueError, match="'search' parameter"):
         LMNN(k=2, search="octree").fit(X, y)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_multi_metric_oracle_matches_a_direct_sum(seed):
+    """The oracle's per-block row products (distances over each block's own points) give
+    eq. (14)'s multi-metric value and subgradient of a triplet-by-triplet sum, with
+    clusters that are not the classes (a pair's metric is its second point's cluster)."""
+    rng = np.random.default_rng(seed)
+    X, y = rng.normal(size=(40, 3)), np.arange(40) % 3
+    g = rng.integers(0, 4, size=40)
+    T = target_neighbors(X, y, 2)
+    o = SM.MultiMetricOracle(X, y, T, 0.4, g, 4)
+    Ms = [(lambda A: A @ A.T)(rng.normal(size=(3, 3))) for _ in range(4)]
+    f, G = o(Ms)  # the first call searches all triplets (margin 0.3): every violated one
+    assert f == pytest.approx(PM.objective(Ms, X, T, y, g, 0.4), rel=1e-12)
+    I, J, L, H = PM.hinge_terms(Ms, X, T, y, g)
+    ref = [0.6 * P for P in PM.pull_matrices(X, T, g, 4)]
+    for i, j, l, h in zip(I, J, L, H):
+        if h > 0:
+            a, b = X[i] - X[j], X[i] - X[l]
+            ref[g[j]] += 0.4 * np.outer(a, a)
+            ref[g[l]] -= 0.4 * np.outer(b, b)
+    for Gg, Rg in zip(G, ref):
+        np.testing.assert_allclose(Gg, Rg, rtol=1e-10, atol=1e-10)
