@@ -17,7 +17,7 @@ within ``tol``. ``refine="fista"`` runs the first-order stage of :mod:`.smoothin
 
 Where the time goes (digits standard split, 10 blocks of 64 × 64, about 31,000 listed
 triplets on 15,000 distinct pairs): block ``g`` touches only the points of its pairs
-(about 230 of 1,347), so distances are ``Y = U_g M^g`` over those rows followed by
+(about 230 of 1,257), so distances are ``Y = U_g M^g`` over those rows followed by
 ``(Y_a − Y_b)·(u_a − u_b)`` per pair (2.3k × 64 × 64 per evaluation instead of
 15k × 64 × 64), and the gradients ``U_gᵀ(deg U_g − W U_g)`` likewise. The first factor
 stages leave the phase-1 list behind (objectives of 10⁴–10⁵ on the true problem and lists
@@ -75,7 +75,7 @@ class MultiMetricOracle:
         self.inv_j, self.inv_l = inv[:m], inv[m:]
         self.pa, self.pb = pairs // n, pairs % n
         # a pair's metric is that of its second point's cluster; block g touches only the
-        # points of its pairs (digits: about 230 of 1,347), so distances and gradients are
+        # points of its pairs (digits: about 230 of 1,257), so distances and gradients are
         # products with those rows: U_g = X[rows_g], local pair ends a_g, b_g
         blk = self.g[self.pb]
         self.prow, pts, a, b, off = [], [], [], [], [0]
