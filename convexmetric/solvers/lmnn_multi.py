@@ -92,6 +92,8 @@ class MultiMetricOracle:
         self.U = self.X[np.concatenate(pts)]
         self.a, self.b = np.concatenate(a), np.concatenate(b)
         self.Dp = self.U[self.a] - self.U[self.b]
+        # the symmetrised pair-weight matrix's entries (a, b) and (b, a), for _grad
+        self.sym = (np.concatenate([self.a, self.b]), np.concatenate([self.b, self.a]))
 
     def full_check(self, Ms, margin=None):
         """Search all triplets; merge near-violations; True if no new *violated* ones."""
@@ -135,7 +137,7 @@ class MultiMetricOracle:
         P, n_rows = len(self.pa), len(self.U)
         pw = np.bincount(self.inv_j, w, P) - np.bincount(self.inv_l, w, P)
         ww = pw[self.perm]
-        rows, cols = np.concatenate([self.a, self.b]), np.concatenate([self.b, self.a])
+        rows, cols = self.sym
         vals = np.concatenate([ww, ww])
         W = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_rows))
         R = np.bincount(rows, vals, n_rows)[:, None] * self.U - W @ self.U
