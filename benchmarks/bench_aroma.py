@@ -19,9 +19,9 @@ import time
 import numpy as np
 
 from convexmetric import bilinear
+from convexmetric.aroma.steps import daroma_step
+from convexmetric.aroma.stream import DiagonalEngine, FactoredEngine, OasisEngine
 from convexmetric.datasets import load
-from convexmetric.solvers.aroma import daroma_step
-from convexmetric.solvers.aroma_stream import DiagonalEngine, FactoredEngine, OasisEngine
 
 
 def timed(engine, Q, D):

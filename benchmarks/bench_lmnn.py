@@ -34,10 +34,10 @@ import time
 import numpy as np
 
 from convexmetric import datasets
+from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.exact import solve_working_set
 from convexmetric.neighbors import knn_error, target_neighbors
 from convexmetric.problems import lmnn as P
-from convexmetric.solvers import lmnn as S
-from convexmetric.solvers.lmnn_exact import solve_working_set
 
 METRIC_LEARN_DIGITS = 1742.0  # eq. (14) reached by metric-learn 0.7.0's LMNN on this split
 METRIC_LEARN_SECONDS = 7.6  # ... in this many seconds on this machine

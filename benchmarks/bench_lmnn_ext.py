@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.datasets import make_classification
 
 from convexmetric import LMNN, datasets
-from convexmetric.energy import energy_predict
+from convexmetric.lmnn.energy import energy_predict
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems import lmnn as P
 

@@ -18,9 +18,9 @@ import time
 import numpy as np
 
 from convexmetric.datasets import load
-from convexmetric.pairs import balanced_pairs
+from convexmetric.maurer import solver as S
+from convexmetric.maurer.pairs import balanced_pairs
 from convexmetric.problems import maurer as P
-from convexmetric.solvers import maurer as S
 
 
 def naive_table1(U, r, lam, steps, d=100, theta=0.01, gamma=1.0, reg_every=500, seed=0):

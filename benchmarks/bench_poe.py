@@ -30,12 +30,12 @@ import time
 
 import numpy as np
 
-from convexmetric import graph
 from convexmetric.comparisons import Comparisons
+from convexmetric.datasets.taxonomy import make_taxonomy
+from convexmetric.poe import graph
+from convexmetric.poe import solver as S
 from convexmetric.problems import poe as P
 from convexmetric.result import relative_gap
-from convexmetric.solvers import poe as S
-from convexmetric.taxonomy import make_taxonomy
 
 
 def bench_filter(n=500, m=100_000, seed=0):

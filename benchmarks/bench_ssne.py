@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 
 from convexmetric.datasets import synthetic_classes
-from convexmetric.ssne import SSNE
+from convexmetric.ssne.estimator import SSNE
 
 D = 20
 EPOCHS = 3

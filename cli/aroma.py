@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import datasets
-from ..aroma import OASIS, DiagonalAROMA, FactoredAROMA
+from ..aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
 from ..bilinear import hinge_losses, sample_triplets, similarity
 from ..metrics import mean_average_precision, precision_at_k
 from ._common import (

@@ -8,11 +8,11 @@ import click
 import numpy as np
 
 from .. import datasets
-from ..lmnn import LMNN
+from ..lmnn.dask_executor import dask_client
+from ..lmnn.estimator import LMNN
+from ..lmnn.solver import solve as solve_large_scale
 from ..neighbors import knn_error, target_neighbors
 from ..problems import lmnn as P
-from ..solvers.lmnn import solve as solve_large_scale
-from ..solvers.lmnn_dask import dask_client
 from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,

@@ -9,15 +9,15 @@ import time
 
 import numpy as np
 
-from ..energy import energy_predict
-from ..lmnn import LMNN
-from ..lmnn_extensions import KernelLMNN, MultiMetricLMNN
+from ..lmnn import kernel_solver as SK
+from ..lmnn import multi_solver as SM
+from ..lmnn.energy import energy_predict
+from ..lmnn.estimator import LMNN
+from ..lmnn.extensions import KernelLMNN, MultiMetricLMNN
+from ..lmnn.solver import solve as solve_linear
 from ..neighbors import knn_error
 from ..problems import lmnn_kernel as PK
 from ..problems import lmnn_multi as PM
-from ..solvers import lmnn_kernel as SK
-from ..solvers import lmnn_multi as SM
-from ..solvers.lmnn import solve as solve_linear
 from ._common import solver_entry
 
 

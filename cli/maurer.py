@@ -18,10 +18,10 @@ import click
 import numpy as np
 
 from .. import metrics
-from ..maurer import ORACLES, HyperbolicPCA, OperatorSimilarity
-from ..pairs import Pairs, balanced_pairs
+from ..maurer import solver as solvers
+from ..maurer.estimators import ORACLES, HyperbolicPCA, OperatorSimilarity
+from ..maurer.pairs import Pairs, balanced_pairs
 from ..problems import maurer as problem
-from ..solvers import maurer as solvers
 from ._common import (
     DATA_OPTIONS,
     NO_EXACT_NOTE,

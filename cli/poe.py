@@ -11,12 +11,12 @@ import time
 
 import click
 
-from ..graph import filter_comparisons
+from ..datasets.taxonomy import make_taxonomy
 from ..metrics import gauc
-from ..poe import MKPOE, POE
+from ..poe import solver as large_scale
+from ..poe.estimators import MKPOE, POE
+from ..poe.graph import filter_comparisons
 from ..problems import poe as P
-from ..solvers import poe as large_scale
-from ..taxonomy import make_taxonomy
 from ._common import (
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,

@@ -10,7 +10,7 @@ import click
 import numpy as np
 
 from ..neighbors import knn_error
-from ..ssne import SSNE
+from ..ssne.estimator import SSNE
 from ._common import (
     DATA_OPTIONS,
     POSITIVE_INT,

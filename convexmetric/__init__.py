@@ -7,8 +7,7 @@ against each other.
 
 from . import datasets
 from .aroma import OASIS, DiagonalAROMA, FactoredAROMA
-from .lmnn import LMNN
-from .lmnn_extensions import KernelLMNN, MultiMetricLMNN
+from .lmnn import LMNN, KernelLMNN, MultiMetricLMNN
 from .maurer import HyperbolicPCA, OperatorSimilarity
 from .poe import MKPOE, POE
 from .result import SolveResult

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernels as _kernels
-from .energy import energy_predict
+from .lmnn.energy import energy_predict
 from .neighbors import _sqdist, knn_predict
 
 KINDS = ("linear", "kernel", "multi_metric", "ssne", "bilinear", "result")
@@ -51,13 +51,13 @@ def _lmnn_classifier(est, rules):
 
 def describe(est):
     """``(kind, meta, arrays)`` of a fitted estimator; ValueError for what cannot be saved."""
-    from .aroma import _OnlineBilinear
-    from .lmnn import LMNN
-    from .lmnn_extensions import KernelLMNN, MultiMetricLMNN
-    from .maurer import _PairOperator
-    from .poe import POE
+    from .aroma.estimators import _OnlineBilinear
+    from .lmnn.estimator import LMNN
+    from .lmnn.extensions import KernelLMNN, MultiMetricLMNN
+    from .maurer.estimators import _PairOperator
+    from .poe.estimators import POE
     from .result import SolveResult
-    from .ssne import SSNE
+    from .ssne.estimator import SSNE
 
     name = type(est).__name__
     if isinstance(est, SolveResult):
@@ -232,7 +232,7 @@ class SavedModel:
             raise ValueError(f"a {self.estimator or self.kind} model has no transform: {why}.")
         X = self._rows(X)
         if self.kind == "ssne":
-            from .solvers.ssne import embed, features
+            from .ssne.solver import embed, features
 
             return embed(features(X), self.arrays["W"])[2]
         if self.kind == "kernel":
@@ -264,7 +264,7 @@ class SavedModel:
         return a["classes"][pred]
 
     def _multi_predict(self, X, rule, clf):
-        from .lmnn_extensions import knn_from_distances
+        from .lmnn.extensions import knn_from_distances
 
         a = self.arrays
         Ls, Xt, g = a["components"], a["train_points"], a["clusters"]

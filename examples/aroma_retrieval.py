@@ -25,7 +25,7 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 from convexmetric import bilinear
-from convexmetric.aroma import OASIS, DiagonalAROMA, FactoredAROMA
+from convexmetric.aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
 from convexmetric.datasets import bag_of_features
 from convexmetric.metrics import mean_average_precision, precision_at_k
 

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from convexmetric import LMNN, MultiMetricLMNN, datasets
-from convexmetric.energy import energy_predict
+from convexmetric.lmnn.energy import energy_predict
 from convexmetric.neighbors import knn_error
 
 warnings.simplefilter("ignore")

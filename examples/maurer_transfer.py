@@ -29,8 +29,8 @@ import numpy as np
 
 from convexmetric import metrics
 from convexmetric.datasets import transformed_digits
-from convexmetric.maurer import HyperbolicPCA, OperatorSimilarity
-from convexmetric.pairs import balanced_pairs
+from convexmetric.maurer.estimators import HyperbolicPCA, OperatorSimilarity
+from convexmetric.maurer.pairs import balanced_pairs
 
 TRAIN, TEST = [0, 1, 2, 3, 4], [5, 6, 7, 8]
 

@@ -20,9 +20,9 @@ import numpy as np
 
 from convexmetric import POE
 from convexmetric.comparisons import Comparisons
-from convexmetric.graph import filter_comparisons
+from convexmetric.datasets.taxonomy import make_taxonomy, survey_comparisons
 from convexmetric.metrics import gauc
-from convexmetric.taxonomy import make_taxonomy, survey_comparisons
+from convexmetric.poe.graph import filter_comparisons
 
 
 def main(argv=None):

@@ -23,8 +23,8 @@ import time
 import numpy as np
 
 from convexmetric import MKPOE, POE
+from convexmetric.datasets.taxonomy import make_taxonomy
 from convexmetric.metrics import gauc
-from convexmetric.taxonomy import make_taxonomy
 
 
 def native(K, C):

@@ -38,10 +38,10 @@ from sklearn.preprocessing import StandardScaler
 
 from convexmetric import datasets
 from convexmetric.neighbors import knn_error
-from convexmetric.ssne import SSNE
+from convexmetric.ssne.estimator import SSNE
 
 try:  # the LMNN column needs the LMNN estimator of the foundation issue
-    from convexmetric.lmnn import LMNN
+    from convexmetric.lmnn.estimator import LMNN
 except ImportError:  # pragma: no cover
     LMNN = None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from ..linalg import components_from_metric
 from ..neighbors import impostor_blocks
 from .common import solve_problem
 
@@ -48,12 +49,6 @@ def pull_matrix(X, targets):
     _n, k = targets.shape
     U = np.repeat(X, k, axis=0) - X[targets.ravel()]
     return U.T @ U
-
-
-def components_from_metric(M):
-    """``L`` with ``M = LᵀL`` (eigen-square-root; negative eigenvalues clipped)."""
-    w, V = np.linalg.eigh(0.5 * (M + M.T))
-    return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
 class TooManyTerms(RuntimeError):

@@ -21,9 +21,10 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
+from ..linalg import components_from_metric
 from ..neighbors import _sqdist
 from .common import solve_problem
-from .lmnn import all_triplets, components_from_metric
+from .lmnn import all_triplets
 
 
 def pull_matrices(X, targets, clusters, n_clusters):

@@ -5,9 +5,9 @@ import pytest
 import scipy.sparse as sp
 
 from convexmetric import bilinear
+from convexmetric.aroma.steps import daroma_step, faroma_step, oasis_step
+from convexmetric.aroma.stream import DiagonalEngine, FactoredEngine, OasisEngine
 from convexmetric.problems.bilinear import design_matrix, objective, solve_batch
-from convexmetric.solvers.aroma import daroma_step, faroma_step, oasis_step
-from convexmetric.solvers.aroma_stream import DiagonalEngine, FactoredEngine, OasisEngine
 
 
 def _rows(T, m, n, seed):

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sklearn.exceptions import NotFittedError
 
 from convexmetric import bilinear
-from convexmetric.aroma import OASIS, DiagonalAROMA, FactoredAROMA
+from convexmetric.aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
 from convexmetric.datasets import bag_of_features, load
 from convexmetric.metrics import mean_average_precision, precision_at_k
 

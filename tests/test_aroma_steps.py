@@ -3,6 +3,13 @@
 import numpy as np
 import pytest
 
+from convexmetric.aroma.steps import (
+    arow_diagonal_step,
+    arow_step,
+    daroma_step,
+    faroma_step,
+    oasis_step,
+)
 from convexmetric.problems.bilinear import (
     arow_covariance_objective,
     arow_step_objective,
@@ -10,13 +17,6 @@ from convexmetric.problems.bilinear import (
     build_arow_step,
 )
 from convexmetric.problems.common import solve_problem
-from convexmetric.solvers.aroma import (
-    arow_diagonal_step,
-    arow_step,
-    daroma_step,
-    faroma_step,
-    oasis_step,
-)
 
 
 def _stream(rng, m, n, T):

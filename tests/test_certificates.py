@@ -8,12 +8,12 @@ import pytest
 from click.testing import CliRunner
 
 from convexmetric.cli.main import main
-from convexmetric.lmnn_extensions import KernelLMNN, MultiMetricLMNN
-from convexmetric.pairs import balanced_pairs
+from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
+from convexmetric.maurer import certificate as D
+from convexmetric.maurer import solver as S
+from convexmetric.maurer.pairs import balanced_pairs
+from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import maurer as P
-from convexmetric.solvers import maurer as S
-from convexmetric.solvers import maurer_dual as D
-from convexmetric.solvers.subgradient import SubgradientSettings
 
 VARIANTS = [("hs", None), ("trace", None), ("hs", 2.0), ("trace", 0.5)]
 LAM = 0.05
@@ -106,7 +106,7 @@ def test_kernel_sgd_certificate_with_the_linear_kernel():
 
 
 def test_operator_similarity_exposes_the_certificate():
-    from convexmetric.maurer import OperatorSimilarity
+    from convexmetric.maurer.estimators import OperatorSimilarity
 
     pairs = instance(m=200, D=4, n=80)
     est = OperatorSimilarity(lam=LAM, solver="subgradient").fit(pairs)

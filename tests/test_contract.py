@@ -21,7 +21,7 @@ from sklearn.neighbors import KNeighborsClassifier
 import convexmetric
 from convexmetric import datasets
 from convexmetric.kernels import linear_kernel, rbf_kernel
-from convexmetric.poe import ItemComparisons
+from convexmetric.poe.estimators import ItemComparisons
 
 ESTIMATORS = [n for n in convexmetric.__all__ if n not in ("SolveResult", "datasets")]
 
@@ -311,7 +311,7 @@ def test_docstring_examples():
     import doctest
 
     import convexmetric._mahalanobis as mahalanobis_module
-    import convexmetric.poe as poe_module
+    import convexmetric.poe.estimators as poe_module
 
     for mod in (mahalanobis_module, poe_module):
         assert doctest.testmod(mod).failed == 0

@@ -13,8 +13,8 @@ from convexmetric.cones import (
     PSDCone,
     is_psd,
 )
+from convexmetric.optim.subgradient import SubgradientSettings, projected_subgradient
 from convexmetric.result import SolveResult, relative_gap
-from convexmetric.solvers.subgradient import SubgradientSettings, projected_subgradient
 
 
 def test_psd_projection_is_the_nearest_psd_matrix():

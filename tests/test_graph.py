@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convexmetric.comparisons import Comparisons, check_comparisons, split_comparisons
-from convexmetric.graph import (
+from convexmetric.poe.graph import (
     acyclic_subgraph,
     comparison_graph,
     filter_comparisons,

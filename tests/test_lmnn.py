@@ -9,10 +9,10 @@ from sklearn.utils.estimator_checks import check_estimator
 
 from convexmetric import LMNN
 from convexmetric.cones import is_psd
+from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.exact import solve_working_set
 from convexmetric.neighbors import knn_predict, target_neighbors
 from convexmetric.problems import lmnn as P
-from convexmetric.solvers import lmnn as S
-from convexmetric.solvers.lmnn_exact import solve_working_set
 
 # A 1-D toy instance solved by hand: classes {0, 1} and {3, 4}, k = 1.
 # eps(m) = 4(1-mu) m + mu * sum_c [1 - c m]_+ with c = 3, 3, 8, 8, 8, 8, 15, 15.

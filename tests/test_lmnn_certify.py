@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from convexmetric import datasets
+from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.close_gap import certified_gap, close_gap, dual_matrix
+from convexmetric.lmnn.refine import refine_components
 from convexmetric.problems import lmnn as P
-from convexmetric.solvers import lmnn as S
-from convexmetric.solvers.lmnn_certify import certified_gap, close_gap, dual_matrix
-from convexmetric.solvers.lmnn_refine import refine_components
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_solve_status_follows_the_certificate(iris_exact, tol):
 
 def test_zero_objective_is_certified_by_the_trivial_bound():
     """No active triplet (an RBF kernel separates 10 iris points per class): eq. (14) ≥ 0."""
-    from convexmetric.lmnn_extensions import KernelLMNN
+    from convexmetric.lmnn.extensions import KernelLMNN
 
     Xtr, _, ytr, _ = datasets.load_split("iris")
     keep = np.concatenate([np.flatnonzero(ytr == c)[:10] for c in np.unique(ytr)])

@@ -14,11 +14,9 @@ import pytest
 distributed = pytest.importorskip("distributed")
 
 from convexmetric import LMNN, datasets  # noqa: E402
-from convexmetric.neighbors import target_neighbors  # noqa: E402
-from convexmetric.problems import lmnn as P  # noqa: E402
-from convexmetric.solvers import lmnn as S  # noqa: E402
-from convexmetric.solvers.lmnn_dask import DaskBackendError, DaskExecutor  # noqa: E402
-from convexmetric.solvers.lmnn_stream import (  # noqa: E402
+from convexmetric.lmnn import solver as S  # noqa: E402
+from convexmetric.lmnn.dask_executor import DaskBackendError, DaskExecutor  # noqa: E402
+from convexmetric.lmnn.stream import (  # noqa: E402
     LocalExecutor,
     StreamData,
     TooManyTerms,
@@ -26,6 +24,8 @@ from convexmetric.solvers.lmnn_stream import (  # noqa: E402
     row_blocks,
     terms_block,
 )
+from convexmetric.neighbors import target_neighbors  # noqa: E402
+from convexmetric.problems import lmnn as P  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_block_map_is_the_same_on_dask(client, wine, sigma):
 
 
 def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypatch):
-    from convexmetric.solvers import lmnn_dask
+    from convexmetric.lmnn import dask_executor as lmnn_dask
 
     X, _, y, T = wine
     data, blocks = StreamData(X, y, T), row_blocks(y, 16)
@@ -282,7 +282,7 @@ def test_cli_scheduler_is_single_metric_only():
 
 
 def test_dask_client_local_cluster_is_closed():
-    from convexmetric.solvers.lmnn_dask import dask_client
+    from convexmetric.lmnn.dask_executor import dask_client
 
     with dask_client("local:1") as c:
         assert len(c.scheduler_info()["workers"]) == 1
@@ -291,8 +291,8 @@ def test_dask_client_local_cluster_is_closed():
 
 
 def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
-    from convexmetric import predict_blocks
-    from convexmetric.solvers import lmnn_dask
+    from convexmetric.lmnn import dask_executor as lmnn_dask
+    from convexmetric.lmnn import predict_blocks
 
     X, ylab, _, _ = wine
     rng = np.random.default_rng(0)
@@ -311,7 +311,7 @@ def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
     np.testing.assert_array_equal(remote.energy_predict(Xq), local.energy_predict(Xq))
     assert calls == [5, 5]
     # the energy rule is eq. (15) of the module that computes it for every estimator
-    from convexmetric.energy import energy_predict
+    from convexmetric.lmnn.energy import energy_predict
 
     ref = energy_predict(X, local._y, local.targets_, Xq[:50], local.components_, 0.5)
     np.testing.assert_array_equal(local.energy_predict(Xq[:50]), local.classes_[ref])

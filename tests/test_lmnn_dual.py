@@ -5,9 +5,10 @@ multipliers near convergence, and a singular pull matrix is handled on its range
 import numpy as np
 import pytest
 
+from convexmetric.linalg import psd_scaling
+from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.certificate import DualCertificate
 from convexmetric.problems import lmnn as P
-from convexmetric.solvers import lmnn as S
-from convexmetric.solvers.lmnn_dual import DualCertificate
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +39,7 @@ def test_scaling_bound_equals_bisection(exact):
     lam = np.random.default_rng(1).random(len(I)) * 0.2
     S1 = cert.scatter(I, J, L, lam)
     exact_scaling = cert.bound(S1, lam.sum())
-    bisection = 0.5 * S.psd_scaling([cert.S0], [S1], steps=60) * lam.sum()
+    bisection = 0.5 * psd_scaling([cert.S0], [S1], steps=60) * lam.sum()
     assert exact_scaling == pytest.approx(bisection, rel=1e-9)
 
 

@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 
 from convexmetric import LMNN, datasets
 from convexmetric.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
-from convexmetric.energy import energy_scores
-from convexmetric.lmnn_extensions import KernelLMNN, MultiMetricLMNN
-from convexmetric.lmnn_reduction import leading_components
+from convexmetric.lmnn import kernel_solver as SK
+from convexmetric.lmnn import multi_solver as SM
+from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.energy import energy_scores
+from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
+from convexmetric.lmnn.reduction import leading_components
 from convexmetric.neighbors import _sqdist, target_neighbors
 from convexmetric.problems import lmnn as P
 from convexmetric.problems import lmnn_kernel as PK
 from convexmetric.problems import lmnn_multi as PM
-from convexmetric.solvers import lmnn as S
-from convexmetric.solvers import lmnn_kernel as SK
-from convexmetric.solvers import lmnn_multi as SM
 
 TOY_X = np.array([[0.0], [1.0], [3.0], [4.0]])
 TOY_Y = np.array([0, 0, 1, 1])

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from convexmetric import datasets
+from convexmetric.linalg import psd_scaling
+from convexmetric.lmnn import multi_close_gap as SC
+from convexmetric.lmnn import multi_polish as SP
+from convexmetric.lmnn import multi_solver as SM
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems import lmnn_multi as PM
-from convexmetric.solvers import lmnn_multi as SM
-from convexmetric.solvers import lmnn_multi_certify as SC
-from convexmetric.solvers import lmnn_multi_polish as SP
-from convexmetric.solvers.lmnn import psd_scaling
 
 
 def instance(per_class=8, name="iris"):

@@ -7,11 +7,9 @@ from click.testing import CliRunner
 
 from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
-from convexmetric.neighbors import target_neighbors
-from convexmetric.problems import lmnn as P
-from convexmetric.solvers import lmnn as S
-from convexmetric.solvers.lmnn_certify import certified_gap, dual_matrix
-from convexmetric.solvers.lmnn_stream import (
+from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.close_gap import certified_gap, dual_matrix
+from convexmetric.lmnn.stream import (
     LocalExecutor,
     StreamData,
     StreamingEvaluator,
@@ -19,6 +17,8 @@ from convexmetric.solvers.lmnn_stream import (
     plan_blocks,
     row_blocks,
 )
+from convexmetric.neighbors import target_neighbors
+from convexmetric.problems import lmnn as P
 
 TINY = 1 << 14  # bytes: a budget of 64 listed triplets, blocks of 8 rows
 

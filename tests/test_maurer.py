@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
-from convexmetric.pairs import balanced_pairs
+from convexmetric.maurer import solver as S
+from convexmetric.maurer.pairs import balanced_pairs
 from convexmetric.problems import maurer as P
-from convexmetric.solvers import maurer as S
 
 VARIANTS = [("hs", None), ("trace", None), ("hs", 2.0), ("trace", 0.5)]
 

@@ -12,8 +12,8 @@ from convexmetric import metrics
 from convexmetric.cli.maurer import SOLVE, VALIDATE
 from convexmetric.datasets import load, transformed_digits
 from convexmetric.kernels import maurer_kernel
-from convexmetric.maurer import HyperbolicPCA, OperatorSimilarity
-from convexmetric.pairs import Pairs, balanced_pairs, label_pairs
+from convexmetric.maurer.estimators import HyperbolicPCA, OperatorSimilarity
+from convexmetric.maurer.pairs import Pairs, balanced_pairs, label_pairs
 from convexmetric.problems import maurer as P
 
 

@@ -46,7 +46,7 @@ def test_lmnn_round_trip(tmp_path, iris, lmnn):
     assert m.kind == "linear" and m.estimator == "LMNN" and m.n_features_in == 4
     np.testing.assert_allclose(m.transform(Xte), lmnn.transform(Xte))
     np.testing.assert_array_equal(m.predict(Xte), lmnn.predict(Xte))
-    from convexmetric.energy import energy_predict
+    from convexmetric.lmnn.energy import energy_predict
 
     e = energy_predict(lmnn._X, lmnn._y, lmnn.targets_, Xte, lmnn.components_, lmnn.mu)
     np.testing.assert_array_equal(m.predict(Xte, rule="energy"), lmnn.classes_[e])

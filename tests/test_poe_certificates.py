@@ -8,9 +8,9 @@ from conftest import poe_instance
 
 from convexmetric.comparisons import Comparisons
 from convexmetric.kernels import linear_kernel, noise_kernels, rbf_kernel
+from convexmetric.poe import solver as S
+from convexmetric.poe.certificate import Certificate, certify
 from convexmetric.problems import poe as P
-from convexmetric.solvers import poe as S
-from convexmetric.solvers.poe_certify import Certificate, certify
 
 X, C = poe_instance(12, 80, seed=1, flip=0.1)
 NOISE = noise_kernels(len(X), 1, random_state=0)[0] + 0.1 * np.eye(len(X))
@@ -110,7 +110,7 @@ def test_hand_computed_bound():
 def test_diagonal_lp_bound_exact_at_the_optimum(exact):
     """The HiGHS LP over the near-kink multipliers at CLARABEL's solution: a valid bound,
     within 1e-6 of the optimum."""
-    from convexmetric.solvers.poe_diagonal import lp_bound
+    from convexmetric.poe.diagonal import lp_bound
 
     blocks, _ = CASES["mkpoe"]
     Ws, value, status, _ = P.solve(blocks, C, BETA, diagonal=True, solver="CLARABEL")

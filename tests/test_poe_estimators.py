@@ -5,10 +5,10 @@ import pytest
 
 from convexmetric import MKPOE, POE
 from convexmetric.comparisons import Comparisons
-from convexmetric.graph import filter_comparisons
+from convexmetric.datasets.taxonomy import make_taxonomy, survey_comparisons
 from convexmetric.kernels import linear_kernel, noise_kernels, rbf_kernel
 from convexmetric.metrics import gauc
-from convexmetric.taxonomy import make_taxonomy, survey_comparisons
+from convexmetric.poe.graph import filter_comparisons
 
 rng = np.random.default_rng(0)
 X = rng.normal(size=(12, 3))

@@ -7,8 +7,8 @@ from scipy.optimize import check_grad
 
 from convexmetric.comparisons import Comparisons
 from convexmetric.kernels import linear_kernel, noise_kernels, rbf_kernel
+from convexmetric.poe import solver as S
 from convexmetric.problems import poe as P
-from convexmetric.solvers import poe as S
 
 X, C = poe_instance(14, 120, seed=0)
 # full-rank kernels: with a rank-deficient one the SDP's optimal set is unbounded (see

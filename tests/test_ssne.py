@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from scipy.optimize import check_grad
 
 from convexmetric import datasets
-from convexmetric.solvers.ssne import (
+from convexmetric.ssne.estimator import SSNE, label_pairs
+from convexmetric.ssne.solver import (
     SSNESettings,
     embed,
     features,
@@ -19,7 +20,6 @@ from convexmetric.solvers.ssne import (
     objective,
     ssne_bcd,
 )
-from convexmetric.ssne import SSNE, label_pairs
 
 
 @pytest.fixture(scope="module")
@@ -243,8 +243,8 @@ def test_table1_protocol_on_iris_one_repeat():
 def test_docstring_examples():
     import doctest
 
-    import convexmetric.solvers.ssne as solver_module
-    import convexmetric.ssne as estimator_module
+    import convexmetric.ssne.estimator as estimator_module
+    import convexmetric.ssne.solver as solver_module
 
     for mod in (solver_module, estimator_module):
         assert doctest.testmod(mod, optionflags=doctest.ELLIPSIS).failed == 0

@@ -1,0 +1,72 @@
+"""Formulation-free linear algebra shared by the oracles and certificates.
+
+Sums of outer products of differences (``Σ w (x_a − x_b)(x_a − x_b)ᵀ`` as one sparse
+product), factors of PSD matrices, whitening by a PSD matrix, and the exact PSD scaling
+used to repair dual points. Nothing here knows which paper it serves.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def components_from_metric(M):
+    """``L`` with ``M = LᵀL`` (eigen-square-root; negative eigenvalues clipped)."""
+    w, V = np.linalg.eigh(0.5 * (M + M.T))
+    return (V * np.sqrt(np.maximum(w, 0.0))).T
+
+
+def pair_scatter(X, a, b, w):
+    """``Σ_t w_t (x_{a_t} − x_{b_t})(x_{a_t} − x_{b_t})ᵀ`` as ``Xᵀ (D − S) X``.
+
+    ``S`` is the symmetrised sparse matrix of pair weights and ``D`` its degree
+    matrix. For a handful of pairs the outer products are summed directly.
+    """
+    n, d = X.shape
+    if len(a) == 0:
+        return np.zeros((d, d))
+    if len(a) * d * d <= 400_000:  # few pairs: direct sum beats building a sparse matrix
+        U = X[a] - X[b]
+        return (U.T * w) @ U
+    W = sp.csr_matrix((w, (a, b)), shape=(n, n))
+    SX = W @ X + W.T @ X  # S X with S = W + Wᵀ
+    deg = np.bincount(a, weights=w, minlength=n) + np.bincount(b, weights=w, minlength=n)
+    return X.T @ (X * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
+
+
+def triplet_scatter(X, I, J, L, w):
+    """``Σ_t w_t (C_{i_t j_t} − C_{i_t l_t})`` through one sparse weight matrix."""
+    return pair_scatter(X, np.concatenate([I, I]), np.concatenate([J, L]), np.concatenate([w, -w]))
+
+
+def psd_scaling(S0s, S1s, steps=40):
+    """The largest ``θ ∈ [0, 1]`` with every ``(1 − θ)S0 + θS1`` PSD (each ``S0`` is PSD).
+
+    Bisection with a rounding tolerance of ``1e-12·max|S1|``; used by the dual bounds.
+    """
+    scale = max(1.0, max(float(np.abs(S).max()) for S in S1s))
+
+    def psd(theta):
+        return all(
+            np.linalg.eigvalsh((1 - theta) * a + theta * b)[0] >= -1e-12 * scale
+            for a, b in zip(S0s, S1s)
+        )
+
+    if psd(1.0):
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(steps):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if psd(mid) else (lo, mid)
+    return lo
+
+
+def whitening(R, rtol=1e-10):
+    """``T = V Λ^{-1/2}`` over the positive eigenspace of ``R`` (``TᵀRT = I``), the
+    null-space basis and ``T⁺ = Λ^{1/2}Vᵀ``; ``tr(RW) = tr Ŵ`` for ``W = T Ŵ Tᵀ``,
+    ``Ŵ = T⁺ W T⁺ᵀ``."""
+    lam, V = np.linalg.eigh(0.5 * (R + R.T))
+    keep = lam > rtol * max(float(lam[-1]), 1e-300)
+    Vk = V[:, keep]
+    return Vk / np.sqrt(lam[keep]), V[:, ~keep], (Vk * np.sqrt(lam[keep])).T

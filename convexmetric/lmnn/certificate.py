@@ -1,0 +1,124 @@
+r"""Certified lower bounds for eq. (14) from any multipliers, and a crossover to fit them.
+
+**The dual.** With ``C_t = C_ij − C_il`` for triplet ``t = (i, j, l)`` and
+``μ max(0, z) = max_{0≤λ≤1} μλz``, every ``λ ∈ [0, 1]^T`` gives, for every ``M ⪰ 0``,
+
+.. math::
+
+    f(M) \ge \mu \textstyle\sum_t \lambda_t + \langle S(\lambda), M\rangle, \qquad
+    S(\lambda) = S_0 + \mu \textstyle\sum_t \lambda_t C_t, \quad S_0 = (1 − \mu) P,
+
+``P`` the pull matrix. Let ``ν = λ_min(S(λ), S_0)``, the smallest generalised
+eigenvalue (``S(λ) − νS_0 ⪰ 0``). Then ``⟨S(λ), M*⟩ ≥ ν⟨S_0, M*⟩`` and
+``⟨S_0, M*⟩ ≤ f*`` (the hinge terms are ≥ 0), so for ``ν < 0``
+
+* *scaling*: ``f* ≥ μΣλ + ν f*``, i.e. ``f* ≥ μΣλ / (1 − ν)`` (``θ = 1/(1 − ν)`` is the
+  exact largest ``θ`` with ``S(θλ) ⪰ 0``: no bisection), and
+* *trace*: ``f* ≥ μΣλ + νF`` for any attained value ``F ≥ f*``.
+
+The larger is returned; for ``ν ≥ 0`` the bound is ``μΣλ``. ``S_0`` may be singular
+(pixels that never vary): the eigenvalue problem is solved on its range, which is
+valid when no triplet difference leaves that range (checked once; otherwise the
+bound falls back to :func:`convexmetric.solvers.lmnn.psd_scaling`, bisection on the
+whole space).
+
+**Crossover** (:meth:`DualCertificate.crossover`). The multipliers read off a smoothed
+solve, ``clip(λ̄ + z/σ, 0, 1)``, are poor on the triplets at the kink ``z ≈ 0``, where
+the optimal ``λ*`` is strictly inside ``[0, 1]``; complementary slackness asks
+``S(λ*) M* = 0``. With the other multipliers fixed, ``‖S(λ)N‖_F²`` (``M = NNᵀ``) is a
+convex quadratic in the kink multipliers ``λ_K``,
+
+.. math::
+
+    H_{st} = μ^2 \operatorname{tr}(C_s C_t M), \qquad
+    g_t = μ \operatorname{tr}(C_t S_{\rm fix} M),
+
+and ``tr(C_s C_t M) = (a_s·a_t)(a_tᵀMa_s) − (a_s·b_t)(b_tᵀMa_s) − (b_s·a_t)(a_tᵀMb_s)
++ (b_s·b_t)(b_tᵀMb_s)`` (``a = x_i − x_j``, ``b = x_i − x_l``): six ``K × d × K``
+products (the third term is the second's transpose), never the ``d² × K`` design
+matrix. It is minimised over ``[0, 1]^K`` by L-BFGS-B with a small ridge towards the
+smoothed multipliers (the system can be under-determined). Whatever the fit, the bound
+above keeps it valid; the better of the two bounds is returned.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..linalg import psd_scaling, triplet_scatter, whitening
+
+
+class DualCertificate:
+    """Lower bounds for eq. (14) on the data of an :class:`~.lmnn.ActiveSetOracle`.
+
+    ``X`` are the oracle's (possibly whitened) inputs, ``P`` its pull matrix.
+    """
+
+    def __init__(self, X, P, mu):
+        self.X, self.mu = X, mu
+        self.S0 = (1 - mu) * P
+        self.T, null, _ = whitening(self.S0)
+        # a triplet difference off the range of S0 would make ⟨S, M⟩ unbounded below there
+        scale = max(float(np.abs(X).max()), 1e-300)
+        self.valid = null.shape[1] == 0 or float(np.ptp(X @ null, axis=0).max()) <= 1e-10 * scale
+
+    def scatter(self, I, J, L, lam):
+        nz = np.flatnonzero(lam > 0)
+        return self.S0 + self.mu * triplet_scatter(self.X, I[nz], J[nz], L[nz], lam[nz])
+
+    def bound(self, S, lam_sum, F=None):
+        """The bound from ``S = S(λ)`` and ``Σλ`` (``F``: an attained objective value)."""
+        total = self.mu * float(lam_sum)
+        if not self.valid:
+            return psd_scaling([self.S0], [S]) * total
+        Sh = self.T.T @ S @ self.T
+        nu = float(np.linalg.eigvalsh(0.5 * (Sh + Sh.T))[0])
+        if nu >= 0:
+            return total
+        return max(total / (1.0 - nu), -np.inf if F is None else total + nu * F)
+
+    def crossover(self, M, I, J, L, z, lam_s, F, taus=(0.03,), ridge=1e-4,
+                  max_kinks=3000):  # fmt: skip
+        """The best bound over kink multipliers fitted to ``S(λ)M = 0`` (module docstring).
+
+        ``z``: hinge arguments of the listed triplets ``(I, J, L)`` at ``M``; ``lam_s``: the
+        smoothed multipliers (kept off the kink and as the ridge's centre); ``taus``: kink
+        widths ``|z| < τ`` tried, at most ``max_kinks`` triplets (the nearest the kink).
+        """
+        best = -np.inf
+        for tau in taus:
+            K = np.flatnonzero(np.abs(z) < tau)
+            if len(K) > max_kinks:  # the K×K programme stays small: the nearest the kink
+                K = K[np.argsort(np.abs(z[K]), kind="stable")[:max_kinks]]
+            if len(K) == 0:
+                continue
+            lam = lam_s.copy()
+            lam[K] = 0.0
+            S_fix = self.scatter(I, J, L, lam)
+            lam[K] = self._fit(M, self.X[I[K]] - self.X[J[K]], self.X[I[K]] - self.X[L[K]],
+                               S_fix, lam_s[K], ridge)  # fmt: skip
+            best = max(best, self.bound(self.scatter(I, J, L, lam), lam.sum(), F))
+        return best
+
+    def _fit(self, M, A, B, S_fix, x0, ridge):
+        mu = self.mu
+        AM, BM = A @ M, B @ M
+        cross = (A @ B.T) * (AM @ B.T)  # the (b_s·a_t)(a_tᵀMb_s) term is its transpose
+        H = (A @ A.T) * (AM @ A.T) + (B @ B.T) * (BM @ B.T) - cross - cross.T
+        H = mu * mu * 0.5 * (H + H.T)
+        Q = S_fix @ M
+        g = mu * (np.einsum("ij,jk,ik->i", A, Q, A) - np.einsum("ij,jk,ik->i", B, Q, B))
+        scale = max(float(np.abs(H).max()), 1e-300)
+        H, g = H / scale, g / scale
+        H[np.diag_indices_from(H)] += ridge
+        g = g - ridge * x0
+
+        def fun(x):
+            Hx = H @ x
+            return 0.5 * float(x @ Hx) + float(g @ x), Hx + g
+
+        res = minimize(fun, np.clip(x0, 0.0, 1.0), jac=True, method="L-BFGS-B",
+                       bounds=[(0.0, 1.0)] * len(x0),
+                       options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-15})  # fmt: skip
+        return np.clip(res.x, 0.0, 1.0)

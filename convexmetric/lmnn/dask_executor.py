@@ -1,0 +1,363 @@
+"""Dask distributed as the engine of LMNN's block map (issue 12).
+
+:mod:`.lmnn_stream` maps pure block functions over row blocks of the data: the full
+checks of the active-set mode (:func:`~.lmnn_stream.terms_block`: a block's violated
+triplets), exact objectives and, in the streaming mode, the value, gradient and
+certificate sums (:func:`~.lmnn_stream.hinge_block`). An *executor* runs the map:
+:class:`~.lmnn_stream.LocalExecutor` in this process, :class:`DaskExecutor` on the
+workers of a ``dask.distributed`` cluster. "local" and "dask" are two executors of one
+block map, not two solvers: the solver (its active list stays in the client process),
+the block functions and the order in which the partial sums are added are the same,
+so both give the same iterates (the streaming sums bit for bit up to
+:data:`MAX_TASKS` blocks; beyond, blocks are added in groups on the workers, which
+changes only the rounding, and never depends on the number of workers).
+:func:`predict_blocks` maps kNN and energy prediction over blocks of test rows.
+
+Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
+row blocks' index arrays to every worker once per fit, into a per-process store
+(``client.run``; a scattered future would not do: Dask's active memory manager drops
+the extra replicas between evaluations, and each evaluation then copied the data
+between workers). Every worker needs all of ``X`` (each block compares its rows
+against all other points); the copies also let a surviving worker take over a lost
+one's blocks. Each evaluation then sends only ``L`` (d×d; inline in the tasks while
+``tasks × d² × 8`` bytes stay under :data:`INLINE_BYTES`, else broadcast once) and
+gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars, or at a
+full check the task's violated triplets (three int32 arrays; the client merges them
+into its active list). No n×n or n×k×n object travels.
+
+Faults. If an evaluation fails because workers died or were restarted (the data is
+gone, or a task was lost; a worker that restarted or joined later raises
+:class:`WorkerDataMissing`), the executor sends the data again and repeats the
+evaluation, up to ``retries`` times; then it raises one :class:`DaskBackendError`. An
+evaluation that takes longer than ``timeout`` seconds raises it too, so a fit never
+hangs on a cluster that lost all its workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import uuid
+
+import numpy as np
+
+from .dask_worker import (
+    WorkerDataMissing,
+    chunk_task,
+    drop,
+    group_sums,
+    group_terms,
+    rebuild,
+    small_part,
+    store,
+)
+
+logger = logging.getLogger("convexmetric.lmnn")
+
+#: at most this many tasks per evaluation: beyond, consecutive blocks share a task that
+#: adds their partial sums on the worker (the grouping depends on the number of blocks
+#: only, never on the number of workers, so results do not depend on the cluster)
+MAX_TASKS = 256
+#: per evaluation, arguments up to this many bytes in all tasks together travel inline
+INLINE_BYTES = 1 << 20
+#: ``backend`` values of the estimators that take one
+BACKENDS = ("local", "dask")
+
+
+class DaskBackendError(RuntimeError):
+    """A block evaluation on the Dask cluster failed (after the retries)."""
+
+
+def _require_distributed(owner):
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise ValueError(
+            f"The 'backend' parameter of {owner} is 'dask', which needs dask.distributed: "
+            "pip install 'convexmetric[dask]'."
+        ) from exc
+    return distributed
+
+
+def check_backend(value, owner="LMNN"):
+    """Validate ``backend`` ("local" or "dask"); return it."""
+    if isinstance(value, str) and value in BACKENDS:
+        return value
+    raise ValueError(
+        f"The 'backend' parameter of {owner} must be a str among {{'local', 'dask'}}. "
+        f"Got {value!r} instead."
+    )
+
+
+def executor_for(backend, owner="LMNN", **kwargs):
+    """The executor of ``backend``: ``None`` (in-process) for "local", a
+    :class:`DaskExecutor` on the running Client for "dask".
+
+    Raises ValueError naming 'backend' when no Client is running."""
+    if check_backend(backend, owner) == "local":
+        return None
+    distributed = _require_distributed(owner)
+    try:
+        client = distributed.get_client()
+    except ValueError:
+        raise ValueError(
+            f"The 'backend' parameter of {owner} is 'dask' but no dask.distributed Client is "
+            "running; start one first (e.g. `from distributed import Client; "
+            "client = Client('tcp://scheduler:8786')`) or use backend='local'."
+        ) from None
+    return DaskExecutor(client, **kwargs)
+
+
+class DaskExecutor:
+    """Runs the block functions of :mod:`.lmnn_stream` on a Dask cluster.
+
+    Parameters
+    ----------
+    client : distributed.Client
+    retries : int, default=2
+        Evaluations repeated (after scattering the data again) when workers were lost.
+    timeout : float or None, default=3600
+        Seconds one evaluation may take before :class:`DaskBackendError` is raised.
+
+    Notes
+    -----
+    The solver runs the same algorithm as with the in-process executor: the active
+    list of the active-set mode stays in the client process (its arithmetic is
+    O(list size) per evaluation); the full checks and exact objectives, O(n²d), run on
+    the workers (:meth:`map_terms`, :meth:`map_blocks`), and so does everything in the
+    streaming mode, which the solver enters only when the memory budget says so.
+    """
+
+    name = "dask"
+
+    def __init__(self, client, *, retries=2, timeout=3600.0):
+        self.client = client
+        self.retries, self.timeout = retries, timeout
+        self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
+        self._data = self._blocks = self._groups = None
+        #: per task: (check, sorted keys of its violated triplets) at the last full check,
+        #: and the worker that holds them
+        self._known, self._where = {}, {}
+
+    # -- data, shipped once per fit -----------------------------------------------
+    def scatter(self, data):
+        """Send ``data`` (a :class:`~.lmnn_stream.StreamData`) to every worker's store.
+
+        Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
+        so that it can be sent again after a worker failure."""
+        self._data, self._blocks, self._known = data, None, {}
+        handle = _Handle(uuid.uuid4().hex)
+        self.client.run(store, handle.token, "data", data)
+        return handle
+
+    def _send_blocks(self, handle, blocks):
+        size = -(-len(blocks) // MAX_TASKS)
+        self._blocks, self._known = blocks, {}
+        self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
+        self.client.run(store, handle.token, "groups", self._groups)
+
+    def _resend(self, handle):
+        self.rescatters += 1
+        self.client.run(store, handle.token, "data", self._data)
+        self.client.run(store, handle.token, "groups", self._groups)
+
+    # -- one evaluation -----------------------------------------------------------
+    def map_blocks(self, fn, blocks, data, *args, **kwargs):
+        """``[fn(rows, data, *args, **kwargs) for rows in blocks]``, on the workers.
+
+        ``args`` and ``kwargs`` are small (``L``, σ, flags). The row blocks are sent
+        once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
+        of consecutive blocks and returns their partial sums added (``fn`` returns a
+        dict of numbers and arrays); the results come back in block order."""
+        return self._retrying(data, blocks, lambda: self._run(group_sums, fn, data, args, kwargs))
+
+    def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
+        """The triplets of :func:`~.lmnn_stream.terms_block` over ``blocks``, per task
+        (:func:`~.lmnn_stream.collect_terms` over its group of blocks).
+
+        Deltas: a task sends the keys of its violated triplets added and removed since
+        the set it reported at this executor's last completed check (the whole set if
+        its worker does not hold that one: restarted, another worker, a check that
+        overflowed); the executor keeps each task's set and rebuilds it, so the result
+        does not depend on what travelled. A task's message travels at once if it holds
+        at most its share ``max_terms / tasks`` of keys; larger ones stay in the
+        worker's memory until the counts of all tasks are known. Past ``max_terms``
+        violated triplets in all, it raises
+        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
+        from .stream import TooManyTerms
+
+        client = self.client
+
+        def run():
+            self._checks += 1
+            epoch, args_ = self._checks, self._inline(args)
+            # each task goes back to the worker that holds its last report, if alive
+            futures = [client.submit(group_terms, fn, data.token, g, *args_, pure=False,
+                                     base=self._known.get(g, (None,))[0], epoch=epoch,
+                                     max_terms=max_terms, **kwargs,
+                                     **self._placement(g))
+                       for g in range(len(self._groups))]  # fmt: skip
+            share = None if max_terms is None else max_terms // len(futures)
+            parts = self._gather([client.submit(small_part, f, share, pure=False) for f in futures])
+            count = sum(p["count"] for p in parts)
+            if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
+                client.cancel(futures)
+                raise TooManyTerms(f"more than {max_terms} hinge terms")
+            held = [g for g, p in enumerate(parts) if p.get("held")]
+            for g, part in zip(held, self._gather([futures[g] for g in held]) if held else []):
+                parts[g] = part
+            known = {g: (epoch, rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
+            self._known = known  # only once the whole check has arrived
+            self._where = {g: p["worker"] for g, p in enumerate(parts) if p.get("worker")}
+            self.keys_moved += sum(p["size"] for p in parts)
+            T = self._data.targets
+            n, k = T.shape
+            out = []
+            for _, keys in known.values():
+                ij, l_ = np.divmod(keys, n)
+                i, slot = np.divmod(ij, k)
+                out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys),
+                            "overflow": False})  # fmt: skip
+            return out
+
+        return self._retrying(data, blocks, run)
+
+    def _retrying(self, data, blocks, run):
+        if blocks is not None and self._blocks is not blocks:
+            self._send_blocks(data, blocks)
+        self.evaluations += 1
+        for attempt in range(self.retries + 1):
+            try:
+                return run()
+            except Exception as exc:  # classified below
+                if not _is_cluster_failure(exc):
+                    raise
+                if attempt == self.retries:
+                    raise DaskBackendError(
+                        f"LMNN's block evaluation on the Dask cluster failed {attempt + 1} "
+                        f"times ({type(exc).__name__}: {exc}); the cluster lost workers or "
+                        "data. Check the workers or use backend='local'."
+                    ) from exc
+                logger.warning("Dask evaluation failed (%s: %s); sending the data again",
+                               type(exc).__name__, exc)  # fmt: skip
+                self._resend(data)
+
+    def map_chunks(self, fn, chunks, data, **kwargs):
+        """``[fn(chunk, data, **kwargs) for chunk in chunks]``, one task per chunk (the
+        chunks, e.g. blocks of test rows, travel with their tasks; ``data`` is in the
+        workers' stores)."""
+        client = self.client
+
+        def run():
+            return self._gather([client.submit(chunk_task, fn, data.token, c, pure=False, **kwargs)
+                                 for c in chunks])  # fmt: skip
+
+        return self._retrying(data, None, run)
+
+    def _placement(self, g):
+        where = self._where.get(g)
+        return {} if where is None else {"workers": where, "allow_other_workers": True}
+
+    def _inline(self, args):
+        """``args``, with arrays broadcast once if inlining them in every task is costly."""
+        client = self.client
+        # L: inline in each task while that is cheap, else broadcast once
+        inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups)
+        if inline > INLINE_BYTES:
+            args = [client.scatter([a], broadcast=True, hash=False)[0] if _is_array(a) else a
+                    for a in args]  # fmt: skip
+        return args
+
+    def _submit(self, task, fn, handle, args, kwargs):
+        client = self.client
+        args = self._inline(args)
+        return [client.submit(task, fn, handle.token, g, *args, pure=False, **kwargs)
+                for g in range(len(self._groups))]  # fmt: skip
+
+    def _gather(self, futures):
+        """The futures' results (one round trip), or :class:`DaskBackendError` after
+        ``timeout`` seconds."""
+        client = self.client
+        try:
+            return client.sync(client._gather, futures, callback_timeout=self.timeout)
+        except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
+            client.cancel(futures)
+            raise DaskBackendError(
+                f"LMNN's block evaluation on the Dask cluster did not finish within "
+                f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
+            ) from None
+
+    def _run(self, task, fn, handle, args, kwargs):
+        return self._gather(self._submit(task, fn, handle, args, kwargs))
+
+    def close(self, handle):
+        """Drop this fit's data from the workers' stores (else the next fits evict it)."""
+        self.client.run(drop, handle.token)
+
+
+class _Handle:
+    """The token under which the workers store one fit's data."""
+
+    def __init__(self, token):
+        self.token = token
+
+
+def _is_array(a):
+    return hasattr(a, "shape") and getattr(a, "size", 0) > 1
+
+
+def _is_cluster_failure(exc):
+    """Lost workers or data (restart, killed process), not an error of the block function."""
+    import distributed
+
+    kinds = [WorkerDataMissing, distributed.KilledWorker, distributed.CancelledError, OSError]
+    lost = getattr(distributed.client, "FutureCancelledError", None)
+    if lost is not None:
+        kinds.append(lost)
+    try:
+        from distributed.comm.core import CommClosedError
+
+        kinds.append(CommClosedError)
+    except ImportError:  # pragma: no cover
+        pass
+    return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def dask_client(scheduler, owner="--scheduler", timeout=30):
+    """A Client for the duration of a ``with`` block (the CLI's ``--scheduler``).
+
+    ``scheduler``: an address (``tcp://host:8786``; the cluster is left running) or
+    ``local:N`` (a LocalCluster of N worker processes with one thread each, closed at
+    the end)."""
+    distributed = _require_distributed(owner)
+    text = str(scheduler)
+    if text.startswith("local:"):
+        n = text.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(
+                f"The '{owner}' option must be an address (tcp://host:port) or local:N with "
+                f"N an int in the range [1, inf). Got {text!r} instead."
+            )
+        with (
+            distributed.LocalCluster(n_workers=int(n), processes=True, threads_per_worker=1,
+                                     dashboard_address=":0") as cluster,
+            distributed.Client(cluster) as client,
+        ):  # fmt: skip
+            yield client
+        return
+    if "://" not in text:
+        raise ValueError(
+            f"The '{owner}' option must be an address (tcp://host:port) or local:N. "
+            f"Got {text!r} instead."
+        )
+    try:
+        client = distributed.Client(text, timeout=timeout)
+    except (OSError, TimeoutError) as exc:
+        raise ValueError(
+            f"The '{owner}' option names {text!r}, but no Dask scheduler answered there "
+            f"within {timeout} s ({exc})."
+        ) from None
+    with client:
+        yield client

@@ -1,0 +1,114 @@
+"""The worker side of :mod:`.lmnn_dask`: a per-process store of each fit's data, and the
+tasks that run block functions on it.
+
+``client.run(store, token, key, value)`` puts a fit's data (and its row blocks) into
+:data:`STORE` of every worker process once per fit; each task then reads it there, so
+only ``L`` and the small results travel per evaluation. A worker that restarted or
+joined later holds nothing and raises :class:`WorkerDataMissing` (the client then
+sends the data again).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class WorkerDataMissing(RuntimeError):
+    """A worker that has not received this fit's data (restarted, or joined later)."""
+
+
+#: per worker process: token -> {"data": StreamData, "groups": [[rows, ...], ...]}
+STORE: dict = {}
+#: fits whose data a worker keeps (the oldest is evicted)
+STORE_FITS = 2
+
+
+def store(token, key, value):
+    """Keep ``value`` under ``key`` for fit ``token`` (``client.run`` on every worker)."""
+    STORE.setdefault(token, {})[key] = value
+    while len(STORE) > STORE_FITS:
+        STORE.pop(next(iter(STORE)))
+
+
+def drop(token):
+    """Forget fit ``token``."""
+    STORE.pop(token, None)
+
+
+def _entry(token, g):
+    entry = STORE.get(token, {})
+    if "data" not in entry or "groups" not in entry:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    return entry["data"], entry["groups"][g]
+
+
+def group_sums(fn, token, g, *args, **kwargs):
+    """``fn`` over group ``g`` of consecutive blocks, partial sums added in block order
+    (one block: its result as is, so small problems match the local executor bit for
+    bit). Values are numbers, arrays or None."""
+    data, group = _entry(token, g)
+    total = fn(group[0], data, *args, **kwargs)
+    for rows in group[1:]:
+        part = fn(rows, data, *args, **kwargs)
+        total = {key: None if v is None else v + part[key] for key, v in total.items()}
+    return total
+
+
+def chunk_task(fn, token, chunk, **kwargs):
+    """``fn(chunk, data, **kwargs)`` with fit ``token``'s data (a block of test rows)."""
+    data = STORE.get(token, {}).get("data")
+    if data is None:
+        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+    return fn(chunk, data, **kwargs)
+
+
+def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
+    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, as triplet keys
+    ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
+    set reported at check ``base`` if this worker holds it, else all (``full``). Stores
+    the set reported now."""
+    from .stream import collect_terms
+
+    data, group = _entry(token, g)
+    part = collect_terms(fn, group, data, *args, **kwargs)
+    if part["overflow"]:
+        return {**part, "size": 0}
+    n, k = data.targets.shape
+    I = part["I"].astype(np.int64)
+    slot = np.argmax(data.targets[I] == part["J"][:, None], axis=1)
+    keys = np.sort((I * k + slot) * n + part["L"])  # < n²k: int64 up to n ≈ 1.7e9 (k = 3)
+    reported = STORE[token].setdefault("reported", {})
+    prev = reported.get(g)
+    reported[g] = (epoch, keys)
+    out = {"count": part["count"], "overflow": False, "worker": _worker_address()}
+    if prev is None or base is None or prev[0] != base:
+        return {**out, "full": True, "keys": keys, "size": len(keys)}
+    added = np.setdiff1d(keys, prev[1], assume_unique=True)
+    removed = np.setdiff1d(prev[1], keys, assume_unique=True)
+    return {**out, "full": False, "added": added, "removed": removed,
+            "size": len(added) + len(removed)}  # fmt: skip
+
+
+def rebuild(known, part):
+    """A task's sorted keys from its message (:func:`group_terms`) and the last set."""
+    if part["full"]:
+        return part["keys"]
+    keys = np.setdiff1d(known[1], part["removed"], assume_unique=True)
+    return np.union1d(keys, part["added"])
+
+
+def small_part(part, share):
+    """``part`` if it may travel now, else its count (``held``: it stays on the worker)."""
+    if part["overflow"] or share is None or part["size"] <= share:
+        return part
+    return {"count": part["count"], "overflow": False, "size": part["size"], "held": True,
+            "worker": part.get("worker")}  # fmt: skip
+
+
+def _worker_address():
+    from distributed import get_worker
+
+    try:
+        return [get_worker().address]
+    except ValueError:  # pragma: no cover - not in a worker
+        return None

@@ -1,0 +1,333 @@
+"""The LMNN estimator (Weinberger & Saul, JMLR 2009), scikit-learn style.
+
+>>> from convexmetric import LMNN, datasets
+>>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+>>> m = LMNN(k=3, mu=0.5).fit(Xtr, ytr)
+>>> m.metric_.shape, m.result_.status
+((4, 4), 'optimal')
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._mahalanobis import MahalanobisMixin
+from .._validation import (
+    check_bool,
+    check_choice,
+    check_indices,
+    check_labels,
+    check_matrix,
+    check_new_data,
+    check_scalar,
+)
+from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
+from ..neighbors import loo_error, target_neighbors
+from ..problems import lmnn as P
+from .dask_executor import check_backend, executor_for
+from .exact import solve_working_set
+from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
+from .reduction import leading_components, pca_axes, solve_rectangular
+from .solver import check_memory_limit
+from .solver import solve as solve_large_scale
+
+logger = logging.getLogger("convexmetric.lmnn")
+
+
+class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
+    """Large margin nearest neighbour metric learning.
+
+    Learns a Mahalanobis metric ``M ⪰ 0`` minimising eq. (14): ``(1 − μ)`` times the
+    squared distances to each point's ``k`` target neighbours plus ``μ`` times the hinge
+    losses of impostors invading their perimeters (unit margin).
+
+    Parameters
+    ----------
+    k : int, default=3
+        Target neighbours per point (the k nearest same-class points, Euclidean).
+    mu : float in [0, 1], default=0.5
+        Weight of the push (hinge) term.
+    solver : {"subgradient", "exact"}, default="subgradient"
+        ``"subgradient"``: the large-scale active-set solver (App. A) with the smoothed
+        refinement; ``"exact"``: working-set SDPs solved by ``conic_solver``.
+    max_iter : int, default=3000
+        Subgradient iterations of the first phase.
+    refine : bool, default=True
+        Run the refinement stage after the subgradient phase (``solver="subgradient"``).
+    time_limit : float or None
+        Seconds; the best iterate so far is returned with status ``"user_limit"``.
+    conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The conic solver of the exact path.
+    n_neighbors : int or None
+        k of the kNN classifier in :meth:`predict` (default: ``k``).
+    n_passes : int, default=1
+        Multi-pass LMNN (§5.1): after each pass the target neighbours are re-selected
+        under the learned metric and the next pass starts from it.
+    n_components : int or None
+        Output dimensionality ``r`` (§5.4); ``None`` keeps all ``d``.
+    reduction : {"S", "R"}, default="S"
+        With ``n_components``: LMNN-S (leading eigen-directions of the learned metric)
+        or LMNN-R (rectangular ``L`` optimised directly from the LMNN-S start;
+        non-convex).
+    pca : int or None
+        Project the inputs onto this many leading principal axes before training
+        (the learned transform is composed with the projection).
+    search : {"brute", "balltree", "kdtree", "auto"}, default="brute"
+        Impostor search of the large-scale solver (§6); all give the same result,
+        ``"auto"`` picks the faster by measuring.
+    tol : float, default=1e-4
+        Certified relative gap ``(objective − lower bound)/|objective|`` below which the
+        large-scale solver reports "optimal" (``solver="subgradient"``).
+    random_state : int, Generator or None
+        Accepted for a uniform interface. LMNN's fit makes no random choice (target
+        neighbours, impostor search and both solvers are deterministic), so it does not
+        change the result.
+    verbose : {0, 1}, default=0
+        1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
+
+    memory_limit : int or None, default=2**30
+        Bytes of working memory for the large-scale solver. When the active list or a
+        full check would exceed it, the solver streams over row blocks instead (exact
+        objective and gradient, never a triplet list); ``result_.info["mode"]`` says
+        which mode ran. ``None``: no bound.
+    backend : {"local", "dask"}, default="local"
+        Where the large-scale solver's block work runs. ``"dask"``: on the workers of
+        the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
+        :mod:`.solvers.lmnn_dask`): the full checks, exact objectives and the streaming
+        mode's sums, and :meth:`predict`/:meth:`energy_predict` by test-row blocks. The
+        same algorithm as ``"local"`` (same iterates up to summation order).
+
+    Attributes
+    ----------
+    metric_ : ndarray (d, d)
+    components_ : ndarray (d, d), with ``metric_ = components_.T @ components_``
+    objective_ : float, eq. (14) at ``metric_``
+    result_ : SolveResult
+    n_iter_ : int, iterations of the solver (``result_.iterations``)
+    targets_ : ndarray (n, k), target neighbours used
+    classes_ : ndarray
+    """
+
+    def __init__(
+        self,
+        *,
+        k=3,
+        mu=0.5,
+        solver="subgradient",
+        max_iter=3000,
+        refine=True,
+        time_limit=None,
+        conic_solver="CLARABEL",
+        n_neighbors=None,
+        n_passes=1,
+        n_components=None,
+        reduction="S",
+        pca=None,
+        search="brute",
+        tol=1e-4,
+        random_state=None,
+        verbose=0,
+        memory_limit=2**30,
+        backend="local",
+    ):
+        self.k = k
+        self.mu = mu
+        self.solver = solver
+        self.max_iter = max_iter
+        self.refine = refine
+        self.time_limit = time_limit
+        self.conic_solver = conic_solver
+        self.n_neighbors = n_neighbors
+        self.n_passes = n_passes
+        self.n_components = n_components
+        self.reduction = reduction
+        self.pca = pca
+        self.search = search
+        self.tol = tol
+        self.random_state = random_state
+        self.verbose = verbose
+
+        self.memory_limit = memory_limit
+        self.backend = backend
+
+    def _validate_params(self):
+        name = type(self).__name__
+        check_scalar(self.k, "k", int, min_val=1, owner=name)
+        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        check_bool(self.refine, "refine", owner=name)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
+            )
+        check_choice(
+            str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"), owner=name
+        )
+        if self.n_neighbors is not None:
+            check_scalar(self.n_neighbors, "n_neighbors", int, min_val=1, owner=name)
+        check_scalar(self.n_passes, "n_passes", int, min_val=1, owner=name)
+        check_choice(self.reduction, "reduction", ("S", "R"), owner=name)
+        check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
+        check_verbose(self.verbose, name)
+
+        check_memory_limit(self.memory_limit, owner=name)
+        check_backend(self.backend, owner=name)
+
+    def fit(self, X, y, targets=None):
+        """Learn the metric from labelled data.
+
+        Parameters
+        ----------
+        X : array (n, d)
+        y : array (n,)
+        targets : int array (n, k), optional
+            Target neighbours supplied by the user (row i lists i's targets, all of
+            i's class); default: the k nearest same-class points.
+        """
+        self._validate_params()
+        n_x = X.shape[0] if hasattr(X, "shape") else len(X) if hasattr(X, "__len__") else None
+        n_y = len(y) if hasattr(y, "__len__") else None
+        if n_x is not None and n_y is not None and n_x != n_y:
+            raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
+        X = check_matrix(X, "X", min_rows=2)
+        y = check_labels(y, X.shape[0], column_ok=True)
+        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"'y' has a single class ({self.classes_[0].item()!r}); LMNN needs at least two "
+                "classes (impostors are points of other classes)."
+            )
+        counts = np.bincount(y_enc)
+        X_raw, axes = X, None
+        name = type(self).__name__
+        if self.pca is not None:
+            check_scalar(self.pca, "pca", int, min_val=1, max_val=min(X.shape), owner=name)
+            axes = pca_axes(X, self.pca)[0]
+            X = X @ axes.T
+        if self.n_components is not None:
+            check_scalar(
+                self.n_components, "n_components", int, min_val=1, max_val=X.shape[1], owner=name
+            )
+        if targets is None:
+            if counts.min() <= self.k:
+                c = self.classes_[np.argmin(counts)].item()
+                raise ValueError(
+                    f"class {c!r} of 'y' has {counts.min()} members; with k={self.k} every "
+                    f"class needs at least k + 1 = {self.k + 1} (reduce 'k')."
+                )
+            T = target_neighbors(X, y_enc, self.k)
+        else:
+            T = check_indices(targets, X.shape[0], "targets")
+            if T.ndim != 2 or T.shape[0] != X.shape[0]:
+                raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
+            if np.any(y_enc[T] != y_enc[:, None]):
+                raise ValueError("'targets' must name points of the same class as each row.")
+            if np.any(T == np.arange(X.shape[0])[:, None]):
+                raise ValueError("'targets' must not name a point as its own target neighbour.")
+            if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
+                raise ValueError("'targets' must not list a target neighbour twice in one row.")
+        mu = float(self.mu)
+        res = None
+        with logging_to_stderr(logger, self.verbose):
+            for p in range(self.n_passes):
+                if p > 0:  # §5.1: re-select targets under the metric of the previous pass
+                    T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
+                res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
+            log_summary(logger, self.verbose, name, res)
+        if res.status == "optimal_inaccurate" and self.solver == "subgradient":
+            import warnings
+
+            from sklearn.exceptions import ConvergenceWarning
+
+            warnings.warn(
+                f"LMNN stopped at max_iter={self.max_iter} before meeting its stopping rule; "
+                "increase 'max_iter'.",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        M = 0.5 * (res.matrix + res.matrix.T)
+        Lc = P.components_from_metric(M)
+        self.objective_ = float(res.objective)
+        if self.n_components is not None:
+            Lc = leading_components(M, self.n_components)
+            if self.reduction == "R":
+                res = solve_rectangular(
+                    X, y_enc, T, mu, self.n_components, L0=Lc, search=self.search
+                )
+                Lc = res.matrix
+            self.objective_ = P.objective(Lc.T @ Lc, X, T, y_enc, mu)
+        if axes is not None:
+            Lc = Lc @ axes
+        self.components_ = Lc
+        self.metric_ = Lc.T @ Lc if (axes is not None or self.n_components) else M
+        self.result_ = res
+        self.n_iter_ = res.iterations
+        self.targets_ = T
+        self._X, self._y = X_raw, y_enc
+        return self
+
+    def _solve_pass(self, X, y_enc, T, mu, M0):
+        if self.solver == "exact":
+            return solve_working_set(X, y_enc, T, mu, solver=str(self.conic_solver).upper())
+        return solve_large_scale(
+            X,
+            y_enc,
+            T,
+            mu,
+            M0=M0,
+            max_iter=self.max_iter,
+            refine=self.refine,
+            time_limit=self.time_limit,
+            search=self.search,
+            tol=float(self.tol),
+            callback=progress_callback(logger, self.verbose, type(self).__name__),
+            memory_limit=self.memory_limit,
+            executor=executor_for(self.backend, owner=type(self).__name__),
+        )
+
+    def _mahalanobis_matrix(self):
+        return self.metric_
+
+    def transform(self, X):
+        """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""
+        check_is_fitted(self, "components_")
+        X = check_new_data(self, X)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.components_.T
+
+    def predict(self, X):
+        """kNN labels under the learned metric (ties: reduce k until they break).
+
+        With ``backend="dask"``: by blocks of test rows on the Dask workers."""
+        Z = self.transform(X)
+        kk = self.n_neighbors or self.k
+        train = (self._X @ self.components_.T, self._y)
+        pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=kk)
+        return self.classes_[pred]
+
+    def energy_predict(self, X):
+        """Energy-based labels (§3.5, eq. 15) under the learned metric; with
+        ``backend="dask"`` by blocks of test rows on the Dask workers."""
+        check_is_fitted(self, "components_")
+        X = validate_data(self, check_new_data(self, X), reset=False, dtype=np.float64)
+        train = dict(X_train=self._X, y_train=self._y, targets=self.targets_,
+                     components=self.components_, mu=float(self.mu))  # fmt: skip
+        pred = predict_blocks(energy_chunk, train, (X, None), self._executor())
+        return self.classes_[pred]
+
+    def _executor(self):
+        return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__)
+
+    def loo_error(self):
+        """Leave-one-out kNN error on the training data under the learned metric."""
+        check_is_fitted(self, "components_")
+        return loo_error(self._X @ self.components_.T, self._y, self.n_neighbors or self.k)

@@ -1,0 +1,102 @@
+"""Exact LMNN by a working set of hinge terms: small SDPs that reach the full optimum.
+
+Most hinge terms of eq. (14) are inactive at the optimum (on wine, about 300 of
+30,318), so the SDP restricted to a *working set* of terms has the same optimum once
+the set contains every term active there. The scheme:
+
+1. start from the terms active (or nearly active, within ``margin``) at a warm start
+   (a short run of the large-scale solver, or the Euclidean metric);
+2. solve the SDP on the working set with a named conic solver (CVXPY);
+3. check all terms at the solution (blocked impostor search); add the violated ones;
+4. repeat until no term outside the set is violated (beyond ``tol``).
+
+The value of each restricted SDP is a lower bound on the full optimum (it drops
+nonnegative terms), and at the end it equals the full objective: the result carries
+both, and the gap certifies the solution.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..problems import lmnn as P
+from ..result import SolveResult
+
+
+def _keys(n, I, J, L):
+    return (I * n + J) * n + L
+
+
+def solve_working_set(
+    X,
+    y,
+    targets,
+    mu,
+    *,
+    solver="CLARABEL",
+    warm_start="subgradient",
+    margin=0.2,
+    tol=1e-7,
+    max_rounds=30,
+    time_limit=None,
+    **solver_opts,
+):
+    """Solve eq. (14) exactly through working-set SDPs; return a :class:`SolveResult`.
+
+    Parameters
+    ----------
+    solver : {"CLARABEL", "SCS"}
+        The conic solver for each restricted SDP (tight tolerances, status checked).
+    warm_start : {"subgradient", "identity"}
+        Where the first working set comes from: terms with hinge argument above
+        ``-margin`` at a short large-scale run, or at ``M = I``.
+    tol : float
+        A term outside the set counts as violated when its hinge exceeds ``tol``.
+    """
+    t0 = time.perf_counter()
+    n, d = X.shape
+    if warm_start == "subgradient":
+        from .solver import solve as large_scale
+
+        M_init = large_scale(X, y, targets, mu, refine=False, max_iter=300).matrix
+    elif warm_start == "identity":
+        M_init = np.eye(d)
+    else:
+        raise ValueError(f"warm_start must be 'subgradient' or 'identity'; got {warm_start!r}.")
+    # terms near activity at the warm start: shift the margin by `margin`
+    I, J, L, h = P.hinge_terms(M_init, X, targets, y, margin=margin)
+    keys = np.unique(_keys(n, I, J, L))
+    history, status, rounds, lower, M = [], "optimal", 0, None, M_init
+    solver_name = f"working-set/{solver.upper()}"
+    while rounds < max_rounds:
+        rounds += 1
+        trip = (keys // (n * n), (keys // n) % n, keys % n)
+        M, value, status, _ = P.solve(
+            X, y, targets, mu, triplets=trip, solver=solver, **solver_opts
+        )
+        lower = value
+        I, J, L, h = P.hinge_terms(M, X, targets, y)
+        new = np.setdiff1d(_keys(n, I[h > tol], J[h > tol], L[h > tol]), keys)
+        full = (1 - mu) * float(np.sum(P.pull_matrix(X, targets) * M)) + mu * float(h.sum())
+        history.append(full)
+        if len(new) == 0:
+            break
+        keys = np.union1d(keys, new)
+        if time_limit is not None and time.perf_counter() - t0 > time_limit:
+            status = "user_limit"
+            break
+    else:
+        status = "optimal_inaccurate"
+    return SolveResult(
+        matrix=M,
+        objective=history[-1],
+        status=status,
+        iterations=rounds,
+        seconds=time.perf_counter() - t0,
+        solver=solver_name,
+        history=history,
+        lower_bound=lower,
+        info={"working_set": len(keys), "active": int(np.count_nonzero(h > tol))},
+    )

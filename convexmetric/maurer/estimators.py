@@ -1,0 +1,361 @@
+"""Operator-valued large-margin similarity and hyperbolic PCA (Maurer, JMLR 2008).
+
+A representation ``T`` defines the pair hypothesis ``f_T(x, x') = sgn(1 − ‖T(x − x')‖)``
+(§1.2): similar iff ``‖T(x − x')‖ < 1``. Two ways to learn ``T`` from labelled
+pairs (:class:`~convexmetric.pairs.Pairs`, or ``X, y`` through a pair oracle):
+
+* :class:`OperatorSimilarity` minimises Ω_{ψ,λ}(A) of eq. (5) over ``A = T*T ⪰ 0``
+  (SGD of Table 1, projected subgradient, or CVXPY), linear or kernelised;
+* :class:`HyperbolicPCA` (§4.2) projects onto the top-``d`` eigenspace of the
+  empirical operator ``Â = (1/m) Σ η_{r_i} Q_{x_i − x'_i}`` (eq. 9) and sets ``T = cP``.
+
+After ``fit``, ``transform(X)`` gives ``T x`` in principal axes (coordinates sorted by
+the singular values of ``T``, ``singular_values_``), so ``‖T(x − x')‖`` is a Euclidean
+distance between transformed rows. With a kernel, ``T x = Cᵀ k_X(x)`` over the stored
+points ``X`` (``coef_ = C``), and ``metric_`` holds ``C Cᵀ`` (``A = Σ_pq (CCᵀ)_pq
+φ(x_p) φ(x_q)ᵀ``); without one, ``metric_`` is the ``D × D`` matrix ``A``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.metrics import roc_auc_score
+
+from .. import kernels as _kernels
+from .._validation import check_choice, check_matrix, check_scalar
+from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
+from ..optim.smoothing import SmoothingSettings
+from ..optim.subgradient import SubgradientSettings
+from ..problems import maurer as _problem
+from ..result import SolveResult
+from . import solver as _solvers
+from .pairs import Pairs, balanced_pairs, label_pairs
+
+logger = logging.getLogger("convexmetric.maurer")
+
+ORACLES = {"balanced": balanced_pairs, "labels": label_pairs}
+KERNELS = {"maurer": _kernels.maurer_kernel, "linear": None}
+
+
+class _PairOperator(BaseEstimator):
+    """Shared plumbing: pairs from the input, kernels, transform and pair predictions."""
+
+    def _pairs(self, X, y):
+        name = type(self).__name__
+        if isinstance(X, Pairs):
+            if y is not None:
+                raise ValueError(f"{name}.fit takes either a Pairs object or X, y; not both.")
+            return X.require_both()
+        if y is None:
+            raise ValueError(f"{name}.fit needs labels 'y' (or a Pairs object as 'X').")
+        check_choice(self.oracle, "oracle", tuple(ORACLES), owner=name)
+        n_pairs = check_scalar(self.n_pairs, "n_pairs", int, min_val=2, owner=name)
+        X = check_matrix(X, "X", min_rows=2)
+        return ORACLES[self.oracle](X, y, n_pairs, random_state=self.random_state).require_both()
+
+    def _kernel(self):
+        k = self.kernel
+        if k is None or k == "linear":
+            return None
+        if callable(k):
+            return k
+        check_choice(k, "kernel", (None, *KERNELS, "<callable>"), owner=type(self).__name__)
+        return KERNELS[k]
+
+    def _embed(self, Z):
+        Z = check_matrix(Z, "X")
+        if Z.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"'X' has {Z.shape[1]} features; the model was fitted with {self.n_features_in_}."
+            )
+        return Z if self.kernel_fn_ is None else self.kernel_fn_(Z, self.points_)
+
+    def _finish(self, coef, gram):
+        """Rotate ``T = coefᵀ·`` to principal axes; ``gram = coefᵀ G coef`` with G = K or I."""
+        w, E = np.linalg.eigh(0.5 * (gram + gram.T))
+        w, E = w[::-1], E[:, ::-1]
+        keep = w > 1e-12 * max(float(w[0]), 1e-300)
+        self.coef_ = coef @ E[:, keep]
+        self.singular_values_ = np.sqrt(w[keep])
+        self.components_ = self.coef_.T if self.kernel_fn_ is None else None
+
+    @property
+    def metric_(self):
+        return self.coef_ @ self.coef_.T
+
+    def transform(self, X):
+        """``T x`` for the rows of ``X`` (principal axes, sorted by singular value)."""
+        return self._embed(X) @ self.coef_
+
+    def pair_distances(self, x, x_prime=None):
+        """``‖T(x − x')‖²`` for pairs given as a Pairs object or two arrays."""
+        if isinstance(x, Pairs):
+            Z = self.transform(x.points)
+            return np.sum((Z[x.i] - Z[x.j]) ** 2, axis=1)
+        return np.sum((self.transform(x) - self.transform(x_prime)) ** 2, axis=1)
+
+    def predict_pairs(self, x, x_prime=None):
+        """``sgn(1 − ‖T(x − x')‖)``: +1 similar, −1 dissimilar, 0 undecided (Definition 1)."""
+        return np.sign(1.0 - self.pair_distances(x, x_prime))
+
+    def score(self, X, y=None):
+        """ROC AUC of ``−‖T(x − x')‖²`` for telling similar pairs from dissimilar ones.
+
+        ``X`` is a :class:`Pairs` object, or points with labels ``y`` from which pairs
+        are drawn by the estimator's oracle (``n_pairs``, ``random_state``): the same
+        pairs for every candidate of a grid search. Higher is better.
+        """
+        pairs = self._pairs(X, y)
+        return float(roc_auc_score(pairs.r > 0, -self.pair_distances(pairs)))
+
+    def _setup(self, pairs):
+        self.points_ = pairs.points
+        self.n_features_in_ = pairs.dim
+        self.kernel_fn_ = self._kernel()
+
+
+class OperatorSimilarity(_PairOperator):
+    """Learn ``T`` minimising Λ(T) = Ω(T*T) of eq. (5) (Maurer 2008, §3).
+
+    Parameters
+    ----------
+    lam : float, default 0.005
+        λ > 0; the regulariser is ``λ‖A‖/√m`` (the paper's value for the HS norm).
+    gamma, gamma_neg : float, default 1.0 and None
+        Margins γ₁ (similar pairs) and γ₋₁ (dissimilar; ``None`` = ``gamma``).
+    regularizer : {"hs", "trace"}
+        ``‖A‖₂`` (Hilbert–Schmidt) or ``tr A = ‖T‖₂²``.
+    solver : {"sgd", "subgradient", "exact"}
+        Table 1; projected subgradient on A + smoothed refinement; CVXPY (Clarabel).
+    kernel : None, "linear", "maurer" or callable ``k(X, Y)``
+        With a kernel, SGD keeps ``v_i`` as coefficients over the points; the other
+        solvers run on the empirical kernel map (exact: the optimum lies in span φ(X)).
+    n_components : int or None
+        ``d`` vectors of the SGD (``min(m, 100)``).
+    learning_rate, max_iter, block_size, reg_every : SGD settings (θ = 0.01, 10⁵
+        steps, blocks of 50, regulariser gradient refreshed every 500 steps).
+    n_pairs, oracle : pairs drawn from ``X, y`` (2000, ``"balanced"`` or ``"labels"``).
+    random_state : int, Generator or None
+        Seeds the pair oracle and the SGD (start and sampling).
+    time_limit : float or None
+        Seconds for the SGD, or for each stage of ``solver="subgradient"``.
+    verbose : {0, 1}
+        1: log the solver's progress and a summary (INFO, logger ``convexmetric.maurer``).
+
+    Attributes
+    ----------
+    coef_, singular_values_, components_ (linear), metric_, objective_, train_risk_,
+    result_, n_iter_ (``result_.iterations``)
+
+    Examples
+    --------
+    >>> from convexmetric.datasets import load
+    >>> X, y = load("iris"); X = X / np.linalg.norm(X, axis=1).max()
+    >>> m = OperatorSimilarity(lam=0.01, max_iter=20000, random_state=0).fit(X, y)
+    >>> m.metric_.shape, bool(m.objective_ < 1.0)
+    ((4, 4), True)
+    """
+
+    def __init__(
+        self,
+        *,
+        lam=0.005,
+        gamma=1.0,
+        gamma_neg=None,
+        regularizer="hs",
+        solver="sgd",
+        kernel=None,
+        n_components=None,
+        learning_rate=0.01,
+        max_iter=100_000,
+        block_size=50,
+        reg_every=500,
+        n_pairs=2000,
+        oracle="balanced",
+        random_state=None,
+        time_limit=None,
+        verbose=0,
+    ):
+        self.time_limit, self.verbose = time_limit, verbose
+        self.lam, self.gamma, self.gamma_neg = lam, gamma, gamma_neg
+        self.regularizer, self.solver, self.kernel = regularizer, solver, kernel
+        self.n_components, self.learning_rate, self.max_iter = n_components, learning_rate, max_iter
+        self.block_size, self.reg_every = block_size, reg_every
+        self.n_pairs, self.oracle, self.random_state = n_pairs, oracle, random_state
+
+    def _check_params(self):
+        own = "OperatorSimilarity"
+        p = {
+            "lam": check_scalar(self.lam, "lam", float, min_val=0, closed="neither", owner=own),
+            "gamma": check_scalar(
+                self.gamma, "gamma", float, min_val=0, closed="neither", owner=own
+            ),
+        }
+        p["gamma_neg"] = (
+            None
+            if self.gamma_neg is None
+            else check_scalar(
+                self.gamma_neg, "gamma_neg", float, min_val=0, closed="neither", owner=own
+            )
+        )
+        p["regularizer"] = check_choice(self.regularizer, "regularizer", ("hs", "trace"), owner=own)
+        check_choice(self.solver, "solver", ("sgd", "subgradient", "exact"), owner=own)
+        if self.solver == "sgd":
+            check_scalar(
+                self.learning_rate, "learning_rate", float, min_val=0, closed="neither", owner=own
+            )
+            check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=own)
+            check_scalar(self.block_size, "block_size", int, min_val=1, owner=own)
+            check_scalar(self.reg_every, "reg_every", int, min_val=1, owner=own)
+            if self.n_components is not None:
+                check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=own
+            )
+        check_verbose(self.verbose, own)
+        return p
+
+    def fit(self, X, y=None):
+        """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle."""
+        p = self._check_params()
+        pairs = self._pairs(X, y)
+        self._setup(pairs)
+        with logging_to_stderr(logger, self.verbose):
+            res, coef, K = self._solve(p, pairs)
+            log_summary(logger, self.verbose, "OperatorSimilarity", res)
+        self._finish(coef, coef.T @ coef if K is None else coef.T @ K @ coef)
+        self.result_, self.n_iter_ = res, res.iterations
+        d2 = self.pair_distances(pairs)
+        z = _problem.hinge_arguments(d2, pairs.r, p["gamma"], p["gamma_neg"])
+        sv2 = self.singular_values_**2
+        reg = float(np.sqrt(np.sum(sv2**2))) if p["regularizer"] == "hs" else float(sv2.sum())
+        self.objective_ = float(np.maximum(z, 0).mean() + p["lam"] * reg / np.sqrt(len(pairs)))
+        self.train_risk_ = float(np.mean(pairs.r * (1.0 - d2) <= 0))
+        return self
+
+    def _solve(self, p, pairs):
+        """Run the chosen solver; return its SolveResult, ``coef`` and the kernel (or None)."""
+        cb = progress_callback(logger, self.verbose, "OperatorSimilarity")
+        K = None if self.kernel_fn_ is None else self.kernel_fn_(pairs.points, pairs.points)
+        if self.solver == "sgd":
+            backend = (
+                _solvers.LinearBackend(pairs.differences)
+                if K is None
+                else _solvers.KernelBackend(K, pairs.i, pairs.j)
+            )
+            res = _solvers.sgd(
+                backend,
+                pairs.r,
+                **p,
+                n_components=self.n_components,
+                learning_rate=self.learning_rate,
+                max_iter=self.max_iter,
+                block_size=self.block_size,
+                reg_every=self.reg_every,
+                random_state=self.random_state,
+                time_limit=self.time_limit,
+                callback=cb,
+            )
+            coef = res.matrix.T if K is None else res.matrix  # V is d×D; β is n×d
+        else:
+            fmap = (
+                None
+                if K is None
+                else _kernels.EmpiricalKernelMap(self.kernel_fn_).fit(pairs.points, K)
+            )
+            F = pairs.points if fmap is None else K @ fmap.basis_
+            U = F[pairs.i] - F[pairs.j]
+            if self.solver == "exact":
+                A, val, status, sec = _problem.solve(U, pairs.r, **p)
+                res = SolveResult(
+                    matrix=A, objective=val, status=status, seconds=sec, solver="CLARABEL"
+                )
+            else:
+                kw = {}
+                if cb is not None or self.time_limit is not None:  # the solver's defaults, plus
+                    kw["settings"] = SubgradientSettings(
+                        max_iter=3000, patience=200, callback=cb, time_limit=self.time_limit
+                    )
+                    kw["smoothing"] = SmoothingSettings(
+                        sigma0=0.01, sigma_min=1e-7, stage_iter=400, callback=cb,
+                        time_limit=self.time_limit,
+                    )  # fmt: skip
+                res = _solvers.solve_projected(U, pairs.r, **p, **kw)
+            w, E = np.linalg.eigh(res.matrix)
+            V = E * np.sqrt(np.maximum(w, 0.0))  # A = V Vᵀ in the feature coordinates
+            coef = V if fmap is None else fmap.basis_ @ V
+        return res, coef, K
+
+
+class HyperbolicPCA(_PairOperator):
+    """Hyperbolic PCA (Maurer 2008, §4.2): ``T = cP`` with ``P`` the projection onto
+    the top-``n_components`` eigenspace of ``Â = (1/m) Σ η_{r_i} Q_{x_i − x'_i}``,
+    ``η₁ = −1``, ``η₋₁ = 1/(c² − 1)`` (Proposition 15 and 17).
+
+    ``objective_ = ⟨P, Â⟩₂`` (the sum of the top eigenvalues, maximised by P). The
+    eigendecomposition is exact: ``result_`` reports status "optimal", no iterations.
+    ``random_state`` seeds the pair oracle; ``verbose=1`` logs a summary.
+
+    >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0]]); y = [0, 0, 1, 1]
+    >>> h = HyperbolicPCA(n_components=1, c=2.0, random_state=0).fit(X, y)
+    >>> np.round(np.abs(h.components_), 1).tolist()  # the class-separating axis, scaled by c
+    [[2.0, 0.0]]
+    """
+
+    def __init__(
+        self,
+        *,
+        n_components=10,
+        c=2.0,
+        kernel=None,
+        n_pairs=2000,
+        oracle="balanced",
+        random_state=None,
+        verbose=0,
+    ):
+        self.verbose = verbose
+        self.n_components, self.c, self.kernel = n_components, c, kernel
+        self.n_pairs, self.oracle, self.random_state = n_pairs, oracle, random_state
+
+    def fit(self, X, y=None):
+        """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle."""
+        own = "HyperbolicPCA"
+        c = check_scalar(self.c, "c", float, min_val=1, closed="neither", owner=own)
+        d = check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
+        check_verbose(self.verbose, own)
+        t0 = time.perf_counter()
+        pairs = self._pairs(X, y)
+        self._setup(pairs)
+        if self.kernel_fn_ is None:
+            F, basis = pairs.points, None
+        else:
+            K = self.kernel_fn_(pairs.points, pairs.points)
+            basis = _kernels.EmpiricalKernelMap(self.kernel_fn_).fit(pairs.points, K).basis_
+            F = K @ basis
+        U = F[pairs.i] - F[pairs.j]
+        eta = np.where(pairs.r > 0, -1.0, 1.0 / (c**2 - 1.0))
+        self.empirical_operator_ = (U.T * eta) @ U / len(pairs)
+        w, E = np.linalg.eigh(self.empirical_operator_)
+        d = min(d, len(w))
+        self.eigenvalues_, E = w[::-1][:d], E[:, ::-1][:, :d]
+        self.objective_ = float(self.eigenvalues_.sum())
+        self.coef_ = c * (E if basis is None else basis @ E)
+        self.singular_values_ = np.full(d, c)
+        self.components_ = self.coef_.T if basis is None else None
+        self.result_ = SolveResult(
+            matrix=self.metric_,
+            objective=self.objective_,
+            status="optimal",
+            iterations=0,
+            seconds=time.perf_counter() - t0,
+            solver="eigh",
+        )
+        self.n_iter_ = 0
+        with logging_to_stderr(logger, self.verbose):
+            log_summary(logger, self.verbose, own, self.result_)
+        return self
