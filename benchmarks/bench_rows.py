@@ -100,7 +100,7 @@ def _multi_digits():
 
 def _taxonomy(*args, **kw):
     try:
-        from convexmetric.poe.taxonomy import make_taxonomy
+        from convexmetric.datasets.taxonomy import make_taxonomy
     except ImportError:
         from convexmetric.datasets.taxonomy import make_taxonomy
     return make_taxonomy(*args, **kw)
