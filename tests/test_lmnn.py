@@ -12,6 +12,7 @@ from convexmetric.cones import is_psd
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.exact import solve_working_set
 from convexmetric.neighbors import knn_predict, target_neighbors
+from convexmetric.optim.factor import Factored
 from convexmetric.problems import lmnn as P
 
 # A 1-D toy instance solved by hand: classes {0, 1} and {3, 4}, k = 1.
@@ -96,7 +97,7 @@ def test_gradients_at_smooth_points(iris_instance):
     # piecewise linear: exact away from kinks (central differences, small step)
     assert check_grad(f, g, M0.ravel(), epsilon=1e-7) < 1e-4 * np.linalg.norm(g(M0.ravel()))
     # the factor parametrisation: d/dL eps(L^T L) = 2 L G
-    lo = S.ComponentsOracle(oracle)
+    lo = Factored(oracle)
     L0 = np.linalg.cholesky(M0).T
     err = check_grad(
         lambda v: lo.objective(v.reshape(d, d)),

@@ -49,7 +49,7 @@ def test_crossover_tightens_a_near_optimal_point(exact):
     M = M_star
     oracle = S.ActiveSetOracle(X, y, T, 0.5, prune=None)
     oracle._merge(I, J, L)  # every triplet, the kink's slightly negative ones included
-    z = oracle._hinge_args(M)
+    z = oracle.hinge_arguments(M)
     F = oracle.objective(M)
     cert = DualCertificate(X, oracle.C_pull, 0.5)
     sigma = 1e-2

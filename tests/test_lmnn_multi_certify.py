@@ -5,10 +5,11 @@ import pytest
 
 from convexmetric import datasets
 from convexmetric.linalg import psd_scaling
-from convexmetric.lmnn import multi_close_gap as SC
-from convexmetric.lmnn import multi_polish as SP
+from convexmetric.lmnn import multi_certificate as SC
+from convexmetric.lmnn import multi_certificate as SP
 from convexmetric.lmnn import multi_solver as SM
 from convexmetric.neighbors import target_neighbors
+from convexmetric.optim.linesearch import bracket_search
 from convexmetric.problems import lmnn_multi as PM
 
 
@@ -38,7 +39,7 @@ def test_escape_direction_lowers_the_objective_at_a_rank_one_point(exact):
     D, worst = SC.negative_parts(o, Ms, 1.0)
     assert worst < 0
     assert all(np.linalg.eigvalsh(Dg).min() >= -1e-9 for Dg in D)  # PSD direction
-    t, ft = SC._line_search(lambda x: o(x)[0], Ms, D, 1e-3)
+    t, ft = bracket_search(lambda t: o([M + t * Dg for M, Dg in zip(Ms, D)])[0], 1e-3)
     assert t > 0 and ft < o.objective(Ms) - 1e-6
     assert o.objective([M + t * Dg for M, Dg in zip(Ms, D)]) == pytest.approx(ft, rel=1e-9)
 
@@ -100,7 +101,7 @@ def test_repaired_bound_is_below_the_exact_optimum_for_any_multipliers(which, re
     Ms = [np.eye(X.shape[1]) for _ in range(3)]
     o.full_check(Ms, margin=1e9)  # every triplet listed
     cert = SP.RangeCertificate(o)
-    assert o._outside_range().any() == (which == "exact_singular")
+    assert o.outside_range().any() == (which == "exact_singular")
     rng = np.random.default_rng(1)
     F = o.objective(Ms)  # an attained value, ≥ the optimum
     assert F >= value
@@ -111,16 +112,16 @@ def test_repaired_bound_is_below_the_exact_optimum_for_any_multipliers(which, re
         assert lb <= value * (1 + 1e-7)
         bounds.append(lb)
         # the scaling repair is the exact θ of the bisection in psd_scaling
-        lam[o._outside_range()] = 0.0
+        lam[o.outside_range()] = 0.0
         S0 = [(1 - o.mu) * P for P in o.P]
-        theta = psd_scaling(S0, o._grad(lam), steps=60)
+        theta = psd_scaling(S0, o.gradient(lam), steps=60)
         scaled = cert.bound(lam)[0]
         assert scaled == pytest.approx(0.5 * theta * lam.sum(), rel=1e-6, abs=1e-9)
         assert lb >= scaled
     assert max(bounds) > 0  # informative, not trivially -inf
     # at the exact solution's smoothed multipliers the bound is nearly tight
     Mx, _, _, _ = PM.solve(X, y, T, 0.5, y, 3, solver="CLARABEL")
-    lam = np.clip(o._z(list(Mx)) / 1e-6, 0.0, 1.0)
+    lam = np.clip(o.hinge_arguments(list(Mx)) / 1e-6, 0.0, 1.0)
     lb, _ = cert.bound(lam, value)
     assert lb <= value * (1 + 1e-7)
 
@@ -130,7 +131,7 @@ def test_polish_certifies_from_a_rough_point(which, request):
     X, y, T, value = request.getfixturevalue(which)
     o = SM.WhitenedOracle(SM.MultiMetricOracle(X, y, T, 0.5, y, 3))
     x0 = o.from_original([np.eye(X.shape[1]) for _ in range(3)])
-    r = SP.polish(o, x0, tol=1e-4, sigma=0.3, max_stages=400)
+    r = SM.polish(o, x0, tol=1e-4, sigma=0.3, max_stages=400)
     gap = (r.objective - r.lower_bound) / r.objective
     assert r.lower_bound <= value * (1 + 1e-7)
     assert r.objective >= value * (1 - 1e-7)

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
 from convexmetric.lmnn import solver as S
-from convexmetric.lmnn.close_gap import certified_gap, dual_matrix
+from convexmetric.lmnn.active_list import BYTES_PER_TERM
 from convexmetric.lmnn.stream import (
     LocalExecutor,
     StreamData,
@@ -21,6 +21,11 @@ from convexmetric.neighbors import target_neighbors
 from convexmetric.problems import lmnn as P
 
 TINY = 1 << 14  # bytes: a budget of 64 listed triplets, blocks of 8 rows
+
+
+def certified_gap(res):
+    """The certified relative gap of a result (its one definition, on SolveResult)."""
+    return res.certified_gap
 
 
 def _random_metric(d, seed):
@@ -46,7 +51,7 @@ def test_streaming_equals_active_list(wine_instance, seed):
         fs, Gs = stream.smooth(M, sigma)
         assert abs(fa - fs) <= 1e-10 * abs(fa)
         assert np.abs(Ga - Gs).max() <= 1e-10 * np.abs(Ga).max()
-        Sa, Ss = dual_matrix(active, M, sigma), dual_matrix(stream, M, sigma)
+        Sa, Ss = active.dual_matrix(M, sigma), stream.dual_matrix(M, sigma)
         assert np.abs(Sa - Ss).max() <= 1e-10 * np.abs(Sa).max()
         lb_a, lb_s = active.lower_bound(M, sigma), stream.lower_bound(M, sigma)
         assert abs(lb_a - lb_s) <= 1e-10 * max(abs(lb_a), 1.0)
@@ -88,7 +93,7 @@ def test_certificate_is_valid_in_both_modes(iris60_exact, memory_limit):
 def test_switch_mid_run_stays_certified(iris60_exact):
     """A budget between the first list and the final one: the switch happens mid-run."""
     X, y, T, value = iris60_exact
-    res = S.solve(X, y, T, 0.5, memory_limit=S.BYTES_PER_TERM * 300)
+    res = S.solve(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * 300)
     assert res.info["mode"] == "streaming" and res.info["switched_after_calls"] > 0
     assert res.info["stream_evaluations"] > 0
     assert res.lower_bound <= value * (1 + 1e-7) <= res.objective * (1 + 2e-7)
@@ -176,7 +181,7 @@ def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
     d = X.shape[1]
     M = S.solve(X, y, T, 0.5, refine=False, max_iter=100).matrix  # a good metric
     n_terms = len(P.hinge_terms(M, X, T, y)[0])
-    oracle = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=S.BYTES_PER_TERM * (2 * n_terms))
+    oracle = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
     f, _ = oracle(M)  # an accepted point: its terms fit in the list
     assert oracle.mode == "active_set" and np.isfinite(f)
     oracle._next_check = 0  # the next call checks all triplets

@@ -17,8 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..cones import FullSpace
+from ..optim.factor import Factored
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
-from .solver import ActiveSetOracle, ComponentsOracle
+from .oracle import ActiveSetOracle
 
 
 def leading_components(M, r):
@@ -53,7 +54,7 @@ def solve_rectangular(X, y, targets, mu, r, *, L0=None, max_iter=3000, search="b
     if L0 is None:
         L0 = pca_axes(X, r)[0]
     settings = SubgradientSettings(max_iter=max_iter, rtol=1e-5, patience=30, step_scale=0.3)
-    res = projected_subgradient(ComponentsOracle(oracle), L0, FullSpace(), settings)
+    res = projected_subgradient(Factored(oracle), L0, FullSpace(), settings)
     start = float(oracle.objective(L0.T @ L0))
     if start < res.objective:  # never worse than the start
         res.matrix, res.matrices, res.objective = L0, [L0], start

@@ -22,6 +22,7 @@ import time
 import numpy as np
 
 from ..cones import PSDCone
+from ..optim.oracle import Oracle
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.maurer import hinge_arguments, margins, quadratic_forms, regularizer_value
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 
-class HingeOracle:
+class HingeOracle(Oracle):
     """Value, subgradient, Huber-smoothed value/gradient and exact value of eq. (5) in ``A``."""
 
     def __init__(self, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs"):
@@ -68,17 +69,24 @@ class HingeOracle:
         act = z > 0
         return self._assemble(A, float(z[act].sum()), np.where(act, self.coef, 0.0))
 
-    def smooth(self, A, sigma):
+    def smooth(self, A, sigma, grad=True):
+        """The Huber-smoothed eq. (5) and its gradient (``grad=False``: the value only)."""
         z = self._z(A)
         sat = z >= sigma
         kink = (z > 0) & ~sat
         loss = float((z[sat] - sigma / 2).sum() + (z[kink] ** 2).sum() / (2 * sigma))
+        if not grad:
+            return loss / self.m + self.lam_m * self._reg(A)[0]
         w = self.coef * np.clip(z / sigma, 0.0, 1.0)
         return self._assemble(A, loss, w)
 
     def objective(self, A):
         z = self._z(A)
         return float(np.maximum(z, 0).mean() + self.lam_m * regularizer_value(A, self.regularizer))
+
+    def bound(self, stage):
+        """:meth:`lower_bound` at the stage's point (the engine's protocol)."""
+        return self.lower_bound(stage.x, stage.sigma)
 
     def lower_bound(self, A, sigma=None):
         """Certified lower bound on the optimum from the dual point at ``A``.

@@ -28,13 +28,15 @@ the best iterate with status ``"user_limit"``.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..progress import notify
 from ..result import SolveResult
+from . import vectors
+from .deadline import Deadline
+from .oracle import Oracle
 
 
 @dataclass(kw_only=True)
@@ -54,22 +56,6 @@ class SubgradientSettings:
     time_limit: float | None = None  #: seconds
     max_restarts: int = 50  #: oracle checks that may reopen the run
     callback: object = None  #: called as callback(iteration, objective, step) ; True stops
-
-
-def _axpy(x, a, g):
-    if isinstance(x, list):
-        return [xi + a * gi for xi, gi in zip(x, g)]
-    return x + a * g
-
-
-def _norm(g):
-    if isinstance(g, list):
-        return float(np.sqrt(sum(np.vdot(gi, gi).real for gi in g)))
-    return float(np.linalg.norm(g))
-
-
-def _copy(x):
-    return [np.array(xi, copy=True) for xi in x] if isinstance(x, list) else np.array(x, copy=True)
 
 
 def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgradient", **kw):
@@ -101,81 +87,112 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
         raise TypeError("pass either settings or keyword arguments, not both")
     if s.step_rule not in ("adaptive", "diminishing"):
         raise ValueError(f"step_rule must be 'adaptive' or 'diminishing'; got {s.step_rule!r}")
-    t0 = time.perf_counter()
-    x = cone.project(_copy(x0))
-    f, g = oracle(x)
-    gnorm = _norm(g)
-    alpha0 = s.step if s.step is not None else s.step_scale * max(1.0, _norm(x)) / max(gnorm, 1e-12)
-    alpha = alpha0
-    best_x, best_f = _copy(x), f
-    history = [float(f)]
-    status, it, restarts, since = "optimal_inaccurate", 0, 0, 0
-    ref_f = f  # best objective `patience` iterations ago
-    try:
-        while it < s.max_iter:
-            it += 1
-            if gnorm == 0.0:
-                converged = True
-            else:
-                if s.step_rule == "diminishing":
-                    step = alpha0 / (gnorm * np.sqrt(it))
-                else:
-                    step = alpha
-                x_new = cone.project(_axpy(x, -step, g))
-                version = getattr(oracle, "version", None)
-                f_new, g_new = oracle(x_new)
-                if version is not None and oracle.version != version:
-                    # the oracle's approximation changed: compare like with like
-                    f, g = oracle(x)
-                    best_f = oracle(best_x)[0]
-                if s.step_rule == "adaptive":
-                    if f_new <= f:
-                        x, f, g, alpha = x_new, f_new, g_new, alpha * s.grow
-                    else:
-                        alpha *= s.shrink
-                        if not s.monotone:
-                            x, f, g = x_new, f_new, g_new
-                else:
-                    x, f, g = x_new, f_new, g_new
-                gnorm = _norm(g)
-                if f < best_f:
-                    best_x, best_f = _copy(x), f
-                history.append(float(f))
-                since += 1
-                converged = alpha < s.min_step * alpha0 and s.step_rule == "adaptive"
-                if since >= s.patience:
-                    converged = converged or (ref_f - best_f) <= s.rtol * max(abs(best_f), 1e-12)
-                    ref_f, since = best_f, 0
-            notify(it, f)
-            if s.callback is not None and s.callback(it, float(f), float(alpha)):
-                status = "user_limit"
-                break
-            if converged:
-                check = getattr(oracle, "check", None)
-                if check is not None and restarts < s.max_restarts and not check(best_x):
-                    restarts += 1
-                    x = _copy(best_x)
-                    f, g = oracle(x)
-                    best_f, gnorm = f, _norm(g)
-                    alpha, ref_f, since = max(alpha, alpha0 * 1e-3), f, 0
-                    continue
-                status = "optimal"
-                break
-            if s.time_limit is not None and time.perf_counter() - t0 > s.time_limit:
-                status = "user_limit"
-                break
-    except KeyboardInterrupt:
-        status = "user_limit"
-    exact = getattr(oracle, "objective", None)
-    final_f = float(exact(best_x)) if exact is not None else float(best_f)
+    run = _Run(oracle if isinstance(oracle, Oracle) else _Plain(oracle), cone, s)
+    status = run.loop(x0)
+    o = run.oracle
+    final = float(run.best_f) if isinstance(o, _Plain) else float(o.objective(run.best_x))
+    best_x = run.best_x
     return SolveResult(
         matrix=None if isinstance(best_x, list) else best_x,
         matrices=best_x if isinstance(best_x, list) else [best_x],
-        objective=final_f,
+        objective=final,
         status=status,
-        iterations=it,
-        seconds=time.perf_counter() - t0,
+        iterations=run.it,
+        seconds=run.clock.elapsed(),
         solver=solver_name,
-        history=history,
-        info={"restarts": restarts, "final_step": float(alpha), "step_rule": s.step_rule},
+        history=run.history,
+        info={"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule},
     )
+
+
+class _Plain(Oracle):
+    """A bare function ``x -> (f, g)`` as an oracle (its values are exact)."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, x):
+        return self.fn(x)
+
+
+class _Run:
+    """The state of one run of :func:`projected_subgradient`."""
+
+    def __init__(self, oracle, cone, settings):
+        self.oracle, self.cone, self.s = oracle, cone, settings
+        self.clock = Deadline(settings.time_limit)
+        self.it, self.restarts, self.since = 0, 0, 0
+
+    def start(self, x0):
+        s, o = self.s, self.oracle
+        self.x = self.cone.project(vectors.copy(x0))
+        self.f, self.g = o(self.x)
+        self.gnorm = vectors.norm(self.g)
+        scale = s.step_scale * max(1.0, vectors.norm(self.x)) / max(self.gnorm, 1e-12)
+        self.alpha0 = s.step if s.step is not None else scale
+        self.alpha = self.alpha0
+        self.best_x, self.best_f = vectors.copy(self.x), self.f
+        self.history = [float(self.f)]
+        self.ref_f = self.f  # best objective `patience` iterations ago
+
+    def loop(self, x0):
+        """Iterate until a stopping rule; return the status."""
+        s = self.s
+        self.start(x0)
+        try:
+            while self.it < s.max_iter:
+                self.it += 1
+                converged = True if self.gnorm == 0.0 else self.step()
+                notify(self.it, self.f)
+                if s.callback is not None and s.callback(self.it, float(self.f), float(self.alpha)):
+                    return "user_limit"
+                if converged:
+                    if self.restarts < s.max_restarts and not self.oracle.check(self.best_x):
+                        self.restart()
+                        continue
+                    return "optimal"
+                if self.clock.expired():
+                    return "user_limit"
+        except KeyboardInterrupt:
+            return "user_limit"
+        return "optimal_inaccurate"
+
+    def step(self):
+        """One step of the rule; whether the run has converged."""
+        s, o = self.s, self.oracle
+        diminishing = s.step_rule == "diminishing"
+        step = self.alpha0 / (self.gnorm * np.sqrt(self.it)) if diminishing else self.alpha
+        x_new = self.cone.project(vectors.axpy(self.x, -step, self.g))
+        version = o.version
+        f_new, g_new = o(x_new)
+        if version is not None and o.version != version:
+            # the oracle's approximation changed: compare like with like
+            self.f, self.g = o(self.x)
+            self.best_f = o(self.best_x)[0]
+        if diminishing:
+            self.x, self.f, self.g = x_new, f_new, g_new
+        elif f_new <= self.f:
+            self.x, self.f, self.g, self.alpha = x_new, f_new, g_new, self.alpha * s.grow
+        else:
+            self.alpha *= s.shrink
+            if not s.monotone:
+                self.x, self.f, self.g = x_new, f_new, g_new
+        self.gnorm = vectors.norm(self.g)
+        if self.f < self.best_f:
+            self.best_x, self.best_f = vectors.copy(self.x), self.f
+        self.history.append(float(self.f))
+        self.since += 1
+        converged = self.alpha < s.min_step * self.alpha0 and not diminishing
+        if self.since >= s.patience:
+            gain = self.ref_f - self.best_f
+            converged = converged or gain <= s.rtol * max(abs(self.best_f), 1e-12)
+            self.ref_f, self.since = self.best_f, 0
+        return converged
+
+    def restart(self):
+        """The oracle's check found new terms: continue from the best point (App. A.1)."""
+        self.restarts += 1
+        self.x = vectors.copy(self.best_x)
+        self.f, self.g = self.oracle(self.x)
+        self.best_f, self.gnorm = self.f, vectors.norm(self.g)
+        self.alpha, self.ref_f, self.since = max(self.alpha, self.alpha0 * 1e-3), self.f, 0

@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import whitening
+from .oracle import POEOracle
 
 
 class Certificate:
@@ -164,10 +165,8 @@ class Certificate:
 def certify(blocks, C, beta, Ws, oracle=None, sigmas=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0)):
     """A certified lower bound for full ``Ws`` over ``blocks`` (the returned point of any
     full-matrix POE solver); ``-inf`` when it cannot be certified."""
-    from .solver import POEOracle
-
     oracle = oracle or POEOracle(blocks, C, beta)
-    z = oracle._z(Ws)
+    z = oracle.hinge_arguments(Ws)
     F = oracle.objective(Ws)
     cert = Certificate(blocks, oracle)
     return max(cert.best_bound(z, F, sigmas), cert.crossover(cert.whiten(Ws), z, F))

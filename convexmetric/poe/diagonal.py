@@ -11,8 +11,9 @@ With ``Wᵖ = diag(wᵖ)``, ``wᵖ ≥ 0``, every distance is linear in the stac
 
 The projected subgradient of App. B needs many tiny steps here. This solver instead
 minimises the Huber smoothing ``f_σ`` (hinge replaced by ``z²/2σ`` on ``[0, σ]``) with
-scipy's L-BFGS-B under the bounds ``w ≥ 0``, in the Jacobi-scaled variables of
-:func:`convexmetric.solvers.poe.jacobi_scaling`, for ``σ = σ₀, σ₀/10, …``, warm-started.
+scipy's L-BFGS-B under the bounds ``w ≥ 0`` (the engine's staged driver,
+:mod:`convexmetric.optim.stages`), with columns scaled to unit norm, for
+``σ = σ₀, σ₀/10, …``, warm-started.
 
 **Certificate.** The LP's dual is ``max Σ λ_c`` over ``0 ≤ λ ≤ s`` with
 ``g(λ) = r − Aᵀλ ≥ 0``. At a stage's end the smoothed multipliers
@@ -31,13 +32,14 @@ The solver stops once ``(F − bound)/|F| ≤ tol``: its gap is certified, not e
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.optimize import lsq_linear, minimize
+from scipy.optimize import lsq_linear
 
-from ..progress import notify
-from ..result import SolveResult
+from ..optim.lbfgs import LBFGS
+from ..optim.oracle import Oracle
+from ..optim.stages import StageSettings, run_stages
 
 
 def _huber(w, A, r, s, sigma):
@@ -103,21 +105,50 @@ def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500):
     return best
 
 
-def solve_diagonal(
-    blocks,
-    C,
-    beta,
-    *,
-    tol=1e-4,
-    sigma0=0.1,
-    shrink=10.0,
-    gtol=1e-4,
-    stage_iter=2000,
-    max_stages=12,
-    lp_sigma=1e-3,
-    time_limit=None,
-    callback=None,
-):
+@dataclass(kw_only=True)
+class DiagonalSettings:
+    """Settings of :func:`solve_diagonal` (documented defaults)."""
+
+    tol: float = 1e-4  #: stop when the certified relative gap is at most this
+    sigma0: float = 0.1  #: first smoothing width (the margin is 1)
+    sigma_factor: float = 0.1  #: σ ← σ·factor per stage
+    gtol: float = 1e-4  #: L-BFGS-B's projected-gradient tolerance, relative to ``min r``
+    stage_iter: int = 2000  #: L-BFGS-B iterations per stage
+    max_stages: int = 12  #: stages at most
+    lp_sigma: float = 1e-3  #: from this width on, an uncertified stage also tries lp_bound
+    time_limit: float | None = None  #: seconds (status "user_limit")
+    callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
+
+
+class DiagonalLP(Oracle):
+    """The Huber-smoothed LP in scaled weights ``w ≥ 0`` (the engine's protocol)."""
+
+    def __init__(self, A, r, s, settings):
+        self.A, self.r, self.s, self.settings = A, r, s, settings
+        self.bounds = [(0.0, None)] * A.shape[1]
+
+    def smooth(self, w, sigma, grad=True):
+        f, g = _huber(w, self.A, self.r, self.s, sigma)
+        return (f, g) if grad else f
+
+    def objective(self, w):
+        return float(self.r @ w + self.s * np.maximum(1.0 - self.A @ w, 0.0).sum())
+
+    def bound(self, stage):
+        """The smoothed multipliers' bound, then (while uncertified) the crossover and,
+        from ``lp_sigma`` on, the exact LP over the near-kink multipliers, at the best point."""
+        A, r, s, F, tol = self.A, self.r, self.s, stage.best_f, self.settings.tol
+        z = 1.0 - A @ stage.x
+        lower = max(stage.lower, dual_bound(A, r, s, s * np.clip(z / stage.sigma, 0.0, 1.0), F))
+        z_best = 1.0 - A @ stage.best_x
+        if F - lower > tol * abs(F):  # the sharper bound costs a few BVLS fits
+            lower = max(lower, crossover_bound(A, r, s, stage.best_x, z_best, stage.sigma, F))
+        if F - lower > tol * abs(F) and stage.sigma <= self.settings.lp_sigma:
+            lower = max(lower, lp_bound(A, r, s, z_best, F))  # an exact LP on the kinks
+        return lower
+
+
+def solve_diagonal(blocks, C, beta, settings=None, **overrides):
     """Diagonal LPOE / KPOE / MKPOE by smoothed L-BFGS-B; a :class:`SolveResult`.
 
     Parameters
@@ -127,22 +158,9 @@ def solve_diagonal(
         must be positive for the certificate).
     C : Comparisons
     beta : float
-    tol : float
-        Stop when the certified relative gap is at most ``tol``.
-    sigma0, shrink : float
-        First smoothing width (the margin is 1) and its reduction per stage.
-    gtol : float
-        L-BFGS-B's projected-gradient tolerance, relative to ``min r`` (scaled).
-    stage_iter, max_stages : int
-        Iterations per stage, and stages, at most.
-    lp_sigma : float
-        From this smoothing width on, an uncertified stage also tries :func:`lp_bound`
-        (an exact LP dual over the near-kink multipliers).
-    time_limit : float, optional
-        Seconds; the best point so far is returned with status ``"user_limit"``.
-    callback : callable, optional
-        ``callback(iteration, objective, sigma)`` after each L-BFGS-B iteration (the exact
-        objective is computed for it); a true return value stops the run.
+    settings : DiagonalSettings, optional
+    **overrides
+        Fields of :class:`DiagonalSettings`.
 
     Returns
     -------
@@ -160,7 +178,7 @@ def solve_diagonal(
     >>> res.status, round(res.objective, 3), res.info["relative_gap"] <= 1e-4
     ('optimal', 0.251, True)
     """
-    t0 = time.perf_counter()
+    st = replace(settings or DiagonalSettings(), **overrides)
     sizes = [F.shape[1] for F, _ in blocks]
     A = np.hstack([(F[C.k] - F[C.l]) ** 2 - (F[C.i] - F[C.j]) ** 2 for F, _ in blocks])
     r = np.concatenate([np.diag(R).astype(float) for _, R in blocks])
@@ -168,66 +186,14 @@ def solve_diagonal(
         raise ValueError("diag(R) of every block must be positive (a kernel with a zero row?).")
     scale = 1.0 / np.sqrt(np.maximum(np.linalg.norm(A, axis=0), 1e-12 * max(np.abs(A).max(), 1)))
     A, r = A * scale, r * scale
-    s = float(beta) / len(C)
-
-    def objective(w):
-        return float(r @ w + s * np.maximum(1.0 - A @ w, 0.0).sum())
-
-    w = np.zeros(A.shape[1])
-    best_w, best_f, lower = w, objective(w), -np.inf
-    history, iterations, status, sigma = [best_f], 0, "optimal_inaccurate", float(sigma0)
-    stop, count = [], [0]
-
-    def watch(intermediate_result):
-        count[0] += 1
-        if callback is not None and callback(count[0], objective(intermediate_result.x), sigma):
-            stop.append("user")
-            raise StopIteration
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            stop.append("time")
-            raise StopIteration
-
-    for _ in range(max_stages):
-        res = minimize(
-            _huber,
-            w,
-            args=(A, r, s, sigma),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=[(0.0, None)] * len(w),
-            callback=watch if (callback is not None or time_limit is not None) else None,
-            options={"maxiter": stage_iter, "ftol": 0.0, "gtol": gtol * r.min()},
-        )
-        w, iterations = res.x, iterations + res.nit
-        f = objective(w)
-        if f < best_f:
-            best_w, best_f = w, f
-        z = 1.0 - A @ w
-        lower = max(lower, dual_bound(A, r, s, s * np.clip(z / sigma, 0.0, 1.0), best_f))
-        if best_f - lower > tol * abs(best_f):  # the sharper bound costs a few BVLS fits
-            lower = max(lower, crossover_bound(A, r, s, best_w, 1.0 - A @ best_w, sigma, best_f))
-        if best_f - lower > tol * abs(best_f) and sigma <= lp_sigma:  # an exact LP on the kinks
-            lower = max(lower, lp_bound(A, r, s, 1.0 - A @ best_w, best_f))
-        history.append(best_f)
-        notify(iterations, best_f, lower_bound=lower)
-        if stop:
-            status = "user_limit"
-            break
-        if best_f - lower <= tol * abs(best_f):
-            status = "optimal"
-            break
-        sigma /= shrink
-    best_w = best_w * scale
-    Ws = np.split(best_w, np.cumsum(sizes)[:-1])
-    return SolveResult(
-        matrix=Ws[0],
-        matrices=Ws,
-        objective=best_f,
-        status=status,
-        iterations=iterations,
-        seconds=time.perf_counter() - t0,
-        solver="smoothed L-BFGS-B",
-        history=history,
-        lower_bound=lower,
-        info={"relative_gap": (best_f - lower) / max(abs(best_f), 1e-300), "sigma": sigma},
-    )
+    stages = StageSettings(sigma0=st.sigma0, sigma_factor=st.sigma_factor, sigma_min=0.0,
+                           stage_iter=st.stage_iter, stalls=None, gap_tol=st.tol,
+                           max_stages=st.max_stages, recenter=False, time_limit=st.time_limit,
+                           callback=st.callback, name="smoothed L-BFGS-B")  # fmt: skip
+    inner = LBFGS(maxcor=10, gtol=st.gtol * r.min(), ftol=0.0)
+    lp = DiagonalLP(A, r, float(beta) / len(C), st)
+    res = run_stages(lp, np.zeros(A.shape[1]), inner, stages)
+    Ws = np.split(res.matrix * scale, np.cumsum(sizes)[:-1])
+    res.info.update(relative_gap=res.info["certified_gap"], sigma=res.info["final_sigma"])
+    res.matrix, res.matrices = Ws[0], Ws
+    return res

@@ -1,58 +1,71 @@
 r"""Full-matrix POE at scale: low-rank factors, smoothed L-BFGS, certified by the SDP dual.
 
-In whitened coordinates (:func:`.poe_certify.whitening`; for kernels the empirical
+In whitened coordinates (:func:`convexmetric.linalg.whitening`; for kernels the empirical
 kernel map ``Φ``) every block has ``R = I`` and features ``F̂ᵖ`` (``n × rᵖ``). With
-``Ŵᵖ = LᵖLᵖᵀ`` (``Lᵖ`` is ``rᵖ × kᵖ``) the Huber-smoothed objective
+``Ŵᵖ = LᵖLᵖᵀ`` (``Lᵖ`` is ``rᵖ × kᵖ``) the smoothed objective
 
 .. math::
 
-    φ_σ(L) = \sum_p \|L^p\|_F^2 + s \sum_c h_σ(z_c), \qquad
+    φ_σ(L) = \sum_p \|L^p\|_F^2 + s \sum_c φ_σ(z_c), \qquad
     z_c = 1 + \sum_p \|Z^p_i - Z^p_j\|^2 - \|Z^p_k - Z^p_l\|^2,\quad Z^p = \hat F^p L^p,
 
-has the gradient ``2 Sᵖ(λ) Lᵖ = 2Lᵖ + 2s F̂ᵖᵀ L(w) Zᵖ`` with ``w = clip(z/σ, 0, 1)``
+(each hinge smoothed around the prox centre ``ū``: ``max_{u∈[0,1]} uz − σ(u − ū)²/2``)
+has the gradient ``2 Sᵖ(λ) Lᵖ = 2Lᵖ + 2s F̂ᵖᵀ L(w) Zᵖ`` with ``w = clip(ū + z/σ, 0, 1)``
 and ``L(w)`` the sparse signed Laplacian: one evaluation costs ``O(n r k)`` (no
-``n × n`` eigendecomposition). L-BFGS minimises ``φ_σ`` for ``σ = σ₀, σ₀/10, …``.
+``n × n`` eigendecomposition). The engine's staged driver (:mod:`convexmetric.optim.stages`)
+runs L-BFGS stages for ``σ = σ₀, σ₀/10, …`` down to ``σ_min``, then at a fixed σ with the
+prox centre moved to each stage's multipliers (an augmented Lagrangian on the dual).
 
 The factorisation is not convex: a stationary ``L`` with ``Sᵖ(λ)Lᵖ = 0`` is optimal iff
-every ``Sᵖ(λ) ⪰ 0``. After each stage the certificate of :mod:`.poe_certify` is computed
+every ``Sᵖ(λ) ⪰ 0``. After each stage the certificate of :mod:`.certificate` is computed
 from the full eigendecomposition of the ``rᵖ × rᵖ`` matrices ``Sᵖ`` (once per stage,
-not per step). If it does not close and some ``Sᵖ`` has a negative eigenvalue, its
-eigenvectors ``v`` are descent directions ``W + t vvᵀ`` that stay PSD: they are appended
-as new columns of ``Lᵖ`` (scaled by a line search on ``φ_σ``) and the stage is repeated
-(the rank-increase step of low-rank SDP methods), so the iteration cannot stall at a
-non-optimal factor point. Status "optimal" only when the certified relative gap is
-within ``tol``.
+not per step). If it does not close and some ``Sᵖ`` has a negative eigenvalue whose
+repair dominates the open gap, its eigenvectors ``v`` are descent directions
+``W + t vvᵀ`` that stay PSD: they are appended as new columns of ``Lᵖ`` (scaled by a
+line search on ``φ_σ``) and the next stage starts there (the rank-increase step of
+low-rank SDP methods). Status "optimal" only when the certified relative gap is within
+``tol``; an uncertified run ends with the crossover bound at the best point.
 """
 
 from __future__ import annotations
 
-import logging
-import time
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
-from ..optim.linesearch import golden_section
-from ..progress import notify
-from ..result import SolveResult
+from ..optim.lbfgs import LBFGS
+from ..optim.linesearch import interval_search
+from ..optim.oracle import Oracle
+from ..optim.stages import StageSettings, run_stages
 from .certificate import Certificate
 
-logger = logging.getLogger("convexmetric.poe")
+
+@dataclass(kw_only=True)
+class FactoredSettings:
+    """Settings of :func:`solve_factored` (documented defaults)."""
+
+    rank: int = 8  #: initial columns of each factor (grown by the escape steps)
+    tol: float = 1e-4  #: stop when the certified relative gap is at most this
+    sigma0: float = 0.1  #: first smoothing width (the margin is 1)
+    sigma_factor: float = 0.1  #: σ ← σ·factor after each stage, down to sigma_min
+    sigma_min: float = 1e-2  #: then σ stays and the prox centre moves
+    mu_tol: float = 1e-9  #: escape when λ_min(Sᵖ) < −mu_tol and its repair dominates the gap
+    ftol: float = 1e-15  #: L-BFGS-B's relative-reduction tolerance within a stage
+    stage_iter: int = 500  #: L-BFGS iterations per stage
+    max_stages: int = 30  #: stages (escapes included) at most
+    max_new: int = 8  #: negative-curvature directions appended per block and escape
+    time_limit: float | None = None  #: seconds (status "user_limit")
+    callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
+    random_state: int = 0  #: seed of the small random initial factors (L = 0 is a saddle)
 
 
-class _Factored:
-    """Smoothed objective of the factors, stacked into one vector."""
+class FactoredPOE(Oracle):
+    """The smoothed POE objective over whitened factors ``[Lᵖ]`` (the engine's protocol)."""
 
-    def __init__(self, oracle, feats):
-        self.o, self.feats = oracle, feats
-        self.shapes = []
-
-    def split(self, x):
-        out, at = [], 0
-        for r, k in self.shapes:
-            out.append(x[at : at + r * k].reshape(r, k))
-            at += r * k
-        return out
+    def __init__(self, oracle, cert, settings):
+        self.o, self.cert, self.feats, self.s = oracle, cert, cert.feats, settings
+        self.center = np.zeros(len(oracle.left))
+        self._stage = None  #: (u, μ, eigenpairs) of the last bound
 
     def z(self, Ls):
         o, d = self.o, np.zeros(self.o.P)
@@ -62,15 +75,13 @@ class _Factored:
             d += np.einsum("ij,ij->i", D, D)
         return 1.0 + d[o.left] - d[o.right]
 
-    def objective(self, Ls, z=None):
-        z = self.z(Ls) if z is None else z
+    def objective(self, Ls):
         reg = sum(float(np.vdot(L, L)) for L in Ls)
-        return reg + self.o.scale * float(np.maximum(z, 0.0).sum())
+        return reg + self.o.scale * float(np.maximum(self.z(Ls), 0.0).sum())
 
-    def smooth(self, x, sigma, grad=True):
+    def smooth(self, Ls, sigma, grad=True):
         """``φ_σ`` and its gradient, the hinge smoothed around the prox centre ``ū``:
         ``max_{u ∈ [0, 1]} uz − σ(u − ū)²/2``, maximised at ``u = clip(ū + z/σ, 0, 1)``."""
-        Ls = self.split(x)
         z = self.z(Ls)
         w = np.clip(self.center + z / sigma, 0.0, 1.0)
         hub = w * z - 0.5 * sigma * (w - self.center) ** 2
@@ -78,193 +89,36 @@ class _Factored:
         if not grad:
             return f
         Lap = self.o.laplacian(w)
-        g = [2 * L + 2 * self.o.scale * (Fh.T @ (Lap @ (Fh @ L))) for Fh, L in zip(self.feats, Ls)]
-        return f, np.concatenate([gi.ravel() for gi in g])
+        s = self.o.scale
+        return f, [2 * L + 2 * s * (Fh.T @ (Lap @ (Fh @ L))) for Fh, L in zip(self.feats, Ls)]
+
+    def bound(self, stage):
+        """The certificate from the stage's multipliers ``s·clip(ū + z/σ, 0, 1)``."""
+        u = np.clip(self.center + self.z(stage.x) / stage.sigma, 0.0, 1.0)
+        lb, mu, pairs = self.cert.bound(self.o.scale * u, stage.best_f, eigvecs=True)
+        self._stage = (u, mu, pairs, lb)
+        return lb
+
+    def recenter(self, Ls, sigma):
+        self.center = self._stage[0]
+
+    def escape(self, stage):
+        """New columns along negative curvature when its repair dominates the open gap."""
+        _, mu, pairs, lb = self._stage
+        curvature = -mu * stage.best_f > 0.25 * (stage.best_f - lb)
+        if not (mu < -self.s.mu_tol and curvature):
+            return None
+        return _grow(self, stage.x, pairs, stage.sigma, self.s.max_new)
+
+    def final_bound(self, stage):
+        """The crossover of :meth:`.Certificate.crossover` at the best point (costly)."""
+        Ls = stage.best_x
+        return self.cert.crossover([L @ L.T for L in Ls], self.z(Ls), stage.best_f)
 
 
-def _line_search(fun, t_max, steps=25):
-    """Golden-section minimum of a unimodal ``fun`` on ``[0, t_max]`` (``0`` if no decrease)."""
-    t, ft = golden_section(fun, 0.0, t_max, steps)
-    return (t, ft) if ft < fun(0.0) else (0.0, None)
-
-
-def solve_factored(
-    blocks,
-    oracle,
-    *,
-    rank=8,
-    tol=1e-4,
-    sigma0=0.1,
-    shrink=10.0,
-    sigma_min=1e-2,
-    mu_tol=1e-9,
-    ftol=1e-15,
-    stage_iter=500,
-    max_stages=30,
-    max_new=8,
-    time_limit=None,
-    callback=None,
-    random_state=0,
-):
-    """Solve full-matrix POE over ``blocks`` (each ``(F, R)``, ``R ⪰ 0``); a SolveResult.
-
-    Parameters
-    ----------
-    blocks : list of (F, R)
-    oracle : :class:`.poe.POEOracle` over ``blocks`` (its pair structure and ``s``).
-    rank : int
-        Initial number of columns of each factor (grown by the escape steps).
-    tol : float
-        Stop when the certified relative gap is at most ``tol``.
-    sigma0, shrink, sigma_min : float
-        Smoothing widths ``σ₀, σ₀/shrink, …`` down to ``sigma_min``; between stages the
-        prox centre ``ū`` moves to the stage's multipliers (an augmented Lagrangian /
-        proximal point on the dual), so the multipliers converge at a fixed ``σ``.
-    mu_tol : float
-        Escape along negative curvature when ``λ_min(Sᵖ) < −mu_tol`` and the certificate's
-        repair term ``F·|λ_min|`` is at least a quarter of the open gap (otherwise the gap
-        is the multipliers', and the next stage moves them).
-    ftol : float
-        L-BFGS-B's relative-reduction tolerance within a stage.
-    stage_iter, max_stages : int
-        L-BFGS iterations per stage and stages (escapes included) at most.
-    max_new : int
-        Negative-curvature directions appended per block and escape, at most.
-    time_limit : float, optional
-        Seconds; the best point so far is returned with status ``"user_limit"``.
-    callback : callable, optional
-        ``callback(iteration, objective, sigma)`` after each L-BFGS iteration; a true
-        return value stops the run.
-    random_state : int
-        Seed of the small random initial factors (``L = 0`` is a saddle).
-
-    Returns
-    -------
-    SolveResult
-        ``matrices`` are ``Wᵖ = TᵖŴᵖTᵖᵀ`` in the coordinates of ``blocks``;
-        ``info`` holds ``relative_gap``, ``ranks``, ``escapes`` and ``sigma``.
-    """
-    t0 = time.perf_counter()
-    cert = Certificate(blocks, oracle)
-    if not cert.valid:
-        raise ValueError(
-            "method='factored' needs every block's features in the range of its regulariser "
-            "R (true for LPOE with R = I and for kernel blocks); use method='subgradient'."
-        )
-    Ts = cert.T
-    prob = _Factored(oracle, cert.feats)
-    rng = np.random.default_rng(random_state)
-    Ls = []
-    for Fh in cert.feats:
-        r = Fh.shape[1]
-        k = min(rank, r)
-        Ls.append(rng.standard_normal((r, k)) * (1e-2 / np.sqrt(r)))
-    prob.shapes = [L.shape for L in Ls]
-    x = np.concatenate([L.ravel() for L in Ls])
-    prob.center = np.zeros(len(oracle.left))
-    best_Ls, best_f = Ls, prob.objective(Ls)
-    best_shapes, lower = list(prob.shapes), -np.inf
-    sigma, iterations, escapes, stop, count = float(sigma0), 0, 0, [], [0]
-    history, status = [best_f], "optimal_inaccurate"
-
-    def watch(xk):
-        count[0] += 1
-        if callback is not None and callback(count[0], prob.objective(prob.split(xk)), sigma):
-            stop.append("user")
-            raise StopIteration
-        if time_limit is not None and time.perf_counter() - t0 > time_limit:
-            stop.append("time")
-            raise StopIteration
-
-    use_cb = callback is not None or time_limit is not None
-    for _ in range(max_stages):
-        res = minimize(prob.smooth, x, args=(sigma,), jac=True, method="L-BFGS-B",
-                       callback=watch if use_cb else None,
-                       options={"maxiter": stage_iter, "ftol": ftol, "gtol": 1e-12,
-                                "maxcor": 20, "maxls": 50})  # fmt: skip
-        x, iterations = res.x, iterations + res.nit
-        if res.status == 2 and not stop:  # L-BFGS-B's line search failed at a sharp kink
-            x = _armijo(prob, x, sigma)
-        Ls = prob.split(x)
-        z = prob.z(Ls)
-        f = prob.objective(Ls, z)
-        if f < best_f:
-            best_Ls, best_f, best_shapes = Ls, f, list(prob.shapes)
-        # certificate from the multipliers of the smoothed stage, then move the prox centre
-        u = np.clip(prob.center + z / sigma, 0.0, 1.0)
-        lb, mu, pairs = cert.bound(oracle.scale * u, best_f, eigvecs=True)
-        lower = max(lower, lb)
-        notify(iterations, best_f, lower_bound=lower)
-        logger.debug(
-            "stage sigma=%.1e f=%.10g lb=%.10g mu=%.2e nit=%d ranks=%s msg=%s",
-            sigma,
-            f,
-            lb,
-            mu,
-            res.nit,
-            [s[1] for s in prob.shapes],
-            res.message,
-        )
-        history.append(best_f)
-        if stop:
-            status = "user_limit"
-            break
-        if best_f - lower <= tol * abs(best_f):
-            status = "optimal"
-            break
-        curvature = -mu * best_f > 0.25 * (best_f - lb)  # the repair dominates the gap
-        if mu < -mu_tol and curvature and _escape(prob, Ls, pairs, sigma, max_new):
-            x = prob.last_x
-            escapes += 1
-            continue
-        prob.center = u
-        sigma = max(sigma / shrink, sigma_min)
-    if best_f - lower > tol * abs(best_f) and status != "user_limit":  # fit the kinks
-        lower = max(lower, cert.crossover([L @ L.T for L in best_Ls], prob.z(best_Ls), best_f))
-        status = "optimal" if best_f - lower <= tol * abs(best_f) else status
-    Ws = [T @ (L @ L.T) @ T.T for T, L in zip(Ts, best_Ls)]
-    lower = min(lower, best_f)
-    gap = (best_f - lower) / max(abs(best_f), 1e-300)
-    return SolveResult(
-        matrix=Ws[0],
-        matrices=Ws,
-        objective=best_f,
-        status=status,
-        iterations=iterations,
-        seconds=time.perf_counter() - t0,
-        solver="factored L-BFGS",
-        history=history,
-        lower_bound=lower if np.isfinite(lower) else None,
-        info={"relative_gap": gap, "ranks": [s[1] for s in best_shapes], "escapes": escapes,
-              "sigma": sigma, "features_W": [L @ L.T for L in best_Ls]},
-    )  # fmt: skip
-
-
-def _armijo(prob, x, sigma, steps=50):
-    """Gradient steps with backtracking on ``φ_σ`` (a restart after a failed line search)."""
-    f, g = prob.smooth(x, sigma)
-    t = 1.0 / max(float(np.linalg.norm(g)), 1e-300)
-    for _ in range(steps):
-        gg = float(g @ g)
-        if gg == 0.0:
-            break
-        while t > 1e-20:
-            xn = x - t * g
-            fn = prob.smooth(xn, sigma, grad=False)
-            if fn <= f - 0.5 * t * gg:
-                break
-            t *= 0.5
-        else:
-            break
-        x = xn
-        f, g = prob.smooth(x, sigma)
-        t *= 2.0
-    return x
-
-
-def _escape(prob, Ls, pairs, sigma, max_new):
+def _grow(prob, Ls, pairs, sigma, max_new):
     """Append the negative-curvature eigenvectors of each ``Sᵖ`` as new factor columns,
-    scaled by a line search on ``φ_σ``; sets ``prob.last_x``; False if nothing helps."""
+    scaled by a line search on ``φ_σ``; ``None`` if nothing helps."""
     new_Ls, grew = [], False
     for L, (w, V) in zip(Ls, pairs):
         neg = np.flatnonzero(w < -1e-10 * max(1.0, float(np.abs(w).max())))[:max_new]
@@ -275,18 +129,46 @@ def _escape(prob, Ls, pairs, sigma, max_new):
         new_Ls.append((L, V[:, neg] * np.sqrt(-w[neg])))  # steeper directions weigh more
         grew = True
     if not grew:
-        return False
-    old_shapes = list(prob.shapes)
-    prob.shapes = [(L.shape[0], L.shape[1] + (0 if D is None else D.shape[1])) for L, D in new_Ls]
+        return None
 
     def stack(t):
-        parts = [L if D is None else np.hstack([L, np.sqrt(t) * D]) for L, D in new_Ls]
-        return np.concatenate([p.ravel() for p in parts])
+        return [L if D is None else np.hstack([L, np.sqrt(t) * D]) for L, D in new_Ls]
 
     scale = max(float(sum(np.vdot(L, L) for L in Ls)), 1e-6)
-    t, _ = _line_search(lambda t: prob.smooth(stack(t), sigma, grad=False), 10.0 * scale)
-    if t <= 0.0:
-        prob.shapes = old_shapes
-        return False
-    prob.last_x = stack(t)
-    return True
+    t, _ = interval_search(lambda t: prob.smooth(stack(t), sigma, grad=False), 10.0 * scale)
+    return None if t <= 0.0 else stack(t)
+
+
+def solve_factored(blocks, oracle, settings=None, **overrides):
+    """Solve full-matrix POE over ``blocks`` (each ``(F, R)``, ``R ⪰ 0``); a SolveResult.
+
+    ``oracle`` is the :class:`.oracle.POEOracle` over ``blocks`` (its pair structure and
+    ``s``); ``settings``/``overrides``: :class:`FactoredSettings`. The result's
+    ``matrices`` are ``Wᵖ = TᵖŴᵖTᵖᵀ`` in the coordinates of ``blocks``; ``info`` holds
+    ``relative_gap``, ``ranks``, ``escapes``, ``sigma`` and ``features_W``.
+    """
+    from dataclasses import replace
+
+    s = replace(settings or FactoredSettings(), **overrides)
+    cert = Certificate(blocks, oracle)
+    if not cert.valid:
+        raise ValueError(
+            "method='factored' needs every block's features in the range of its regulariser "
+            "R (true for LPOE with R = I and for kernel blocks); use method='subgradient'."
+        )
+    rng = np.random.default_rng(s.random_state)
+    L0 = [rng.standard_normal((Fh.shape[1], min(s.rank, Fh.shape[1])))
+          * (1e-2 / np.sqrt(Fh.shape[1])) for Fh in cert.feats]  # fmt: skip
+    stages = StageSettings(sigma0=s.sigma0, sigma_factor=s.sigma_factor, sigma_min=s.sigma_min,
+                           stage_iter=s.stage_iter, stalls=None, gap_tol=s.tol,
+                           max_stages=s.max_stages, time_limit=s.time_limit,
+                           callback=s.callback, name="factored L-BFGS")  # fmt: skip
+    inner = LBFGS(maxcor=20, gtol=1e-12, ftol=s.ftol, maxls=50, rescue=True)
+    res = run_stages(FactoredPOE(oracle, cert, s), L0, inner, stages)
+    Ls = res.matrices
+    Ws = [T @ (L @ L.T) @ T.T for T, L in zip(cert.T, Ls)]
+    res.info.update(relative_gap=res.info["certified_gap"], ranks=[L.shape[1] for L in Ls],
+                    escapes=res.info.get("escapes", 0), sigma=res.info["final_sigma"],
+                    features_W=[L @ L.T for L in Ls])  # fmt: skip
+    res.matrix, res.matrices = Ws[0], Ws
+    return res

@@ -1,0 +1,317 @@
+"""LMNN's active list (App. A): the triplets found violated at full checks, and the checks.
+
+The oracle keeps the paper's two sets: the *active list* ``N^(t)`` of every triplet
+found violated at a full check, and the current active set ``N_t ⊆ N^(t)`` of triplets
+with a positive hinge (:mod:`.oracle`). Between full checks (every ``check_every`` calls,
+an interval that adapts) only the active list is searched; a full check is a blocked
+impostor search (no n×n matrix, :mod:`.stream`) or a tree search (:mod:`..balltree`).
+At apparent convergence the drivers call :meth:`ActiveList.check`, a full check; new
+violations reopen the run (the final check of App. A.1).
+
+Bounded memory. ``memory_limit`` (bytes of working memory) caps the active list at
+``memory_limit // BYTES_PER_TERM`` triplets and sizes the blocks of the full checks.
+When a full check at an accepted point (or any check) would exceed the cap, the
+list switches, once and for good, to the streaming mode of :mod:`.stream`: the
+objective, its (sub)gradient, the smoothed objective and the certificate's dual
+matrix are then computed exactly over all triplets by row blocks. The streaming
+smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
+list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
+Arrays proportional to the data are not in the budget: ``X`` itself, and per process
+``Z = X Lᵀ`` with its float32 search copy (:func:`.stream.project`), together
+about 1.5× the size of ``X``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..linalg import components_from_metric
+from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
+from .stream import StreamingEvaluator, plan_blocks
+
+#: bytes per listed triplet, counting the temporaries of a merge and a gradient update
+BYTES_PER_TERM = 256
+#: streaming trial evaluations above this multiple of the best value seen return inf
+STREAM_CAP = 4.0
+
+
+class ActiveList:
+    """The active list of eq. (14)'s hinge terms and its full checks.
+
+    Parameters
+    ----------
+    X, y, targets : arrays
+        Inputs (n, d), encoded labels and target neighbours (n, k).
+    mu : float
+    check_every : int
+        Calls between full checks; doubled while checks find nothing new (the paper:
+        every 10–20 iterations, depending on fluctuations of the active set).
+    prune : float or None
+        At a full check, listed triplets whose hinge argument is below ``−prune`` are
+        dropped from the active list (they are re-found by later full checks if they
+        come back). ``None`` keeps the list growing as in the paper.
+    block_size : int
+        Rows per block of the tree searches.
+    search : {"brute", "balltree", "kdtree", "auto"} or callable, default="brute"
+        Impostor search of the full checks (§6); ``"auto"`` measures brute force and
+        ball trees on the first checks and keeps the faster (same results either way).
+    memory_limit : int or None
+        Bytes of working memory (see the module docstring); ``None``: unbounded.
+    executor : object, optional
+        Runs the block functions of :mod:`.stream` (full checks, streaming sums).
+    """
+
+    def __init__(
+        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute",
+        memory_limit=None, executor=None,
+    ):  # fmt: skip
+        self.X, self.y, self.T, self.mu = X, y, targets, mu
+        self.n, self.k = targets.shape
+        self.check_every = check_every
+        self.prune = prune
+        self.memory_limit, self.executor = memory_limit, executor
+        rows = plan_blocks(self.n, X.shape[1], self.k, memory_limit)[0]
+        self.block_size = min(block_size, rows)
+        self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
+        self.mode, self.stream, self._f_seen, self.last_checked = "active_set", None, None, None
+        self.last_checked_value = None  #: eq. (14) at ``last_checked`` (set by a switch)
+        self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
+        self._new_terms = 0  #: triplets the last full check added to the list
+        self.handover = 0.0  #: see :meth:`check`
+        self._memo = None  #: (M, terms) of the last search (see :meth:`_search`)
+        if search == "auto":
+            from ..balltree import ImpostorSearch
+
+            search = ImpostorSearch("auto")
+        self.search = search
+        self.C_pull = pull_matrix(X, targets)
+        d = X.shape[1]
+        self._set_list(np.empty(0, np.int64), {})
+        # incremental gradient state (eq. 19): the mask of counted triplets and their sum
+        # and the dual estimate λ̄ (the prox centre of the smoothed stage)
+        self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
+        self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
+        self.calls = 0
+        self._next_check = 0
+        # on large data the interval ramps up 1, 2, 4, ... at the start (a collapsed
+        # step is costly there); on small data App. A's 10-20 from the start
+        self._interval = 1
+        self.full_checks = 0
+        self.max_terms = 5_000_000  #: see full_check
+        self.version = 0  #: bumped whenever the active list gains violated triplets
+        self.tol = None  #: certified gap below which :meth:`lower_bound` skips the crossover
+
+    def start_refinement(self, prune):
+        """Before a smoothed refinement: prune at ``prune`` and check at the next call.
+
+        The smoothed stages count only ``z > 0`` at first (λ̄ starts at 0), so the list
+        keeps the terms near the kink; dropped terms come back at the checks once violated.
+        """
+        self.prune, self._next_check = prune, self.calls
+
+    def _set_list(self, keys, keep_masks):
+        n = self.n
+        self.keys = keys
+        self.mask = {name: m for name, m in keep_masks.items()}
+        self.L = keys % n
+        self.J = (keys // n) % n
+        self.I = keys // (n * n)
+        self.slot = np.argmax(self.T[self.I] == self.J[:, None], axis=1)
+        # the k targets of a point share its impostors: d(i, l) once per listed pair
+        pairs, self._pair_of = np.unique(self.I * n + self.L, return_inverse=True)
+        self._pair_I, self._pair_L = pairs // n, pairs % n
+
+    def _merge(self, I, J, L):
+        """Add triplets to the active list; return True if any were new."""
+        keys = (I * self.n + J) * self.n + L
+        keys = np.unique(keys[~np.isin(keys, self.keys)])
+        if len(keys) == 0:
+            return False
+        all_keys = np.concatenate([self.keys, keys])
+        order = np.argsort(all_keys, kind="stable")
+        masks = {
+            k: np.concatenate([m, np.zeros(len(keys), m.dtype)])[order]
+            for k, m in self.mask.items()
+        }
+        self._set_list(all_keys[order], masks)
+        return True
+
+    def _prune(self, z):
+        """Drop listed triplets far from violation and not counted in any gradient."""
+        drop = z < -self.prune
+        for m in self.mask.values():
+            drop &= m == 0
+        if drop.any():
+            keep = ~drop
+            self._set_list(self.keys[keep], {k: m[keep] for k, m in self.mask.items()})
+            return z[keep]
+        return z
+
+    def full_check(self, M, components=None, accepted=True):
+        """Search all triplets at ``M``; merge violations; return True if none were new.
+
+        At a trial point (``accepted=False``), more than ``max(max_terms, 4 × list
+        size)`` candidate terms, or more than the memory budget allows, make
+        :class:`TooManyTerms` propagate (nothing is merged): the caller evaluates the
+        point by streaming, capped (:meth:`_overflow`). At an accepted point an
+        overflow switches the oracle to the streaming mode (then the check returns
+        True: every evaluation covers all triplets).
+        """
+        if self.mode == "streaming":
+            return True
+        budget = None if self.term_budget is None else max(self.term_budget - len(self.keys), 0)
+        collapse = max(self.max_terms, 4 * len(self.keys))
+        limit = budget if accepted else collapse if budget is None else min(budget, collapse)
+        try:
+            I, J, L = self._search(M, components, limit)
+        except TooManyTerms:
+            self.full_checks += 1
+            if accepted:
+                self._go_streaming()
+                return True
+            raise
+        self.full_checks += 1
+        self.last_checked, self._overflows = (M, components), 0  # its terms fit in the list
+        size = len(self.keys)
+        changed = self._merge(I, J, L)
+        self._new_terms = len(self.keys) - size
+        self.version += changed
+        return not changed
+
+    def _search(self, M, components, limit):
+        """The violated triplets ``(I, J, L)`` at ``M`` (all of them: a full search),
+        remembered: the drivers often ask for the exact objective and then a full check
+        at the same point (one search on large data costs hundreds of evaluations).
+        Brute-force searches run as the executor's block map (:mod:`.stream`), tree
+        searches in this process."""
+        memo = self._memo
+        if memo is not None and np.array_equal(memo[0], M):
+            if limit is not None and len(memo[1][0]) > limit:
+                raise TooManyTerms(f"more than {limit} candidate hinge terms")
+            return memo[1]
+        if self.search in (None, "brute"):
+            out = self._streamer().terms(self._components(M, components), limit)
+        else:
+            out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                              components=components, search=self.search,
+                              max_terms=limit)[:3]  # fmt: skip
+        self._memo = (np.array(M, copy=True), out)
+        return out
+
+    def check(self, M, components=None):
+        """The final check of App. A.1 (called by the driver at apparent convergence).
+
+        While :attr:`handover` is set (phase 1 before a refinement, whose own final
+        check is strict), a check adding under that fraction of the list passes: on
+        large data each check of a converged subgradient run finds a few new near-kink
+        terms, and every restart costs a full search.
+        """
+        if self.full_check(M, components):
+            return True
+        return self._new_terms <= self.handover * len(self.keys)
+
+    def _streamer(self):
+        if self.stream is None:
+            self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
+                                             memory_limit=self.memory_limit,
+                                             executor=self.executor)  # fmt: skip
+        return self.stream
+
+    def _overflow(self, M, components, sigma=None):
+        """A trial point whose full check overflowed: evaluate it by streaming, capped.
+
+        Past the cap (a collapsed metric: every point an impostor) the value is inf and
+        the step is rejected; a finite value means the iterates have entered the region
+        where the active list cannot hold the terms: switch to streaming for good. So do
+        three such rejections in a row (the accepted point itself may be over budget, its
+        list value an underestimate: the drivers then re-evaluate it exactly).
+        """
+        if self._f_seen is None and self.last_checked is not None:
+            # the active list's values underestimate eq. (14) (it may miss terms): the
+            # cap's reference is the exact value at the last point that passed a check
+            M_ok, L_ok = self.last_checked
+            self._f_seen = self._streamer().objective(M_ok, self._components(M_ok, L_ok))
+        f, G = self._streamer().evaluate(M, self._components(M, components), sigma,
+                                         cap=self._cap())  # fmt: skip
+        self._overflows += 1
+        if self.term_budget is not None and (np.isfinite(f) or self._overflows >= 3):
+            self._go_streaming()
+        return self._capped((f, G))
+
+    def _go_streaming(self):
+        """Switch to exact evaluation over all triplets by row blocks (:mod:`.stream`)."""
+        self._streamer()
+        self.mode, self.switched_at = "streaming", self.calls
+        # the drivers re-evaluate their points right after the switch, capped by the exact
+        # value at the last point that passed a check (an accepted point whose list value
+        # underestimated a collapse would otherwise cost a pass over all n²k triplets)
+        self._f_seen = None
+        if self.last_checked is not None:
+            M_ok, L_ok = self.last_checked
+            self._f_seen = self.stream.objective(M_ok, self._components(M_ok, L_ok))
+            self.last_checked_value = self._f_seen
+        e = np.empty(0, np.int64)
+        self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
+                           "lam": np.zeros(0)})  # fmt: skip
+        self.version += 1  # the approximation changed: drivers re-evaluate
+
+    def _cap(self):
+        """Streaming trial evaluations give up past ``STREAM_CAP ×`` the best streamed
+        (exact or smoothed over all triplets) value seen: a collapsed metric would
+        otherwise cost a pass over all n²k triplets."""
+        return None if self._f_seen is None else STREAM_CAP * self._f_seen + 1.0
+
+    def _capped(self, fg):
+        if np.isfinite(fg[0]):
+            self._f_seen = fg[0] if self._f_seen is None else min(self._f_seen, fg[0])
+        return fg
+
+    def _components(self, M, components):
+        return components_from_metric(M) if components is None else components
+
+    def hinge_arguments(self, M, components=None, accepted=False):
+        """``z = 1 + d_M(i, j) − d_M(i, l)`` over the active list (full check first if due).
+
+        ``accepted``: ``M`` is an accepted point, where a check that overflows the list
+        switches to streaming (``None`` is returned) instead of raising."""
+        Lc = components_from_metric(M) if components is None else components
+        checked = self.calls >= self._next_check
+        if checked:
+            stable = self.full_check(M, Lc, accepted=accepted)
+            if self.mode == "streaming":
+                return None
+            # for the schedule, new terms under 1% of a long list count as stable (the
+            # final check at convergence still asks for none)
+            stable = stable or self._new_terms <= 1e-2 * len(self.keys)
+            # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
+            # interval doubles while checks find nothing new, up to a cap that keeps the
+            # checks' flops at most about those of the evaluations between them (on large
+            # data a check costs hundreds of evaluations); new violations halve it (not
+            # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
+            if stable:
+                self._interval = min(2 * self._interval, self._check_cap())
+            else:
+                self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
+            self._next_check = self.calls + self._interval
+        self.calls += 1
+        Z = self.X @ Lc.T
+        diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
+        Dt = np.einsum("ijk,ijk->ij", diff, diff)
+        P_I, P_L = self._pair_I, self._pair_L
+        d_il = np.empty(len(P_I))
+        step = 1 << 19  # bounded temporaries for long active lists
+        for s in range(0, len(P_I), step):
+            b = Z[P_I[s : s + step]] - Z[P_L[s : s + step]]
+            d_il[s : s + step] = np.einsum("ij,ij->i", b, b)
+        z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
+        if checked and self.prune is not None:
+            z = self._prune(z)
+        return z
+
+    def _check_cap(self):
+        """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``
+        (a deterministic cost model: ``n²d`` for a check, ``nd² + 3|list|d`` for an
+        evaluation), so the result never depends on the machine's speed."""
+        n, d = self.X.shape
+        ratio = n * n * d / (n * d * d + 3 * len(self.keys) * d + 1)
+        return int(max(2 * self.check_every, min(ratio, 10_000)))

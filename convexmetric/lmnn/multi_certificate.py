@@ -1,0 +1,96 @@
+"""Multi-metric LMNN (§5.2): an exact repaired dual bound, and the escape directions.
+
+**The bound.** With ``λ_t ∈ [0, 1]`` per listed triplet (0 elsewhere) the Lagrangian gives,
+for every ``M ⪰ 0``,
+
+    f(M) ≥ μ Σ λ + Σ_g ⟨S_g(λ), M^g⟩,
+    S_g(λ) = (1 − μ)P_g + μ Σ λ_t (C_ij[g(j)=g] − C_il[g(l)=g]).
+
+Triplets whose impostor difference leaves ``range(P_{g(l)})`` get ``λ_t = 0`` (see
+:meth:`.multi_oracle.MultiMetricOracle.lower_bound`); then every ``S_g`` lives on
+``range(P_g)``, and in the coordinates ``B_g = V_r Λ_r^{-1/2}`` (``B_gᵀP_gB_g = I``)
+``S'_g = B_gᵀ S_g B_g = (1 − μ)I + …``. Let ``ν = min_g λ_min(S'_g)/(1 − μ)``, so that
+``S_g ⪰ ν(1 − μ)P_g`` and ``Σ_g ⟨S_g, M^g⟩ ≥ ν·pull(M)``. At an optimum ``M*``,
+``pull(M*) ≤ f* ≤ F`` (any attained objective value ``F``), hence for ``ν < 0``
+
+* *scaling*: ``f* ≥ μΣλ + ν f*``, i.e. ``f* ≥ μΣλ / (1 − ν)`` (the same value as the
+  bisection of :func:`convexmetric.linalg.psd_scaling` on ``(1 − θ)S(0) + θS(λ)``,
+  here exact);
+* *trace*: ``f* ≥ μΣλ + ν F``.
+
+Both hold for every ``λ ∈ [0, 1]``; the larger is returned. One ``r_g × r_g``
+``eigvalsh`` per block, no bisection.
+
+**Escape directions.** The factor refinement descends in ``M^g = L_gᵀL_g``, where the
+problem is not convex: a factor point can be stationary while some ``S_g(λ)`` has
+negative eigenvalues in directions that ``M^g`` does not use (a Burer–Monteiro
+saddle). ``D_g = −min(S_g, 0)`` (:func:`negative_parts`) keeps ``M^g + tD_g ⪰ 0`` for all
+``t ≥ 0`` and has directional derivative ``−Σ_g ‖min(S_g, 0)‖²_F < 0``. The solver's
+convex polish (FISTA on the ``M^g``, :func:`.multi_solver.solve`) cannot stall at such
+a point, so it needs no escape; the direction is kept as a diagnostic.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RangeCertificate:
+    """The repaired bound above for a :class:`~.lmnn_multi.MultiMetricOracle` ``base``."""
+
+    def __init__(self, base, rtol=1e-10):
+        self.base, self.B, self.V = base, [], []
+        for P in base.P:
+            w, V = np.linalg.eigh(0.5 * (P + P.T))
+            r = w > rtol * max(float(w[-1]), 1e-300)
+            self.B.append(V[:, r] / np.sqrt(w[r]))
+            self.V.append(V[:, r])
+
+    def multipliers(self, Ms, sigma):
+        """The smoothed dual estimate ``clip(λ̄ + z/σ, 0, 1)`` at ``Ms`` (original coordinates)."""
+        z = self.base.hinge_arguments(Ms)
+        return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0)
+
+    def bound(self, lam, F=None):
+        """``(lower bound, ν)`` for multipliers ``lam`` over the listed triplets.
+
+        ``F``: an attained objective value (enables the trace repair); ``None``: scaling only.
+        """
+        base, mu = self.base, self.base.mu
+        lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
+        lam[base.outside_range()] = 0.0
+        total = mu * float(lam.sum())
+        if mu >= 1.0:  # no pull term: S(0) = 0, no interior to repair towards
+            ok = all(np.linalg.eigvalsh(0.5 * (G + G.T))[0] >= 0 for G in base.gradient(lam))
+            return (total if ok else -np.inf), 0.0
+        nu = np.inf
+        for B, V, G in zip(self.B, self.V, base.gradient(lam)):
+            G = 0.5 * (G + G.T)
+            S = B.T @ G @ B
+            # S_g must vanish off range(P_g) (targets span it; impostors off it have λ = 0):
+            # checked to rounding (the range test of outside_range is relative 1e-6)
+            off = G - V @ (V.T @ G @ V) @ V.T
+            if np.abs(off).max() > 1e-6 * max(np.abs(G).max(), 1e-300):
+                return -np.inf, -np.inf  # not certified
+            nu = min(nu, float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]) / (1.0 - mu))
+        if nu >= 0.0:
+            return total, nu
+        lb = total / (1.0 - nu)
+        if F is not None and np.isfinite(F):
+            lb = max(lb, total + nu * float(F))
+        return lb, nu
+
+
+def negative_parts(oracle, Ms, sigma):
+    """``[−min(S_g(λ), 0)]`` at ``Ms`` (original coordinates; ``oracle`` the base oracle)."""
+    z = oracle.hinge_arguments(Ms)
+    lam = np.clip(oracle.lam_bar + z / sigma, 0.0, 1.0)
+    lam[oracle.outside_range()] = 0.0
+    out, worst = [], 0.0
+    for S in oracle.gradient(lam):
+        w, V = np.linalg.eigh(0.5 * (S + S.T))
+        neg = np.minimum(w, 0.0)
+        neg[neg > -1e-10 * max(1.0, float(np.abs(w).max()))] = 0.0
+        worst = min(worst, float(neg.min()))
+        out.append((V * -neg) @ V.T)
+    return out, worst

@@ -1,0 +1,321 @@
+"""Multi-metric LMNN's oracle (§5.2): one PSD block per cluster over an active list.
+
+The variable is a list ``[M^0, …, M^{c−1}]``. As in App. A the oracle keeps an *active
+list* of triplets found near violation (``margin``) at full checks (every
+``check_every`` calls and at apparent convergence); between checks only the list is
+evaluated. The subgradient of block ``g`` is
+
+    G_g = (1 − μ) Σ_{g(j)=g} C_ij + μ Σ_{active, g(j)=g} C_ij − μ Σ_{active, g(l)=g} C_il,
+
+one sparse product for all blocks. Block ``g`` touches only the points of its own pairs
+(digits: about 230 of 1,257), so distances are ``Y = U_g M^g`` over those rows followed
+by ``(Y_a − Y_b)·(u_a − u_b)`` per pair, and the gradients ``U_gᵀ(deg U_g − W U_g)``
+likewise. :class:`WhitenedOracle` is the exact change of variables that equalises the
+blocks' curvature. Both implement the engine's protocol
+(:mod:`convexmetric.optim.oracle`) over the list of blocks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..optim.oracle import Oracle
+from ..problems import lmnn_multi as PM
+from .multi_certificate import RangeCertificate
+
+
+class MultiMetricOracle(Oracle):
+    """Objective, subgradient and smoothed gradient of the multi-metric objective."""
+
+    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=0.3,
+                 prune=True):  # fmt: skip
+        self.X, self.y, self.T, self.mu = X, y, targets, mu
+        self.g, self.c = clusters, n_clusters
+        self.n = X.shape[0]
+        self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
+        self.check_every, self.margin, self.prune = check_every, margin, prune
+        self._null = self._cert = None
+        self.exact_stages, self._every = 0, None  #: see :meth:`begin_stage`
+        self.trace_bound = False  #: :meth:`bound` adds the trace repair (see lower_bound)
+        self.keys = np.empty(0, np.int64)
+        self.lam_bar = np.zeros(0)  # dual prox centre of the smoothed stage, aligned with keys
+        self._set(self.keys)
+        self.calls, self.full_checks, self.version = 0, 0, 0
+
+    def _set(self, keys):
+        n = self.n
+        lam = np.zeros(len(keys))
+        pos = np.minimum(np.searchsorted(keys, self.keys), max(len(keys) - 1, 0))
+        kept = (keys[pos] == self.keys) if len(keys) else np.zeros(len(self.keys), bool)
+        lam[pos[kept]] = self.lam_bar[kept]  # the centre of terms that stay listed
+        self.keys, self.lam_bar = keys, lam
+        self.I, self.J, self.L = keys // (n * n), (keys // n) % n, keys % n
+        # distances are needed per distinct pair (i, j) / (i, l), far fewer than triplets
+        # (each impostor pair serves up to k targets, each target pair many impostors)
+        m = len(keys)
+        pairs, inv = np.unique(np.concatenate([self.I * n + self.J, self.I * n + self.L]),
+                               return_inverse=True)  # fmt: skip
+        self.inv_j, self.inv_l = inv[:m], inv[m:]
+        self.pa, self.pb = pairs // n, pairs % n
+        # a pair's metric is that of its second point's cluster; block g touches only the
+        # points of its pairs (digits: about 230 of 1,257), so distances and gradients are
+        # products with those rows: U_g = X[rows_g], local pair ends a_g, b_g
+        blk = self.g[self.pb]
+        self.prow, pts, a, b, off = [], [], [], [], [0]
+        for g in range(self.c):
+            r = np.flatnonzero(blk == g)
+            p, loc = np.unique(np.concatenate([self.pa[r], self.pb[r]]), return_inverse=True)
+            self.prow.append(r)
+            pts.append(p)
+            a.append(loc[: len(r)] + off[-1])
+            b.append(loc[len(r) :] + off[-1])
+            off.append(off[-1] + len(p))
+        # stacked block rows; pair p of block g joins rows a, b of U (in order of prow)
+        self.off, self.perm = off, np.concatenate(self.prow)
+        self.U = self.X[np.concatenate(pts)]
+        self.a, self.b = np.concatenate(a), np.concatenate(b)
+        self.Dp = self.U[self.a] - self.U[self.b]
+        # the symmetrised pair-weight matrix's entries (a, b) and (b, a), for gradient
+        self.sym = (np.concatenate([self.a, self.b]), np.concatenate([self.b, self.a]))
+
+    def full_check(self, Ms, margin=None):
+        """Search all triplets; merge near-violations; True if no new *violated* ones."""
+        m = self.margin if margin is None else margin
+        I, J, L, H = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=m)
+        self.full_checks += 1
+        keys = (I * self.n + J) * self.n + L
+        new = ~np.isin(keys, self.keys)
+        if self.prune:  # keep the found terms and those the dual centre still weighs
+            merged = np.union1d(keys, self.keys[self.lam_bar > 0])
+            if len(merged) != len(self.keys) or new.any():
+                self._set(merged)
+        elif new.any():
+            self._set(np.union1d(self.keys, keys[new]))
+        grew = bool(np.any(new & (H > 0)))
+        self.version += grew
+        return not grew
+
+    def check(self, Ms, components=None):
+        """A full check at the default margin: True if no new violated triplet."""
+        return self.full_check(Ms, margin=self.margin)
+
+    def hinge_arguments(self, Ms):
+        if self.calls % self.check_every == 0:
+            self.full_check(Ms)
+        self.calls += 1
+        Y = np.empty_like(self.U)
+        for g, (s, e) in enumerate(zip(self.off, self.off[1:])):
+            Y[s:e] = self.U[s:e] @ Ms[g]
+        # (u_a − u_b)ᵀM(u_a − u_b) = (Y_a − Y_b)·(u_a − u_b), Y = U M
+        d = np.empty(len(self.pa))
+        d[self.perm] = np.einsum("ij,ij->i", Y[self.a] - Y[self.b], self.Dp)
+        return 1.0 + d[self.inv_j] - d[self.inv_l]
+
+    def gradient(self, w):
+        """Per-block gradient for hinge weights ``w`` over the active list.
+
+        Block ``g`` is ``Σ_pairs ω_p (u_a − u_b)(u_a − u_b)ᵀ = U_gᵀ(deg_g U_g − W_g U_g)``
+        with ``W_g`` the symmetrised pair weights on the block's own rows: all blocks
+        through one block-diagonal sparse product, then one small GEMM per block.
+        """
+        P, n_rows = len(self.pa), len(self.U)
+        pw = np.bincount(self.inv_j, w, P) - np.bincount(self.inv_l, w, P)
+        ww = pw[self.perm]
+        rows, cols = self.sym
+        vals = np.concatenate([ww, ww])
+        W = sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_rows))
+        R = np.bincount(rows, vals, n_rows)[:, None] * self.U - W @ self.U
+        out = []
+        for g, (s, e) in enumerate(zip(self.off, self.off[1:])):
+            H = self.U[s:e].T @ R[s:e]
+            out.append((1 - self.mu) * self.P[g] + self.mu * 0.5 * (H + H.T))
+        return out
+
+    def _pull(self, Ms):
+        return (1 - self.mu) * float(sum(np.sum(self.P[g] * Ms[g]) for g in range(self.c)))
+
+    def __call__(self, Ms, components=None):
+        z = self.hinge_arguments(Ms)
+        act = z > 0
+        return self._pull(Ms) + self.mu * float(z[act].sum()), self.gradient(act.astype(float))
+
+    def smooth(self, Ms, sigma, grad=True, components=None):
+        """Smoothed objective: each hinge becomes ``max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²``.
+
+        ``grad=False``: the value only (a line search's trial point)."""
+        z = self.hinge_arguments(Ms)
+        lam = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
+        phi = lam * z - 0.5 * sigma * (lam - self.lam_bar) ** 2
+        f = self._pull(Ms) + self.mu * float(phi.sum())
+        return (f, self.gradient(lam)) if grad else f
+
+    def recenter(self, Ms, sigma):
+        """Move the prox centre to the current dual estimate (augmented-Lagrangian step)."""
+        z = self.hinge_arguments(Ms)
+        self.lam_bar = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
+
+    def objective(self, Ms, components=None):
+        """The multi-metric objective over all triplets (exact)."""
+        return PM.objective(Ms, self.X, self.T, self.y, self.g, self.mu)
+
+    def lower_bound(self, Ms, sigma, F=None):
+        """A certified lower bound on the optimum from the dual estimate at ``Ms``.
+
+        Lagrange duality with ``λ ∈ [0, 1]`` per triplet (0 off the list): the dual
+        function is ``μ Σ λ`` when every block
+        ``S_g(λ) = (1 − μ)P_g + μ Σ λ_t (C_ij[g(j)=g] − C_il[g(l)=g])`` is PSD (``S_g(λ)``
+        is exactly :meth:`gradient`'s block) and ``−∞`` otherwise.
+
+        *Range restriction.* The target differences of block ``g`` span ``range(P_g)``,
+        so on ``null(P_g)`` the block is ``−μ Σ λ_t C_il`` (impostors ``l`` of cluster
+        ``g``), which is PSD only if every such triplet with an impostor difference
+        outside ``range(P_g)`` has ``λ_t = 0``. The optimal multipliers satisfy this
+        (such a hinge can be switched off for free, by growing ``M^g`` along the
+        null space, where the pull term does not see it), so the estimate is
+        projected onto it: those ``λ_t`` are set to 0. Without it one such triplet
+        makes every ``θ > 0`` infeasible (digits: constant pixels within a class; the
+        bound was 1.2e-5 against an optimum of 211). The remaining ``λ`` is repaired
+        exactly by :class:`.multi_certificate.RangeCertificate`
+        (scaling by ``1/(1 − ν)``, ``ν`` the smallest generalised eigenvalue of
+        ``(S_g(λ), (1 − μ)P_g)`` over the blocks), so the bound is valid for any estimate.
+        ``F`` (an attained objective value) adds the trace repair.
+        """
+        cert = self.certificate()
+        return cert.bound(cert.multipliers(Ms, sigma), F)[0]
+
+    def certificate(self):
+        """The :class:`.multi_certificate.RangeCertificate` of this oracle (made once)."""
+        if self._cert is None:
+            self._cert = RangeCertificate(self)
+        return self._cert
+
+    def base_oracle(self):
+        """The oracle in the original coordinates (itself)."""
+        return self
+
+    # -- the engine's protocol (convexmetric.optim.oracle) -------------------------
+    def bound(self, stage):
+        """:meth:`lower_bound` at the stage's point (``F``: its best value when
+        :attr:`trace_bound`)."""
+        return self.lower_bound(stage.x, stage.sigma, stage.best_f if self.trace_bound else None)
+
+    def begin_stage(self, Ms, index, components=None):
+        """A full check before every stage; the first :attr:`exact_stages` stages search
+        all triplets at every evaluation (the list is rebuilt each time, so the large
+        first move sees the real objective), the others only between stages."""
+        if self._every is None:
+            self._every = self.check_every
+        self.full_check(Ms)
+        self.check_every = 1 if index < self.exact_stages else 1 << 62
+
+    def finish(self):
+        """Restore the check interval of before the run."""
+        if self._every is not None:
+            self.check_every, self._every = self._every, None
+
+    def outside_range(self, rtol=1e-10, atol=1e-12):
+        """Listed triplets whose impostor difference leaves ``range(P_{g(l)})``.
+
+        Cached for the current list (``_set`` replaces ``keys``)."""
+        cached = getattr(self, "_out_cache", None)
+        if cached is not None and cached[0] is self.keys:
+            return cached[1].copy()
+        if self._null is None:
+            self._null = []
+            for P in self.P:
+                w, V = np.linalg.eigh(0.5 * (P + P.T))
+                self._null.append(V[:, w <= rtol * max(float(w[-1]), 1e-300)])
+        out = np.zeros(len(self.keys), bool)
+        gl = self.g[self.L]
+        for g, N in enumerate(self._null):
+            rows = np.flatnonzero(gl == g)
+            if N.shape[1] == 0 or len(rows) == 0:
+                continue
+            U = self.X[self.I[rows]] - self.X[self.L[rows]]
+            out[rows] = ((U @ N) ** 2).sum(1) > atol * np.maximum((U**2).sum(1), 1e-300)
+        self._out_cache = (self.keys, out.copy())
+        return out
+
+
+class WhitenedOracle(Oracle):
+    """A multi-metric oracle in per-block whitened coordinates ``M^g = S_g M'^g S_gᵀ``.
+
+    With ``S_gᵀ P_g S_g = I`` (eigenvalues of ``P_g`` floored at ``rtol·λ_max``) the
+    pull term is ``Σ tr M'^g``: the curvature that uneven feature scales and nearly
+    singular pull matrices give the factor descent is equalised block by block, as
+    :func:`convexmetric.lmnn.solver.pull_whitening` does for one metric. The objective
+    depends on each ``M^g`` only through distances, so this is an exact change of
+    variables; gradients map as ``G'_g = S_gᵀ G_g S_g``, values and bounds unchanged.
+    """
+
+    def __init__(self, oracle, rtol=1e-8):
+        self.base = oracle
+        self.S, self.S_inv = [], []
+        for P in oracle.P:
+            w, V = np.linalg.eigh(0.5 * (P + P.T))
+            w = np.maximum(w, rtol * max(float(w[-1]), 1e-300))
+            self.S.append(V / np.sqrt(w))
+            self.S_inv.append((V * np.sqrt(w)).T)
+
+    def base_oracle(self):
+        """The oracle in the original coordinates."""
+        return self.base
+
+    def to_original(self, Ms):
+        return [S @ M @ S.T for S, M in zip(self.S, Ms)]
+
+    def from_original(self, Ms):
+        return [Si @ M @ Si.T for Si, M in zip(self.S_inv, Ms)]
+
+    def _grads(self, G):
+        return [S.T @ Gg @ S for S, Gg in zip(self.S, G)]
+
+    @property
+    def version(self):
+        return self.base.version
+
+    @property
+    def check_every(self):
+        return self.base.check_every
+
+    @check_every.setter
+    def check_every(self, value):
+        self.base.check_every = value
+
+    def __call__(self, Ms, components=None):
+        f, G = self.base(self.to_original(Ms))
+        return f, self._grads(G)
+
+    def smooth(self, Ms, sigma, grad=True, components=None):
+        if not grad:
+            return self.base.smooth(self.to_original(Ms), sigma, grad=False)
+        f, G = self.base.smooth(self.to_original(Ms), sigma)
+        return f, self._grads(G)
+
+    def recenter(self, Ms, sigma):
+        self.base.recenter(self.to_original(Ms), sigma)
+
+    def objective(self, Ms, components=None):
+        return self.base.objective(self.to_original(Ms))
+
+    def lower_bound(self, Ms, sigma, F=None):
+        return self.base.lower_bound(self.to_original(Ms), sigma, F)
+
+    def bound(self, stage):
+        x, best = self.to_original(stage.x), self.to_original(stage.best_x)
+        return self.base.bound(replace(stage, x=x, best_x=best))
+
+    def full_check(self, Ms, margin=None):
+        return self.base.full_check(self.to_original(Ms), margin)
+
+    def check(self, Ms, components=None):
+        return self.base.check(self.to_original(Ms))
+
+    def begin_stage(self, Ms, index, components=None):
+        self.base.begin_stage(self.to_original(Ms), index)
+
+    def finish(self):
+        self.base.finish()

@@ -1,0 +1,176 @@
+"""LMNN's oracle: eq. (14), its subgradient, its smoothing and its certificate (App. A).
+
+Over the active list of :mod:`.active_list`, the subgradient
+
+    G_t = (1 − μ) Σ C_ij + μ Σ_{(i,j,l) ∈ N_t} (C_ij − C_il)
+
+is updated incrementally from the change of the active set (eq. 19), and every sum of
+outer products is one product ``Xᵀ (D − S) X`` with ``S`` the symmetrised sparse matrix
+of pair weights (:func:`convexmetric.linalg.triplet_scatter`), never one outer product
+per triplet. The smoothed objective replaces each hinge by
+``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` around the prox centre ``λ̄``; its
+multipliers give the certified lower bound of :mod:`.certificate`. The oracle implements
+the engine's protocol (:mod:`convexmetric.optim.oracle`) over ``M``; the drivers see it
+in the factor ``L`` through :class:`convexmetric.optim.factor.Factored`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..linalg import components_from_metric, triplet_scatter
+from ..optim.oracle import Oracle
+from ..problems.lmnn import TooManyTerms
+from .active_list import ActiveList
+from .certificate import DualCertificate
+
+
+class ActiveSetOracle(ActiveList, Oracle):
+    """Objective, subgradient, smoothing and bounds of eq. (14) over an active list.
+
+    The parameters are those of :class:`.active_list.ActiveList`.
+    """
+
+    _cert = None
+
+    def _counted(self, name, new_mask):
+        """Update the incrementally maintained sum over ``new_mask`` (eq. 19)."""
+        old = self.mask[name]
+        changed = np.flatnonzero(new_mask != old)
+        if len(changed):
+            sign = np.where(new_mask[changed], 1.0, -1.0)
+            I, J, L = self.I[changed], self.J[changed], self.L[changed]
+            self.G_part[name] += triplet_scatter(self.X, I, J, L, sign)
+            self.mask[name] = new_mask
+        return self.G_part[name]
+
+    def __call__(self, M, components=None):
+        """Eq. (14) over the active list and its subgradient (with respect to M).
+
+        At a collapsed metric (see :meth:`full_check`) the value is ``inf``, so the
+        step rule rejects the step.
+        """
+        if self.mode == "active_set":
+            try:
+                z = self.hinge_arguments(M, components)
+            except TooManyTerms:
+                return self._overflow(M, components)
+        if self.mode == "streaming":
+            return self._capped(self.stream.evaluate(M, self._components(M, components),
+                                                     cap=self._cap()))  # fmt: skip
+        act = z > 0
+        G_hinge = self._counted("sub", act)
+        f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
+        return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
+
+    def smooth(self, M, sigma, grad=True, components=None):
+        """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
+
+        Each hinge is replaced by ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` (a Huber
+        function when λ̄ = 0; see :mod:`.smoothing`), whose gradient is
+        ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
+        incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh. In the
+        streaming mode λ̄ = 0. ``components``: ``L`` with ``M = LᵀL`` if known;
+        ``grad=False``: the value only (a line search's trial point).
+        """
+        if self.mode == "active_set":
+            try:
+                z = self.hinge_arguments(M, components)
+            except TooManyTerms:
+                out = self._overflow(M, components, sigma)
+                return out if grad else out[0]
+        if self.mode == "streaming":
+            out = self._capped(self.stream.evaluate(M, self._components(M, components), sigma,
+                                                    cap=self._cap()))  # fmt: skip
+            return out if grad else out[0]
+        lam_bar = self.mask["lam"]
+        lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
+        phi = lam * z - 0.5 * sigma * (lam - lam_bar) ** 2
+        f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(phi.sum())
+        if not grad:
+            return f
+        sat = lam >= 1.0
+        G = self._counted("smooth", sat).copy()
+        part = np.flatnonzero((lam > 0) & ~sat)
+        G += triplet_scatter(self.X, self.I[part], self.J[part], self.L[part], lam[part])
+        return f, (1 - self.mu) * self.C_pull + self.mu * G
+
+    def recenter(self, M, sigma):
+        """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
+
+        A no-op in the streaming mode (its prox centre stays at 0)."""
+        z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
+        if z is None:
+            return
+        self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
+
+    def lower_bound(self, M, sigma, F=None):
+        """A certified lower bound on the optimum of eq. (14) from the dual estimate.
+
+        For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` gives ``f* ≥
+        μΣλ/(1 − ν)`` with ``ν = min(0, λ_min(S(λ), S(0)))`` (:mod:`.certificate`). ``F``
+        (an attained objective value) enables the trace bound (in both modes) and, when the gap
+        ``(F − bound)/F`` is above :attr:`tol` (and below ``max(30·tol, 1e-3)``: farther
+        from convergence the primal gap dominates), the crossover of :mod:`.certificate`
+        (multipliers of the triplets at the kink fitted to complementarity).
+        """
+        z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
+        cert = self._certificate()
+        if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
+            S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
+            return cert.bound(S1, lam_sum, F)
+        lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
+        bound = cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F)
+        # the crossover (a K×K quadratic programme) pays only near convergence
+        tol = self.tol or 0.0
+        if F is not None and tol * abs(F) < F - bound <= max(30 * tol, 1e-3) * abs(F):
+            bound = max(bound, cert.crossover(M, self.I, self.J, self.L, z, lam, F))
+        return bound
+
+    def _certificate(self):
+        if self._cert is None:
+            self._cert = DualCertificate(self.X, self.C_pull, self.mu)
+        return self._cert
+
+    def dual_matrix(self, M, sigma):
+        """``S(λ) = (1 − μ)P + μ Σ λ_t C_t`` at ``M`` with the dual estimate
+        ``λ = clip(λ̄ + z/σ, 0, 1)`` (in the streaming mode, λ̄ = 0 over all triplets, by
+        row blocks): the Lagrangian's gradient in ``M``, whose negative eigenvectors are
+        the escape directions of a factor saddle."""
+        z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
+        if z is None:
+            return self.stream.dual(components_from_metric(M), sigma)[0]
+        lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
+        nz = np.flatnonzero(lam > 0)
+        G = triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
+        return (1 - self.mu) * self.C_pull + self.mu * G
+
+    # -- the engine's protocol (convexmetric.optim.oracle) -------------------------
+    def bound(self, stage):
+        """:meth:`lower_bound` at the stage's point with its best value as ``F``."""
+        return self.lower_bound(stage.x, stage.sigma, F=stage.best_f)
+
+    def begin_stage(self, M, index, components=None):
+        """A full check before every stage: the list is fixed while L-BFGS runs."""
+        self.full_check(M, components)
+
+    def stage_plan(self, sigma_factor, iterations):
+        """Streaming has no prox centre (λ̄ = 0): σ must shrink there (0.3 per stage of
+        300 iterations); over the active list the settings hold."""
+        return (0.3, 300) if self.mode == "streaming" else (sigma_factor, iterations)
+
+    def objective(self, M, components=None):
+        """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
+        Lc, h = self._components(M, components), None
+        if self.mode == "active_set":
+            try:
+                I, J, L = self._search(M, Lc, self.term_budget)
+            except TooManyTerms:
+                pass
+            else:  # the terms' values, in double precision from Z = X Lᵀ
+                Z = self.X @ Lc.T
+                a, b = Z[I] - Z[J], Z[I] - Z[L]
+                h = 1.0 + np.einsum("ij,ij->i", a, a) - np.einsum("ij,ij->i", b, b)
+        if h is None:
+            return self._streamer().objective(M, Lc)
+        return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
