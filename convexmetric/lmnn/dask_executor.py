@@ -278,15 +278,17 @@ class DaskExecutor:
     def _gather(self, futures):
         """The futures' results (one round trip), or :class:`DaskBackendError` after
         ``timeout`` seconds."""
-        client = self.client
+        import distributed
+
         try:
-            return client.sync(client._gather, futures, callback_timeout=self.timeout)
+            distributed.wait(futures, timeout=self.timeout)
         except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
-            client.cancel(futures)
+            self.client.cancel(futures)
             raise DaskBackendError(
                 f"LMNN's block evaluation on the Dask cluster did not finish within "
                 f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
             ) from None
+        return self.client.gather(futures)
 
     def _run(self, task, fn, handle, args, kwargs):
         return self._gather(self._submit(task, fn, handle, args, kwargs))
@@ -321,7 +323,7 @@ def _is_cluster_failure(exc):
         kinds.append(CommClosedError)
     except ImportError:  # pragma: no cover
         pass
-    return isinstance(exc, tuple(kinds)) or "lost" in str(exc).lower()
+    return isinstance(exc, tuple(kinds))
 
 
 @contextlib.contextmanager
