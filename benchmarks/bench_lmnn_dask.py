@@ -28,8 +28,8 @@ import time
 import numpy as np
 
 from convexmetric import datasets
-from convexmetric.lmnn.dask_executor import MAX_TASKS, DaskExecutor
 from convexmetric.lmnn.active_list import BYTES_PER_TERM
+from convexmetric.lmnn.dask_executor import MAX_TASKS, DaskExecutor
 from convexmetric.lmnn.solver import DEFAULT_MEMORY_LIMIT
 from convexmetric.lmnn.stream import LocalExecutor, StreamingEvaluator
 from convexmetric.neighbors import target_neighbors

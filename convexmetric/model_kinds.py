@@ -32,7 +32,7 @@ import numpy as np
 
 from . import kernels as _kernels
 from .lmnn.energy import energy_predict
-from .neighbors import _sqdist, knn_predict
+from .neighbors import knn_predict, sqdist
 
 KINDS = ("linear", "kernel", "multi_metric", "ssne", "bilinear", "result")
 NAMED_KERNELS = ("rbf", "linear", "maurer")
@@ -271,14 +271,14 @@ class SavedModel:
         if rule == "energy":
             tc = None
             if "cluster_centers" in a:
-                tc = _sqdist(X, a["cluster_centers"]).argmin(axis=1)
+                tc = sqdist(X, a["cluster_centers"]).argmin(axis=1)
             return energy_predict(
                 Xt, a["train_labels"], a["targets"], X, Ls, clf["mu"], clusters=g, test_clusters=tc
             )
         D = np.empty((X.shape[0], Xt.shape[0]))
         for c, L in enumerate(Ls):
             idx = np.flatnonzero(g == c)
-            D[:, idx] = _sqdist(X @ L.T, Xt[idx] @ L.T)
+            D[:, idx] = sqdist(X @ L.T, Xt[idx] @ L.T)
         return knn_from_distances(D, a["train_labels"], clf["k"])
 
     def score_pairs(self, Q, P):

@@ -14,7 +14,7 @@ import numpy as np
 DEFAULT_BLOCK = 512
 
 
-def _sqdist(A, B, A2=None, B2=None):
+def sqdist(A, B, A2=None, B2=None):
     """Squared Euclidean distances between rows of A and rows of B (clipped at 0)."""
     A2 = np.einsum("ij,ij->i", A, A) if A2 is None else A2
     B2 = np.einsum("ij,ij->i", B, B) if B2 is None else B2
@@ -41,14 +41,14 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
         Xc = X[idx]
         sq = np.einsum("ij,ij->i", Xc, Xc)
         for s in range(0, len(idx), block_size):
-            D = _sqdist(Xc[s : s + block_size], Xc, sq[s : s + block_size], sq)
+            D = sqdist(Xc[s : s + block_size], Xc, sq[s : s + block_size], sq)
             rows = np.arange(D.shape[0])
             D[rows, rows + s] = np.inf
-            out[idx[s : s + block_size]] = idx[_k_smallest(D, k)]
+            out[idx[s : s + block_size]] = idx[k_smallest(D, k)]
     return out
 
 
-def _k_smallest(D, k):
+def k_smallest(D, k):
     """Per row, the columns of the ``k`` smallest entries, nearest first, ties by column:
     what a stable ``argsort(D, axis=1)[:, :k]`` gives, with a partition instead of a sort
     (a class of 4,000 points: the sort was most of the time)."""
@@ -123,17 +123,17 @@ def knn_predict(Z_train, y_train, Z_query, k, *, exclude_self=False, block_size=
     sq_t = np.einsum("ij,ij->i", Z_train, Z_train)
     for s in range(0, n_q, block_size):
         e = min(n_q, s + block_size)
-        D = _sqdist(Z_query[s:e], Z_train, None, sq_t)
+        D = sqdist(Z_query[s:e], Z_train, None, sq_t)
         if exclude_self:
             r = np.arange(e - s)
             D[r, r + s] = np.inf
         nn = np.argsort(D, axis=1, kind="stable")[:, :kk]
         labels = y_enc[nn]
-        pred[s:e] = [_vote(row) for row in labels]
+        pred[s:e] = [vote(row) for row in labels]
     return classes[pred]
 
 
-def _vote(labels):
+def vote(labels):
     """Majority vote over neighbour labels (nearest first); ties reduce k."""
     for m in range(len(labels), 0, -1):
         counts = np.bincount(labels[:m])

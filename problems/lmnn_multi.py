@@ -22,7 +22,7 @@ import cvxpy as cp
 import numpy as np
 
 from ..linalg import components_from_metric
-from ..neighbors import _sqdist
+from ..neighbors import sqdist
 from .common import solve_problem
 from .lmnn import all_triplets
 
@@ -60,7 +60,7 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
         Z = X @ Lg.T
         Zg = Z[idx]
         for s in range(0, n, block_size):
-            D = _sqdist(Z[s : s + block_size], Zg)
+            D = sqdist(Z[s : s + block_size], Zg)
             D[y[s : s + block_size, None] == y[idx][None, :]] = np.inf
             thr = radius[s : s + block_size] * (1 + 1e-9) + 1e-9
             ii, ll = np.nonzero(D < thr[:, None])

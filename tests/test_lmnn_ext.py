@@ -14,7 +14,7 @@ from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.energy import energy_scores
 from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
 from convexmetric.lmnn.reduction import leading_components
-from convexmetric.neighbors import _sqdist, target_neighbors
+from convexmetric.neighbors import sqdist, target_neighbors
 from convexmetric.problems import lmnn as P
 from convexmetric.problems import lmnn_kernel as PK
 from convexmetric.problems import lmnn_multi as PM
@@ -115,7 +115,7 @@ def test_impostor_tree_toy_and_bad_method():
 def test_knn_tree_matches_brute_with_ties():
     Z = np.array([[0.0], [1.0], [-1.0], [2.0], [-2.0], [3.0]])  # exact ties at distance 1, 2
     q = np.array([[0.0], [0.5]])
-    brute = np.argsort(_sqdist(q, Z), axis=1, kind="stable")[:, :3]
+    brute = np.argsort(sqdist(q, Z), axis=1, kind="stable")[:, :3]
     np.testing.assert_array_equal(knn_indices_tree(Z, q, 3), brute)
 
 
@@ -187,7 +187,7 @@ def test_circles_geometry(seed):
     np.testing.assert_allclose(outer / r_out[:, None], inner)  # twins at the same angle
     rot = np.array([[-0.5, -np.sqrt(0.75)], [np.sqrt(0.75), -0.5]])  # +120°
     np.testing.assert_allclose(inner[:12] @ rot.T, inner[12:24], atol=1e-12)
-    D = _sqdist(X, X)
+    D = sqdist(X, X)
     np.fill_diagonal(D, np.inf)
     twin = np.r_[np.arange(36, 72), np.arange(36)]
     np.testing.assert_array_equal(D.argmin(axis=1), twin)  # Euclidean LOO error 100%

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..neighbors import _sqdist
+from ..neighbors import sqdist
 
 
 def _as_stack(components):
@@ -96,9 +96,9 @@ def energy_scores(
     for s in range(0, m, block_size):
         Xb = X_test[s : s + block_size]
         b = Xb.shape[0]
-        Dc = [_sqdist(Xb @ L.T, z, None, q) for L, z, q in zip(Ls, Z, sq)]  # per-metric
+        Dc = [sqdist(Xb @ L.T, z, None, q) for L, z, q in zip(Ls, Z, sq)]  # per-metric
         D_to = Dc[0] if not multi else np.take_along_axis(np.stack(Dc), g[None, None, :], 0)[0]
-        D_euc = _sqdist(Xb, X_train, None, sq_x)
+        D_euc = sqdist(Xb, X_train, None, sq_x)
         tc = None if test_clusters is None else np.asarray(test_clusters)[s : s + block_size]
         for c in range(n_classes):
             idx = members[c]

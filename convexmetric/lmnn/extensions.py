@@ -28,7 +28,7 @@ from .._validation import (
 )
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..linalg import components_from_metric
-from ..neighbors import _sqdist, _vote, target_neighbors
+from ..neighbors import sqdist, target_neighbors, vote
 from ..problems import lmnn_kernel as PK
 from ..problems import lmnn_multi as PM
 from . import kernel_solver as SK
@@ -45,7 +45,7 @@ def knn_from_distances(D, y_enc, k, *, exclude=None):
         D = D.copy()
         D[np.arange(D.shape[0]), exclude] = np.inf
     nn = np.argsort(D, axis=1, kind="stable")[:, :k]
-    return np.array([_vote(row) for row in y_enc[nn]], dtype=np.int64)
+    return np.array([vote(row) for row in y_enc[nn]], dtype=np.int64)
 
 
 def _check_common(est, name):
@@ -211,7 +211,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         D = np.empty((X.shape[0], self._X.shape[0]))
         for c, L in enumerate(self.components_):
             idx = np.flatnonzero(self.clusters_ == c)
-            D[:, idx] = _sqdist(X @ L.T, self._X[idx] @ L.T)
+            D[:, idx] = sqdist(X @ L.T, self._X[idx] @ L.T)
         return D
 
     def predict(self, X):
@@ -233,7 +233,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=np.float64)
         tc = None
         if self.cluster_centers_ is not None:
-            tc = _sqdist(X, self.cluster_centers_).argmin(axis=1)
+            tc = sqdist(X, self.cluster_centers_).argmin(axis=1)
         pred = energy_predict(
             self._X,
             self._y,
@@ -388,5 +388,5 @@ class KernelLMNN(MahalanobisMixin, ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """kNN labels under the learned feature-space metric (out of sample)."""
         Zq, Zt = self.transform(X), self._K @ self.components_.T
-        D = _sqdist(Zq, Zt)
+        D = sqdist(Zq, Zt)
         return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
