@@ -102,18 +102,24 @@ def functions(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and any(
             getattr(b, "id", getattr(b, "attr", "")).endswith(("BaseEstimator", "Mixin"))
-            or getattr(b, "id", "").startswith("_") for b in node.bases
+            or getattr(b, "id", "").startswith("_")
+            for b in node.bases
         ):
-            estimator_init.update(id(f) for f in node.body
-                                  if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+            estimator_init.update(
+                id(f) for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"
+            )
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = node.args
             params = [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs
                       if p.arg not in ("self", "cls")]  # fmt: skip
             params += [p.arg for p in (a.vararg, a.kwarg) if p is not None]
-            yield node.name, node.lineno, node.end_lineno - node.lineno + 1, len(params), (
-                id(node) in estimator_init
+            yield (
+                node.name,
+                node.lineno,
+                node.end_lineno - node.lineno + 1,
+                len(params),
+                (id(node) in estimator_init),
             )
 
 
