@@ -12,7 +12,8 @@ certified lower bound (:meth:`.Oracle.bound`), and then either stops or moves on
 * **stalls**: the best exact objective improved by less than ``rtol`` (relative) in
   ``stalls`` stages in a row (with a fixed σ, only once σ has shrunk to
   ``stall_sigma·σ₀``), or a stage stalled at ``sigma_min``;
-* **caps**: ``max_stages``, ``max_evaluations``, ``time_limit``, or the callback.
+* **caps**: ``max_stages``, ``max_evaluations``, ``max_iterations`` (inner iterations
+  over the whole run), ``time_limit``, or the callback.
 
 A stop (other than a cap) must pass :meth:`.Oracle.check` at the best point, else the
 run goes on. Otherwise the oracle may :meth:`~.Oracle.escape` along negative curvature
@@ -56,6 +57,7 @@ class StageSettings:
     gap_tol: float | None = None  #: stop when the certified relative gap is within this
     max_stages: int | None = None  #: stages at most (None: no cap)
     max_evaluations: int | None = None  #: smoothed evaluations at most (None: no cap)
+    max_iterations: int | None = None  #: inner iterations at most, over all stages (None: no cap)
     recenter: bool = True  #: move the prox centre between stages
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
@@ -103,69 +105,108 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
         it is one array); ``iterations`` are inner iterations; ``info`` has
         ``evaluations``, ``stages``, ``final_sigma`` and ``certified_gap``.
     """
-    s = settings or StageSettings()
-    clock, counts = Deadline(s.time_limit), Counts(cap=s.max_evaluations)
-    x = inner.start(oracle, x0)
-    f0 = float(oracle.objective(x))
-    best_x, best_f = (vectors.copy(x), f0) if best is None or f0 <= best[1] else best
-    history, sigma = [f0], float(s.sigma0)
-    low = -np.inf if lower is None else float(lower)
-    status, stalled, index = "optimal", 0, 0
-    if s.gap_tol is not None and certified_gap(best_f, low) <= s.gap_tol:
+    run = _Run(oracle, inner, settings or StageSettings(), x0, best, lower)
+    s = run.s
+    if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
         oracle.finish()  # the caller's point is certified already: no stage
-        return _result(best_x, best_f, low, status, history, counts, sigma, clock, s.name)
+        return run.result("optimal")
+    status = None
     try:
-        while True:
-            oracle.begin_stage(x, index)
-            factor, budget = oracle.stage_plan(s.sigma_factor, _budget(s, index))
-            x, stopped = inner.run(oracle, x, sigma, budget, clock, counts)
-            counts.stages += 1
-            f = float(oracle.objective(x))
-            history.append(f)
-            counts_stall = index > 0 and budget >= s.stage_iter
-            little = best_f - f <= s.rtol * max(abs(best_f), 1e-12)
-            stalled = stalled + 1 if little and counts_stall else 0
-            if f < best_f:
-                best_x, best_f = vectors.copy(x), f
-            stage = Stage(x, sigma, best_x, best_f, low, index)
-            bound = oracle.bound(stage)
-            low = low if bound is None else max(low, float(bound))
-            notify(counts.evaluations, f, lower_bound=None if low == -np.inf else low)
-            if stopped or (s.callback is not None and s.callback(counts.evaluations, f, sigma)):
-                status = "user_limit"
-                break
-            if clock.expired():
-                status = "user_limit"
-                break
-            if s.max_evaluations is not None and counts.evaluations >= s.max_evaluations:
-                status = "optimal_inaccurate"
-                break
-            last = s.max_stages is not None and index + 1 >= s.max_stages
-            done = _done(s, best_f, low, stalled, sigma, factor)
-            if (done or last) and (oracle.check(best_x) or last):
-                status = "optimal" if done else "optimal_inaccurate"
-                break
-            moved = oracle.escape(Stage(x, sigma, best_x, best_f, low, index))
-            if moved is not None:
-                x, index = moved, index + 1
-                counts.notes["escapes"] = counts.notes.get("escapes", 0) + 1
-                continue
-            if s.recenter:
-                oracle.recenter(x, sigma)
-            shrink = s.stall_shrink if (factor >= 1 and stalled and s.stall_shrink) else factor
-            sigma = max(sigma * shrink, s.sigma_min)
-            index += 1
+        while status is None:
+            status = run.stage()
     except KeyboardInterrupt:
         status = "user_limit"
     finally:
         oracle.finish()
-    if status != "user_limit" and certified_gap(best_f, low) > (s.gap_tol or 0.0):
-        extra = oracle.final_bound(Stage(best_x, sigma, best_x, best_f, low, index))
-        low = low if extra is None else max(low, float(extra))
-        if s.gap_tol is not None and certified_gap(best_f, low) <= s.gap_tol:
+    if status != "user_limit" and certified_gap(run.best_f, run.low) > (s.gap_tol or 0.0):
+        extra = oracle.final_bound(run.snapshot(run.best_x))
+        run.low = run.low if extra is None else max(run.low, float(extra))
+        if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
             status = "optimal"
-    return _result(best_x, best_f, min(low, best_f), status, history, counts, sigma, clock,
-                   s.name)  # fmt: skip
+    run.low = min(run.low, run.best_f)
+    return run.result(status)
+
+
+class _Run:
+    """The state of one staged run: the point, the best point, the bound, the counters."""
+
+    def __init__(self, oracle, inner, s, x0, best, lower):
+        self.oracle, self.inner, self.s = oracle, inner, s
+        self.clock, self.counts = Deadline(s.time_limit), Counts(cap=s.max_evaluations)
+        self.x = inner.start(oracle, x0)
+        f0 = float(oracle.objective(self.x))
+        self.best_x, self.best_f = (
+            (vectors.copy(self.x), f0) if best is None or f0 <= best[1] else best
+        )
+        self.history, self.sigma = [f0], float(s.sigma0)
+        self.low = -np.inf if lower is None else float(lower)
+        self.stalled, self.index = 0, 0
+
+    def snapshot(self, x):
+        return Stage(x, self.sigma, self.best_x, self.best_f, self.low, self.index)
+
+    def stage(self):
+        """One stage and its bound; the run's status if it ends here, else ``None``."""
+        s, oracle, counts = self.s, self.oracle, self.counts
+        oracle.begin_stage(self.x, self.index)
+        factor, budget = oracle.stage_plan(s.sigma_factor, self._budget())
+        self.x, stopped = self.inner.run(oracle, self.x, self.sigma, budget, self.clock, counts)
+        counts.stages += 1
+        f = float(oracle.objective(self.x))
+        self.history.append(f)
+        counts_stall = self.index > 0 and budget >= s.stage_iter
+        little = self.best_f - f <= s.rtol * max(abs(self.best_f), 1e-12)
+        self.stalled = self.stalled + 1 if little and counts_stall else 0
+        if f < self.best_f:
+            self.best_x, self.best_f = vectors.copy(self.x), f
+        bound = oracle.bound(self.snapshot(self.x))
+        self.low = self.low if bound is None else max(self.low, float(bound))
+        notify(counts.evaluations, f, lower_bound=None if self.low == -np.inf else self.low)
+        if stopped or (s.callback is not None and s.callback(counts.evaluations, f, self.sigma)):
+            return "user_limit"
+        return self._cap() or self._converged(factor) or self._advance(factor)
+
+    def _budget(self):
+        s, n = self.s, _budget(self.s, self.index)
+        if s.max_iterations is not None:
+            n = min(n, s.max_iterations - self.counts.iterations)
+        return n
+
+    def _cap(self):
+        s, counts = self.s, self.counts
+        if self.clock.expired():
+            return "user_limit"
+        if s.max_evaluations is not None and counts.evaluations >= s.max_evaluations:
+            return "optimal_inaccurate"
+        if s.max_iterations is not None and counts.iterations >= s.max_iterations:
+            return "optimal_inaccurate"
+        return None
+
+    def _converged(self, factor):
+        s = self.s
+        last = s.max_stages is not None and self.index + 1 >= s.max_stages
+        done = _done(s, self.best_f, self.low, self.stalled, self.sigma, factor)
+        if (done or last) and (self.oracle.check(self.best_x) or last):
+            return "optimal" if done else "optimal_inaccurate"
+        return None
+
+    def _advance(self, factor):
+        """Escape along negative curvature, or recentre and update σ; never a status."""
+        s = self.s
+        moved = self.oracle.escape(self.snapshot(self.x))
+        if moved is not None:
+            self.x, self.index = moved, self.index + 1
+            self.counts.notes["escapes"] = self.counts.notes.get("escapes", 0) + 1
+            return None
+        if s.recenter:
+            self.oracle.recenter(self.x, self.sigma)
+        stalled = factor >= 1 and self.stalled and s.stall_shrink
+        self.sigma = max(self.sigma * (s.stall_shrink if stalled else factor), s.sigma_min)
+        self.index += 1
+        return None
+
+    def result(self, status):
+        return _result(self, status)
 
 
 def _done(s, best_f, low, stalled, sigma, factor):
@@ -177,9 +218,10 @@ def _done(s, best_f, low, stalled, sigma, factor):
     return (stalled >= s.stalls and shrunk) or sigma <= s.sigma_min
 
 
-def _result(best_x, best_f, low, status, history, counts, sigma, clock, name):
+def _result(run, status):
+    best_x, best_f, low, counts = run.best_x, run.best_f, run.low, run.counts
     blocks = best_x if isinstance(best_x, list) else [best_x]
-    info = {"evaluations": counts.evaluations, "stages": counts.stages, "final_sigma": sigma,
+    info = {"evaluations": counts.evaluations, "stages": counts.stages, "final_sigma": run.sigma,
             "certified_gap": certified_gap(best_f, low), **counts.notes}  # fmt: skip
     return SolveResult(
         matrix=None if isinstance(best_x, list) else best_x,
@@ -187,9 +229,9 @@ def _result(best_x, best_f, low, status, history, counts, sigma, clock, name):
         objective=float(best_f),
         status=status,
         iterations=counts.iterations,
-        seconds=clock.elapsed(),
-        solver=name,
-        history=history,
+        seconds=run.clock.elapsed(),
+        solver=run.s.name,
+        history=run.history,
         lower_bound=None if low == -np.inf else float(low),
         info=info,
     )
