@@ -135,3 +135,16 @@ def test_graph_processing_on_noisy_comparisons():
         m = POE(beta=1000.0, kernel="precomputed", diagonal=True).fit(comps, Ktr)
         scores.append(gauc(T.embed(m.transform(Ktr), m.transform(Kte)), T.test_comparisons))
     assert scores[1] >= scores[0] - 0.005
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+def test_caps_keep_the_default_method_and_cap_the_iterations(diagonal):
+    """A cap (max_iter, tol, time_limit) must not switch the solver: before, any cap sent
+    full W to App. B's subgradient path (another algorithm, another accuracy)."""
+    default = POE(beta=50.0, diagonal=diagonal).fit(C, X).result_
+    capped = POE(beta=50.0, diagonal=diagonal, max_iter=3).fit(C, X)
+    tight = POE(beta=50.0, diagonal=diagonal, tol=1e-6, time_limit=60.0).fit(C, X).result_
+    assert capped.result_.solver == tight.solver == default.solver
+    assert "subgradient" not in default.solver
+    assert capped.n_iter_ <= 3 < default.iterations
+    assert tight.info["certified_gap"] <= 1e-6 and tight.status == "optimal"

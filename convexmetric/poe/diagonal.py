@@ -115,6 +115,7 @@ class DiagonalSettings:
     gtol: float = 1e-4  #: L-BFGS-B's projected-gradient tolerance, relative to ``min r``
     stage_iter: int = 2000  #: L-BFGS-B iterations per stage
     max_stages: int = 12  #: stages at most
+    max_iter: int | None = None  #: L-BFGS iterations at most, over all stages
     lp_sigma: float = 1e-3  #: from this width on, an uncertified stage also tries lp_bound
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
@@ -188,7 +189,8 @@ def solve_diagonal(blocks, C, beta, settings=None, **overrides):
     A, r = A * scale, r * scale
     stages = StageSettings(sigma0=st.sigma0, sigma_factor=st.sigma_factor, sigma_min=0.0,
                            stage_iter=st.stage_iter, stalls=None, gap_tol=st.tol,
-                           max_stages=st.max_stages, recenter=False, time_limit=st.time_limit,
+                           max_stages=st.max_stages, max_iterations=st.max_iter, recenter=False,
+                           time_limit=st.time_limit,
                            callback=st.callback, name="smoothed L-BFGS-B")  # fmt: skip
     inner = LBFGS(maxcor=10, gtol=st.gtol * r.min(), ftol=0.0)
     lp = DiagonalLP(A, r, float(beta) / len(C), st)

@@ -40,8 +40,6 @@ from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_c
 from ..comparisons import check_comparisons
 from ..kernels import check_kernel, linear_kernel, rbf_kernel
 from ..metrics import gauc
-from ..optim.smoothing import SmoothingSettings
-from ..optim.subgradient import SubgradientSettings
 from ..problems import poe as formulations
 from ..problems.common import SOLVER_OPTIONS
 from ..result import SolveResult
@@ -152,26 +150,15 @@ class _POEBase(BaseEstimator):
         return res
 
     def _solver_options(self):
-        """Keyword arguments of the large-scale solver: its defaults unless a cap is set
-        (``verbose`` only adds the callback, so it never changes the result)."""
-        cb = progress_callback(logger, self.verbose, self._name)
-        if self.max_iter is None and self.tol is None and self.time_limit is None:
-            return None if cb is None else {"callback": cb}  # the solver's own defaults
-        if self.diagonal:  # the certified smoothed L-BFGS-B of solvers.poe_diagonal
-            opts = {"time_limit": self.time_limit}
-            if self.tol is not None:
-                opts["tol"] = float(self.tol)
-            if self.max_iter is not None:
-                opts["stage_iter"] = int(self.max_iter)
-            return {"settings": opts, "callback": cb}
-        sub = SubgradientSettings(max_iter=self.max_iter or 100, patience=30, rtol=1e-4,
-                                  callback=cb, time_limit=self.time_limit)  # fmt: skip
-        smooth = SmoothingSettings(sigma0=0.1, stage_iter=200, callback=cb,
-                                   time_limit=self.time_limit)  # fmt: skip
-        if self.tol is not None:
-            smooth.gap_tol = float(self.tol)
-        # App. B's subgradient + smoothing, named: the path these settings belong to
-        return {"method": "subgradient", "settings": sub, "smoothing": smooth}
+        """Keyword arguments of the large-scale solver: its default method with the
+        estimator's caps (``verbose`` only adds the callback, so it never changes the
+        result). The caps never change the method."""
+        opts = {"callback": progress_callback(logger, self.verbose, self._name)}
+        caps = {"tol": self.tol, "max_iter": self.max_iter, "time_limit": self.time_limit}
+        caps = {k: v for k, v in caps.items() if v is not None}
+        if caps:
+            opts["settings"] = caps
+        return opts
 
     def _finish(self, result, blocks, C):
         self.result_ = result
@@ -219,14 +206,13 @@ class POE(MahalanobisMixin, _POEBase):
         :mod:`convexmetric.solvers.poe_diagonal`), or an exact conic solve ("exact" is
         CLARABEL).
     max_iter : int or None
-        Iteration cap of the large-scale solver: projected-subgradient iterations before
-        the smoothed refinement (full ``W``; default 100), or L-BFGS-B iterations per
-        smoothing stage (diagonal; default 2000). Ignored by the exact solvers.
+        Cap on the large-scale solver's L-BFGS iterations over the whole run (every
+        smoothing stage together); the status is then "optimal_inaccurate" unless the
+        certificate closed first. Ignored by the exact solvers.
     tol : float or None
-        Certified relative gap that ends the large-scale solver (default: 1e-6 for the
-        smoothed refinement of full ``W``, 1e-4 for the diagonal solver).
+        Certified relative gap that ends the large-scale solver (default 1e-4).
     time_limit : float or None
-        Seconds for each stage of the large-scale solver (status "user_limit").
+        Seconds for the large-scale solver (status "user_limit").
     filter_graph : bool, default=False
         Filter the comparisons first (§2.2: duplicates, length-2 cycles, a maximal
         acyclic subgraph by Alg. 1, transitive reduction); ``filter_report_`` records it.

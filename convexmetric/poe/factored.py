@@ -53,6 +53,7 @@ class FactoredSettings:
     ftol: float = 1e-15  #: L-BFGS-B's relative-reduction tolerance within a stage
     stage_iter: int = 500  #: L-BFGS iterations per stage
     max_stages: int = 30  #: stages (escapes included) at most
+    max_iter: int | None = None  #: L-BFGS iterations at most, over all stages
     max_new: int = 8  #: negative-curvature directions appended per block and escape
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
@@ -161,7 +162,8 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
           * (1e-2 / np.sqrt(Fh.shape[1])) for Fh in cert.feats]  # fmt: skip
     stages = StageSettings(sigma0=s.sigma0, sigma_factor=s.sigma_factor, sigma_min=s.sigma_min,
                            stage_iter=s.stage_iter, stalls=None, gap_tol=s.tol,
-                           max_stages=s.max_stages, time_limit=s.time_limit,
+                           max_stages=s.max_stages, max_iterations=s.max_iter,
+                           time_limit=s.time_limit,
                            callback=s.callback, name="factored L-BFGS")  # fmt: skip
     inner = LBFGS(maxcor=20, gtol=1e-12, ftol=s.ftol, maxls=50, rescue=True)
     res = run_stages(FactoredPOE(oracle, cert, s), L0, inner, stages)

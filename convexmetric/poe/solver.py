@@ -92,7 +92,6 @@ def solve(
     refine=True,
     precondition=True,
     settings=None,
-    smoothing=None,
     callback=None,
 ):
     """Projected subgradient (App. B), then the smoothed refinement; a SolveResult.
@@ -119,7 +118,9 @@ def solve(
         Run :func:`smoothed_descent` from the subgradient result.
     precondition : bool
         Solve in the variables of :func:`jacobi_scaling` (the result is mapped back).
-    settings, smoothing : SubgradientSettings, SmoothingSettings, optional
+    settings : SubgradientSettings (``"subgradient"``) or dict, optional
+    callback : callable, optional
+        ``callback(evaluations, objective, sigma)``; True stops (status "user_limit").
     """
     method = method or ("lbfgs" if diagonal else "factored")
     if method not in ("factored", "subgradient", "lbfgs"):
@@ -135,18 +136,18 @@ def solve(
             oracle = POEOracle(blocks, C, beta)
             return solve_factored(blocks, oracle, callback=callback, **(settings or {}))
         if not precondition:
-            return _solve(blocks, C, beta, diagonal, W0, refine, settings, smoothing, callback)
+            return _solve(blocks, C, beta, diagonal, W0, refine, settings, callback)
         scales = jacobi_scaling(blocks, C)
         scaled = [(F * s, R * s[:, None] * s[None, :]) for (F, R), s in zip(blocks, scales)]
         if W0 is not None:
             W0 = [W / s**2 if diagonal else W / np.outer(s, s) for W, s in zip(W0, scales)]
-        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, smoothing, callback)
+        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, callback)
         Ws = [W * s**2 if diagonal else W * np.outer(s, s) for W, s in zip(res.matrices, scales)]
         res.matrices, res.matrix = Ws, Ws[0]
         return res
 
 
-def _solve(blocks, C, beta, diagonal, W0, refine, settings, smoothing, callback):
+def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
     t0 = time.perf_counter()
     oracle = POEOracle(blocks, C, beta, diagonal=diagonal)
     if W0 is None:
@@ -156,7 +157,7 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, smoothing, callback)
     res = projected_subgradient(oracle, W0, cone, s, solver_name="subgradient")
     history, iterations, status = list(res.history), res.iterations, res.status
     if refine and status != "user_limit":
-        sm = smoothing or SmoothingSettings(sigma0=0.1, stage_iter=200, callback=callback)
+        sm = SmoothingSettings(sigma0=0.1, stage_iter=200, callback=callback)
         res2 = smoothed_descent(oracle, res.matrices, cone, sm, solver_name="smoothed")
         history += res2.history
         iterations += res2.iterations
