@@ -246,3 +246,34 @@ def test_target_selection_equals_a_stable_sort():
         D[rng.random(D.shape) < 0.05] = np.inf
         for k in (1, 3, 5):
             assert np.array_equal(k_smallest(D, k), np.argsort(D, axis=1, kind="stable")[:, :k])
+
+
+def test_max_iter_caps_every_stage_and_the_warning_names_the_cause():
+    """LMNN(max_iter=5) reported n_iter_ = 395 (only App. A was capped) and warned about
+    max_iter even when the cap had not been reached."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from convexmetric import LMNN, datasets
+
+    Xtr, _, ytr, _ = datasets.load_split("wine")
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=5"):
+        m = LMNN(max_iter=5).fit(Xtr, ytr)
+    assert m.n_iter_ <= 5 and m.result_.status == "optimal_inaccurate"
+    free = LMNN().fit(Xtr, ytr)
+    assert free.result_.status == "optimal" and 5 < free.n_iter_ <= 3000
+    # a gap left open below the cap is a stall, not max_iter
+    with pytest.warns(ConvergenceWarning, match="stalled") as rec:
+        LMNN(tol=1e-15).fit(Xtr, ytr)
+    assert "increase 'max_iter'" not in str(rec[0].message)
+
+
+def test_solver_name_lists_the_stages_that_ran():
+    """The large-scale result was named "subgradient" whatever ran after App. A."""
+    from convexmetric import LMNN, datasets
+
+    Xtr, _, ytr, _ = datasets.load_split("wine")
+    res = LMNN().fit(Xtr, ytr).result_
+    assert res.info["stages"][:2] == ["subgradient", "smoothed-lbfgs"]
+    assert res.solver == "+".join(res.info["stages"])
+    plain = LMNN(refine=False).fit(Xtr, ytr).result_
+    assert plain.solver == "subgradient" and plain.info["stages"] == ["subgradient"]

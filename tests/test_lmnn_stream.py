@@ -18,6 +18,7 @@ from convexmetric.lmnn.stream import (
     row_blocks,
 )
 from convexmetric.neighbors import target_neighbors
+from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P
 
 TINY = 1 << 14  # bytes: a budget of 64 listed triplets, blocks of 8 rows
@@ -203,7 +204,8 @@ def test_overflow_at_the_bound_switches_instead_of_raising():
     Xtr, _, ytr, _ = datasets.load_split("wine")
     X, y = Xtr[:133], ytr[:133]
     T = target_neighbors(X, y, 3)
-    res = S.solve(X, y, T, 0.5, max_iter=3, memory_limit=1 << 20)
+    short = SubgradientSettings(max_iter=3, rtol=1e-4, patience=20, step_scale=0.3)
+    res = S.solve(X, y, T, 0.5, phase1_settings=short, memory_limit=1 << 20)
     assert res.info["mode"] == "streaming"
     assert abs(res.objective - P.objective(res.matrix, X, T, y, 0.5)) <= 1e-9 * res.objective
     assert res.lower_bound <= res.objective

@@ -56,7 +56,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         ``"subgradient"``: the large-scale active-set solver (App. A) with the smoothed
         refinement; ``"exact"``: working-set SDPs solved by ``conic_solver``.
     max_iter : int, default=3000
-        Subgradient iterations of the first phase.
+        Iterations at most over the whole large-scale solve (App. A's subgradient phase,
+        the refinement and the gap closing together); ``n_iter_`` never exceeds it.
     refine : bool, default=True
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
@@ -192,6 +193,26 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             i's class); default: the k nearest same-class points.
         """
         self._validate_params()
+        X_raw, y_enc, counts = self._check_data(X, y)
+        X, axes = self._reduce_inputs(X_raw)
+        T = self._targets(X, y_enc, counts, targets)
+        mu = float(self.mu)
+        with logging_to_stderr(logger, self.verbose):
+            res = None
+            for p in range(self.n_passes):
+                if p > 0:  # §5.1: re-select targets under the metric of the previous pass
+                    T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
+                res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
+            log_summary(logger, self.verbose, type(self).__name__, res)
+        if res.status == "optimal_inaccurate" and self.solver == "subgradient":
+            self._warn_unconverged(res)
+        res = self._set_metric(res, X, y_enc, T, axes)
+        self.result_, self.n_iter_, self.targets_ = res, res.iterations, T
+        self._X, self._y = X_raw, y_enc
+        return self
+
+    def _check_data(self, X, y):
+        """Validated ``X``, encoded labels (``classes_`` set) and the class sizes."""
         n_x = X.shape[0] if hasattr(X, "shape") else len(X) if hasattr(X, "__len__") else None
         n_y = len(y) if hasattr(y, "__len__") else None
         if n_x is not None and n_y is not None and n_x != n_y:
@@ -206,9 +227,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
                 f"'y' has a single class ({self.classes_[0].item()!r}); LMNN needs at least two "
                 "classes (impostors are points of other classes)."
             )
-        counts = np.bincount(y_enc)
-        X_raw, axes = X, None
-        name = type(self).__name__
+        return X, y_enc, np.bincount(y_enc)
+
+    def _reduce_inputs(self, X):
+        """The inputs after the optional PCA (``pca``), and its axes (or None)."""
+        name, axes = type(self).__name__, None
         if self.pca is not None:
             check_scalar(self.pca, "pca", int, min_val=1, max_val=min(X.shape), owner=name)
             axes = pca_axes(X, self.pca)[0]
@@ -217,6 +240,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             check_scalar(
                 self.n_components, "n_components", int, min_val=1, max_val=X.shape[1], owner=name
             )
+        return X, axes
+
+    def _targets(self, X, y_enc, counts, targets):
+        """The target neighbours: the k nearest same-class points, or the user's (checked)."""
         if targets is None:
             if counts.min() <= self.k:
                 c = self.classes_[np.argmin(counts)].item()
@@ -224,56 +251,53 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
                     f"class {c!r} of 'y' has {counts.min()} members; with k={self.k} every "
                     f"class needs at least k + 1 = {self.k + 1} (reduce 'k')."
                 )
-            T = target_neighbors(X, y_enc, self.k)
+            return target_neighbors(X, y_enc, self.k)
+        T = check_indices(targets, X.shape[0], "targets")
+        if T.ndim != 2 or T.shape[0] != X.shape[0]:
+            raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
+        if np.any(y_enc[T] != y_enc[:, None]):
+            raise ValueError("'targets' must name points of the same class as each row.")
+        if np.any(T == np.arange(X.shape[0])[:, None]):
+            raise ValueError("'targets' must not name a point as its own target neighbour.")
+        if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
+            raise ValueError("'targets' must not list a target neighbour twice in one row.")
+        return T
+
+    def _warn_unconverged(self, res):
+        """A ConvergenceWarning that names the cause: the iteration cap, or a gap left open."""
+        import warnings
+
+        from sklearn.exceptions import ConvergenceWarning
+
+        gap = res.certified_gap
+        gap = f"a certified gap of {gap:.2g}" if np.isfinite(gap) else "no certified bound"
+        if res.iterations >= self.max_iter:
+            msg = (f"LMNN stopped at max_iter={self.max_iter} iterations with {gap} "
+                   f"(tol={self.tol:g}); increase 'max_iter'.")  # fmt: skip
         else:
-            T = check_indices(targets, X.shape[0], "targets")
-            if T.ndim != 2 or T.shape[0] != X.shape[0]:
-                raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
-            if np.any(y_enc[T] != y_enc[:, None]):
-                raise ValueError("'targets' must name points of the same class as each row.")
-            if np.any(T == np.arange(X.shape[0])[:, None]):
-                raise ValueError("'targets' must not name a point as its own target neighbour.")
-            if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
-                raise ValueError("'targets' must not list a target neighbour twice in one row.")
-        mu = float(self.mu)
-        res = None
-        with logging_to_stderr(logger, self.verbose):
-            for p in range(self.n_passes):
-                if p > 0:  # §5.1: re-select targets under the metric of the previous pass
-                    T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
-                res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
-            log_summary(logger, self.verbose, name, res)
-        if res.status == "optimal_inaccurate" and self.solver == "subgradient":
-            import warnings
+            msg = (f"LMNN's solver stalled with {gap} above "
+                   f"tol={self.tol:g} after {res.iterations} of max_iter={self.max_iter} "
+                   "iterations; the metric is usable but not certified optimal.")  # fmt: skip
+        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
-            from sklearn.exceptions import ConvergenceWarning
-
-            warnings.warn(
-                f"LMNN stopped at max_iter={self.max_iter} before meeting its stopping rule; "
-                "increase 'max_iter'.",
-                ConvergenceWarning,
-                stacklevel=2,
-            )
+    def _set_metric(self, res, X, y_enc, T, axes):
+        """``components_``, ``metric_`` and ``objective_`` from the solver's ``M``; the
+        result to record (the rectangular solver's with ``reduction="R"``)."""
         M = 0.5 * (res.matrix + res.matrix.T)
         Lc = P.components_from_metric(M)
         self.objective_ = float(res.objective)
         if self.n_components is not None:
             Lc = leading_components(M, self.n_components)
             if self.reduction == "R":
-                res = solve_rectangular(
-                    X, y_enc, T, mu, self.n_components, L0=Lc, search=self.search
-                )
+                res = solve_rectangular(X, y_enc, T, float(self.mu), self.n_components, L0=Lc,
+                                        search=self.search)  # fmt: skip
                 Lc = res.matrix
-            self.objective_ = P.objective(Lc.T @ Lc, X, T, y_enc, mu)
+            self.objective_ = P.objective(Lc.T @ Lc, X, T, y_enc, float(self.mu))
         if axes is not None:
             Lc = Lc @ axes
         self.components_ = Lc
         self.metric_ = Lc.T @ Lc if (axes is not None or self.n_components) else M
-        self.result_ = res
-        self.n_iter_ = res.iterations
-        self.targets_ = T
-        self._X, self._y = X_raw, y_enc
-        return self
+        return res
 
     def _solve_pass(self, X, y_enc, T, mu, M0):
         if self.solver == "exact":

@@ -89,6 +89,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     max_iter : int, iterations of the subgradient phase (the L-BFGS refinement follows).
         20 by default: the multi-metric optimum is far from the single-metric start
         (digits: 210 vs 1726) and the refinement makes that move much faster.
+        A cap on that phase only: ``n_iter_`` counts every stage (``result_.info["stages"]``).
     n_neighbors : int or None, k of :meth:`predict` (default ``k``).
     random_state : int or None, seeds k-means.
     time_limit : float or None, seconds for the large-scale solver (status "user_limit").

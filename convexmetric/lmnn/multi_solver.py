@@ -84,10 +84,12 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
         run.status = "optimal" if _gap(run.best_f, run.lower) <= s.tol else "optimal_inaccurate"
     info = {**run.extra, "active_list": len(base.keys), "full_checks": base.full_checks,
             "preconditioned": bool(s.precondition),
-            "certified_gap": certified_gap(run.best_f, run.lower)}  # fmt: skip
+            "certified_gap": certified_gap(run.best_f, run.lower),
+            "stages": run.stages}  # fmt: skip
     return SolveResult(matrix=np.stack(best), matrices=list(best), objective=float(run.best_f),
                        status=run.status, iterations=run.iterations,
-                       seconds=time.perf_counter() - t0, solver="multi-subgradient",
+                       seconds=time.perf_counter() - t0,
+                       solver="multi-" + "+".join(run.stages),
                        history=run.history, lower_bound=run.lower, info=info)  # fmt: skip
 
 
@@ -98,8 +100,10 @@ class _Pipeline:
         self.best, self.best_f, self.status = res.matrices, res.objective, res.status
         self.lower = None
         self.history, self.iterations, self.extra = list(res.history), res.iterations, {}
+        self.stages = ["subgradient"]
 
     def add(self, res):
+        self.stages += res.info.pop("stages")
         self.extra.update(res.info)
         self.history += res.history
         self.iterations += res.iterations
@@ -116,15 +120,19 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
     """Stages 2 and 3 (or the continuation), merged into one :class:`SolveResult`."""
     if s.refine == "fista":
         rs = s.refine_settings or SmoothingSettings(max_iter=20000, stage_iter=2000)
-        return smoothed_descent(oracle, Ms, cone, replace(rs, time_limit=time_limit))
+        res = smoothed_descent(oracle, Ms, cone, replace(rs, time_limit=time_limit))
+        res.info["stages"] = ["fista"]
+        return res
     res2 = refine_factors(oracle, Ms, s, time_limit)
+    res2.info["stages"] = ["smoothed-lbfgs"]
     if res2.status == "user_limit":
         return res2
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
     res3 = polish(oracle, res2.matrices, best=(res2.matrices, res2.objective),
                   lower=res2.lower_bound, sigma=s.polish_sigma, tol=s.tol,
                   time_limit=left)  # fmt: skip
-    res2.info = {**res3.info, "polish_evaluations": res3.info["evaluations"]}
+    res2.info = {**res3.info, "polish_evaluations": res3.info["evaluations"],
+                 "stages": ["smoothed-lbfgs", "polish"]}  # fmt: skip
     res2.status, res2.lower_bound = res3.status, res3.lower_bound
     res2.history += res3.history
     res2.iterations += res3.iterations

@@ -59,7 +59,7 @@ REFINE_PRUNE = 0.3
 class LMNNSettings:
     """Settings of :func:`solve` (documented defaults)."""
 
-    max_iter: int = 3000  #: App. A (phase 1) iterations at most
+    max_iter: int = 3000  #: iterations at most, over App. A, the refinement and the gap closing
     phase1: str = "components"  #: "components" (in L) or "metric" (on M, Alg. 1)
     refine: bool | str = True  #: True: L-BFGS in L; "fista": FISTA on M; False: none
     tol: float = 1e-4  #: the certified relative gap that "optimal" means
@@ -153,7 +153,7 @@ def _solve(X, y, targets, mu, M0, s):
     res = _refined(oracle, _phase1(oracle, M0, s), s, t0)
     if not s.refine or res.status == "user_limit":
         return res
-    if res.certified_gap > s.tol:
+    if res.certified_gap > s.tol and res.iterations < s.max_iter:
         remaining = None if s.time_limit is None else s.time_limit - res.seconds
         res = _close(oracle, res, s, remaining)
     if res.status != "user_limit":
@@ -216,18 +216,21 @@ def _refined(oracle, res, s, t0):
     status, lower, history = res.status, None, list(res.history)
     best_M, best_f, iterations = res.matrix, res.objective, res.iterations
     info = {"phase1_objective": res.objective, "phase1_iterations": res.iterations}
+    stages = ["subgradient"]
     remaining = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
-    if s.refine and status != "user_limit" and (remaining is None or remaining > 0):
+    left = s.max_iter - iterations  # max_iter caps every stage together
+    if s.refine and status != "user_limit" and (remaining is None or remaining > 0) and left > 0:
         if s.refine == "fista":  # first-order smoothed stage on M
             rs = replace(s.refine_settings or SmoothingSettings(), time_limit=remaining,
-                         callback=s.callback)  # fmt: skip
+                         callback=s.callback, max_iterations=left)  # fmt: skip
             res2 = smoothed_descent(oracle, res.matrix, PSDCone(), rs)
         else:  # smoothed L-BFGS in the factor L (default)
-            rs = refine_settings(s, remaining, gap_tol=s.tol)
+            rs = replace(refine_settings(s, remaining, gap_tol=s.tol), max_iterations=left)
             res2 = refine(oracle, components_from_metric(res.matrix), rs)
         history += res2.history
         iterations += res2.iterations
         status, lower = res2.status, res2.lower_bound
+        stages.append("fista" if s.refine == "fista" else "smoothed-lbfgs")
         info["refine_evaluations"] = res2.info.get("evaluations", res2.iterations)
         info["final_sigma"] = res2.info.get("final_sigma")
         if res2.objective < best_f:
@@ -236,9 +239,10 @@ def _refined(oracle, res, s, t0):
                 full_checks=oracle.full_checks,
                 search=str(getattr(oracle.search, "choice", oracle.search)),
                 **_mode_info(oracle))  # fmt: skip
+    info["stages"] = stages
     return SolveResult(matrix=best_M, objective=float(best_f), status=status,
                        iterations=iterations, seconds=time.perf_counter() - t0,
-                       solver="subgradient", history=history, lower_bound=lower,
+                       solver="+".join(stages), history=history, lower_bound=lower,
                        info=info)  # fmt: skip
 
 
@@ -270,10 +274,21 @@ class _Closer(GapCloser):
 
     trivial_bound = 0.0  # eq. (14) is a sum of nonnegative terms
 
-    def __init__(self, oracle, s):
-        self.oracle, self.s = oracle, s
+    def __init__(self, oracle, s, max_iter=None):
+        self.oracle, self.s, self.left = oracle, s, max_iter
+
+    def _spent(self):
+        return self.left is not None and self.left <= 0
+
+    def _take(self, result):
+        """Count ``result``'s iterations against the budget; return it."""
+        if self.left is not None:
+            self.left -= result.iterations
+        return result
 
     def escape(self, result, sigma):
+        if self._spent():
+            return None
         M = result.matrix
         v = negative_curvature(self.oracle.dual_matrix(M, sigma))
         if v is None:
@@ -284,43 +299,51 @@ class _Closer(GapCloser):
         return None if t <= 0.0 else components_from_metric(M + t * D)
 
     def restart(self, L0, time_limit):
-        return refine(self.oracle, L0, refine_settings(self.s, time_limit))
+        rs = replace(refine_settings(self.s, time_limit), max_iterations=self.left)
+        return self._take(refine(self.oracle, L0, rs))
 
     def fallback(self, best, deadline):
         # the dual estimate of a saddle is poor: restart the prox centre at λ̄ = 0 and the
         # continuation at the default width (a small σ with a stale centre stalls)
+        if self._spent():
+            return
         self.oracle.mask["lam"] = np.zeros_like(self.oracle.mask["lam"])
         fs = SmoothingSettings(gap_tol=self.s.tol, max_iter=20000, callback=self.s.callback,
-                               time_limit=deadline.remaining())  # fmt: skip
-        r = smoothed_descent(self.oracle, best().matrix, PSDCone(), fs)
+                               time_limit=deadline.remaining(),
+                               max_iterations=self.left)  # fmt: skip
+        r = self._take(smoothed_descent(self.oracle, best().matrix, PSDCone(), fs))
         yield r
-        if deadline.expired():
+        if deadline.expired() or self._spent():
             return
         # polish in the factor, now away from the saddle (kept only if better)
         rs = replace(refine_settings(self.s, deadline.remaining(), overrides=False),
-                     sigma0=float(r.info.get("final_sigma", 1e-3)))  # fmt: skip
-        yield refine(self.oracle, components_from_metric(best().matrix), rs)
+                     sigma0=float(r.info.get("final_sigma", 1e-3)),
+                     max_iterations=self.left)  # fmt: skip
+        yield self._take(refine(self.oracle, components_from_metric(best().matrix), rs))
 
 
-def close_gap(oracle, result, settings=None, **overrides):
+def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
     """Escapes and the convex fallback from ``result`` (a refinement on ``oracle``'s data)
     until its certified gap is within ``tol`` (:func:`convexmetric.optim.escape.close_gap`).
 
     ``settings``/``overrides``: :class:`LMNNSettings` (``tol``, ``time_limit``,
-    ``callback``, ``refine_settings``). Returns a new :class:`SolveResult` counting this
-    stage only (``info``: ``escapes``, ``fallback``, ``certified_gap``).
+    ``callback``, ``refine_settings``); ``max_iter``: iterations of this stage at most
+    (default: no cap). Returns a new :class:`SolveResult` counting this stage only
+    (``info``: ``escapes``, ``fallback``, ``certified_gap``).
     """
     s = replace(settings or LMNNSettings(), **overrides)
-    closer = _Closer(oracle, s)
+    closer = _Closer(oracle, s, max_iter)
     return escape.close_gap(result, closer, GapSettings(tol=s.tol, time_limit=s.time_limit))
 
 
 def _close(oracle, res, s, time_limit):
     """:func:`close_gap` from the refined result; the pipeline's counts and names kept."""
-    out = close_gap(oracle, res, s, time_limit=time_limit)
+    out = close_gap(oracle, res, s, max_iter=s.max_iter - res.iterations, time_limit=time_limit)
     info = dict(res.info)
     info.update(escapes=out.info["escapes"], fallback=out.info["fallback"])
-    out.info, out.solver = info, res.solver
+    info["stages"] = res.info["stages"] + ["escape"] * (out.info["escapes"] > 0)
+    info["stages"] += ["fista-fallback"] * bool(out.info["fallback"])
+    out.info, out.solver = info, "+".join(info["stages"])
     out.iterations += res.iterations
     out.seconds += res.seconds
     out.history = res.history + out.history

@@ -39,6 +39,7 @@ class SmoothingSettings:
     rtol: float = 1e-6  #: a stage "stalls" if it improves the exact objective by less (relative)
     stalls: int = 1  #: stop after this many stalled stages in a row
     max_iter: int = 20000  #: total gradient evaluations
+    max_iterations: int | None = None  #: FISTA iterations at most, over all stages
     gap_tol: float = 1e-6  #: stop when (objective − lower bound)/|objective| is below this
     recenter: bool = True  #: move the dual prox centre between stages
     time_limit: float | None = None
@@ -51,7 +52,8 @@ def smoothed_descent(oracle, x0, cone, settings=None, *, solver_name="smoothed",
     stages = StageSettings(
         sigma0=s.sigma0, sigma_factor=s.sigma_factor, sigma_min=s.sigma_min,
         stage_iter=s.stage_iter, rtol=s.rtol, stalls=s.stalls, gap_tol=s.gap_tol,
-        max_evaluations=s.max_iter, recenter=s.recenter, time_limit=s.time_limit,
+        max_evaluations=s.max_iter, max_iterations=s.max_iterations, recenter=s.recenter,
+        time_limit=s.time_limit,
         callback=s.callback, name=solver_name,
     )  # fmt: skip
     inner = FISTA(cone=cone, window=s.window, stage_rtol=s.stage_rtol)
