@@ -44,7 +44,9 @@ class SolveResult:
     solver : str
         Which solver produced it (``"SCS"``, ``"CLARABEL"``, ``"subgradient"``, ...).
     history : list of float
-        Objective values along the run (one per iteration or round).
+        Exact objective values along the run (one per iteration, stage or round).
+        Values of an approximation (an active list's) are never here: a solver that
+        keeps them puts them in ``info["approx_history"]``.
     matrices : list of ndarray
         All learned matrices (``[matrix]`` for single-matrix problems).
     lower_bound : float or None

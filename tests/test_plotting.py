@@ -231,3 +231,13 @@ def test_example_writes_its_figures(tmp_path, capsys, script, args, files):
 def test_every_figure_script_is_tested():
     scripts = {f[:-3] for f in os.listdir(EXAMPLES) if f.endswith(".py")}
     assert scripts == {s[0] for s in SCRIPTS}
+
+
+def test_convergence_never_draws_below_the_certified_bound():
+    """A trace of approximate values (an active list's) under the certified lower bound
+    was drawn through the optimum."""
+    run = {"times": [0.1, 0.2, 0.3, 0.4], "objectives": [200.0, 124.0, 151.0, 150.0],
+           "lower_bound": 149.8}  # fmt: skip
+    fig = plotting.plot_convergence({"lmnn": run}, optimum=149.9)
+    drawn = fig.axes[0].lines[0].get_ydata()
+    assert min(drawn) >= 149.8 and list(drawn) == [200.0, 151.0, 150.0]

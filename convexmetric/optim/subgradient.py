@@ -92,6 +92,10 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
     o = run.oracle
     final = float(run.best_f) if isinstance(o, _Plain) else float(o.objective(run.best_x))
     best_x = run.best_x
+    info = {"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule}
+    history = run.history
+    if o.version is not None:  # an approximating oracle: its values are not objectives
+        info["approx_history"], history = history, [final]
     return SolveResult(
         matrix=None if isinstance(best_x, list) else best_x,
         matrices=best_x if isinstance(best_x, list) else [best_x],
@@ -100,8 +104,8 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
         iterations=run.it,
         seconds=run.clock.elapsed(),
         solver=solver_name,
-        history=run.history,
-        info={"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule},
+        history=history,
+        info=info,
     )
 
 

@@ -25,7 +25,18 @@ GAP_FLOOR = 1e-12
 
 
 def _trace(run):
-    """``(times, objectives, approximate_time, lower_bound)`` of one run."""
+    """``(times, objectives, approximate_time, lower_bound)`` of one run; points below
+    the run's certified lower bound (values of an approximation, never objectives) are
+    dropped, so no curve is drawn through the optimum."""
+    t, f, approx, lower = _raw_trace(run)
+    if lower is not None and len(f) > 1:
+        keep = f >= float(lower) - 1e-9 * max(abs(float(lower)), 1.0)
+        keep[-1] = True
+        t, f = t[keep], f[keep]
+    return t, f, approx, lower
+
+
+def _raw_trace(run):
     if isinstance(run, dict):
         if "times" in run and "objectives" in run:
             t = np.asarray(run["times"], dtype=float)
@@ -37,7 +48,7 @@ def _trace(run):
     else:  # a SolveResult
         trace = run.info.get("trace") if isinstance(run.info, dict) else None
         if trace:
-            return _trace({**trace, "lower_bound": run.lower_bound})
+            return _raw_trace({**trace, "lower_bound": run.lower_bound})
         hist, seconds, final, lower = list(run.history), run.seconds, run.objective, run.lower_bound
     if final is not None and (not hist or hist[-1] != final):
         hist.append(float(final))
