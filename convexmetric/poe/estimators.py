@@ -45,57 +45,11 @@ from ..problems.common import SOLVER_OPTIONS
 from ..result import SolveResult
 from . import solver as large_scale
 from .graph import filter_comparisons
+from .items import ItemComparisons, components_from_W, unbundle
+
+__all__ = ["MKPOE", "POE", "ItemComparisons", "components_from_W"]
 
 logger = logging.getLogger("convexmetric.poe")
-
-
-class ItemComparisons(np.ndarray):
-    """Comparisons as an ``(m, 4)`` int array that carries the items they refer to.
-
-    Row ``t`` is the comparison ``(i, j, k, l)``; ``.items`` is the feature matrix (POE)
-    or the list of kernels (MKPOE) the indices point into. Indexing rows keeps
-    ``.items``, so scikit-learn's cross-validation splits the comparisons while every
-    fold sees all items: ``GridSearchCV(POE(), grid).fit(ItemComparisons(C, X))``.
-    """
-
-    def __new__(cls, comparisons, items):
-        obj = check_comparisons(comparisons).to_array().view(cls)
-        obj.items = items
-        return obj
-
-    def __array_finalize__(self, obj):
-        self.items = getattr(obj, "items", None)
-
-    def __reduce__(self):  # keep ``items`` through pickling (joblib's parallel folds)
-        return (ItemComparisons, (np.asarray(self), self.items))
-
-
-def _unbundle(comparisons, items, owner, what):
-    """Split an :class:`ItemComparisons` into plain comparisons and its items."""
-    if isinstance(comparisons, ItemComparisons):
-        if items is None:
-            items = comparisons.items
-        comparisons = np.asarray(comparisons)
-    if items is None and what is not None:
-        raise ValueError(
-            f"{owner}.fit needs '{what}' (the items the comparisons index), or comparisons "
-            f"bundled with their items: ItemComparisons(comparisons, {what})."
-        )
-    return comparisons, items
-
-
-def components_from_W(W):
-    """``N = Λ^{1/2}Vᵀ`` (positive eigenvalues only) with ``W = NᵀN``; W may be a diagonal
-    vector."""
-    if np.ndim(W) == 1:
-        keep = np.flatnonzero(W > 0)
-        N = np.zeros((len(keep), len(W)))
-        N[np.arange(len(keep)), keep] = np.sqrt(W[keep])
-        return N
-    lam, V = np.linalg.eigh(0.5 * (W + W.T))
-    lam, V = lam[::-1], V[:, ::-1]
-    keep = lam > 1e-10 * max(lam[0], 1e-300)
-    return (V[:, keep] * np.sqrt(lam[keep])).T
 
 
 def _fit_blocks(blocks, kernels, C, beta, diagonal, solver, options=None):
@@ -180,7 +134,7 @@ class _POEBase(BaseEstimator):
         use it as is.
         """
         self._check_fitted()
-        comparisons, X = _unbundle(comparisons, X, self._name, None)
+        comparisons, X = unbundle(comparisons, X, self._name, None)
         Z = self.embedding_ if X is None else self.transform(X)
         return gauc(Z, comparisons)
 
@@ -277,7 +231,7 @@ class POE(MahalanobisMixin, _POEBase):
 
         ``comparisons`` may be an :class:`ItemComparisons` carrying ``X``.
         """
-        comparisons, X = _unbundle(comparisons, X, "POE", "X")
+        comparisons, X = unbundle(comparisons, X, "POE", "X")
         self._check_common()
         check_choice(self.kernel, "kernel", [None, "linear", "rbf", "precomputed"], owner="POE")
         if self.gamma is not None:
@@ -402,7 +356,7 @@ class MKPOE(_POEBase):
 
         ``comparisons`` may be an :class:`ItemComparisons` carrying the kernels.
         """
-        comparisons, kernels = _unbundle(comparisons, kernels, "MKPOE", "kernels")
+        comparisons, kernels = unbundle(comparisons, kernels, "MKPOE", "kernels")
         self._check_common()
         kernels = self._check_kernels(kernels)
         C = self._comparisons(comparisons, kernels[0].shape[0])
