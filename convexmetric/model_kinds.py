@@ -51,13 +51,7 @@ def _lmnn_classifier(est, rules):
 
 def describe(est):
     """``(kind, meta, arrays)`` of a fitted estimator; ValueError for what cannot be saved."""
-    from .aroma.estimators import _OnlineBilinear
-    from .lmnn.estimator import LMNN
-    from .lmnn.extensions import KernelLMNN, MultiMetricLMNN
-    from .maurer.estimators import _PairOperator
-    from .poe.estimators import POE
     from .result import SolveResult
-    from .ssne.estimator import SSNE
 
     name = type(est).__name__
     if isinstance(est, SolveResult):
@@ -65,8 +59,8 @@ def describe(est):
         for p, M in enumerate(est.matrices or ()):
             arrays[f"matrix{p}"] = np.asarray(M, dtype=float)
         return "result", {}, arrays
-    known = (LMNN, KernelLMNN, MultiMetricLMNN, POE, _PairOperator, SSNE, _OnlineBilinear)
-    if not isinstance(est, known):
+    describe_one = next((f for cls, f in _describers() if isinstance(est, cls)), None)
+    if describe_one is None:
         raise ValueError(
             f"cannot save a {name}: supported are LMNN, KernelLMNN, MultiMetricLMNN, POE, "
             "HyperbolicPCA, OperatorSimilarity, SSNE, DiagonalAROMA, FactoredAROMA, OASIS and "
@@ -75,66 +69,94 @@ def describe(est):
     fitted = ("W_", "components_", "coef_", "metrics_", "A_")
     if not any(getattr(est, a, None) is not None for a in fitted):
         raise ValueError(f"This {name} instance is not fitted yet; call fit before saving it.")
-    if isinstance(est, LMNN):
-        L = np.asarray(est.components_, dtype=float)
-        arrays = {
-            "components": L,
-            "metric": np.asarray(est.metric_, dtype=float),
-            "train_points": np.asarray(est._X, dtype=float),
-            "train_embedding": est._X @ L.T,
-            "train_labels": np.asarray(est._y, dtype=np.int64),
-            "classes": _classes(est),
-            "targets": np.asarray(est.targets_, dtype=np.int64),
-        }
-        return "linear", {"classifier": _lmnn_classifier(est, ["knn", "energy"])}, arrays
-    if isinstance(est, KernelLMNN):
-        L = np.asarray(est.components_, dtype=float)
-        arrays = {
-            "components": L,
-            "train_embedding": est._K @ L.T,
-            "train_labels": np.asarray(est._y, dtype=np.int64),
-            "classes": _classes(est),
-        }
-        meta = {"classifier": _lmnn_classifier(est, ["knn"])}
-        if est.kernel == "precomputed":
-            return "linear", meta, arrays
-        arrays["kernel_points"] = np.asarray(est._X, dtype=float)
-        meta["kernel"] = {"name": est.kernel, "gamma": float(est.gamma_)}
-        return "kernel", meta, arrays
-    if isinstance(est, MultiMetricLMNN):
-        arrays = {
-            "components": np.asarray(est.components_, dtype=float),
-            "train_points": np.asarray(est._X, dtype=float),
-            "train_labels": np.asarray(est._y, dtype=np.int64),
-            "classes": _classes(est),
-            "targets": np.asarray(est.targets_, dtype=np.int64),
-            "clusters": np.asarray(est.clusters_, dtype=np.int64),
-        }
-        if est.cluster_centers_ is not None:
-            arrays["cluster_centers"] = np.asarray(est.cluster_centers_, dtype=float)
-        return "multi_metric", {"classifier": _lmnn_classifier(est, ["knn", "energy"])}, arrays
-    if isinstance(est, POE):
-        arrays = {"components": np.asarray(est.components_, dtype=float)}
-        arrays["W"] = np.asarray(est.W_, dtype=float)
-        if est.kernel in (None, "precomputed"):
-            return "linear", {}, arrays
-        arrays["kernel_points"] = np.asarray(est.X_fit_, dtype=float)
-        return "kernel", {"kernel": {"name": est.kernel, "gamma": float(est.gamma_)}}, arrays
-    if isinstance(est, _PairOperator):
-        arrays = {"components": np.asarray(est.coef_, dtype=float).T}
-        arrays["singular_values"] = np.asarray(est.singular_values_, dtype=float)
-        if est.kernel_fn_ is None:
-            return "linear", {}, arrays
-        if not isinstance(est.kernel, str) or est.kernel not in NAMED_KERNELS:
-            raise ValueError(
-                f"{name} with a callable kernel cannot be saved: only the named kernels "
-                f"{', '.join(NAMED_KERNELS)} can be stored without pickling code."
-            )
-        arrays["kernel_points"] = np.asarray(est.points_, dtype=float)
-        return "kernel", {"kernel": {"name": est.kernel, "gamma": None}}, arrays
-    if isinstance(est, SSNE):
-        return "ssne", {}, {"W": np.asarray(est.W_, dtype=float)}
-    return "bilinear", {}, {"W": np.asarray(est.W_, dtype=float)}  # _OnlineBilinear
+    return describe_one(est)
+
+
+def _describers():
+    """``(estimator class, describe function)`` pairs, the first match wins."""
+    from .aroma.estimators import _OnlineBilinear
+    from .lmnn.estimator import LMNN
+    from .lmnn.extensions import KernelLMNN, MultiMetricLMNN
+    from .maurer.estimators import _PairOperator
+    from .poe.estimators import POE
+    from .ssne.estimator import SSNE
+
+    return (
+        (LMNN, _lmnn),
+        (KernelLMNN, _kernel_lmnn),
+        (MultiMetricLMNN, _multi_metric),
+        (POE, _poe),
+        (_PairOperator, _pair_operator),
+        (SSNE, lambda est: ("ssne", {}, {"W": np.asarray(est.W_, dtype=float)})),
+        (_OnlineBilinear, lambda est: ("bilinear", {}, {"W": np.asarray(est.W_, dtype=float)})),
+    )
+
+
+def _lmnn(est):
+    L = np.asarray(est.components_, dtype=float)
+    arrays = {
+        "components": L,
+        "metric": np.asarray(est.metric_, dtype=float),
+        "train_points": np.asarray(est._X, dtype=float),
+        "train_embedding": est._X @ L.T,
+        "train_labels": np.asarray(est._y, dtype=np.int64),
+        "classes": _classes(est),
+        "targets": np.asarray(est.targets_, dtype=np.int64),
+    }
+    return "linear", {"classifier": _lmnn_classifier(est, ["knn", "energy"])}, arrays
+
+
+def _kernel_lmnn(est):
+    L = np.asarray(est.components_, dtype=float)
+    arrays = {
+        "components": L,
+        "train_embedding": est._K @ L.T,
+        "train_labels": np.asarray(est._y, dtype=np.int64),
+        "classes": _classes(est),
+    }
+    meta = {"classifier": _lmnn_classifier(est, ["knn"])}
+    if est.kernel == "precomputed":
+        return "linear", meta, arrays
+    arrays["kernel_points"] = np.asarray(est._X, dtype=float)
+    meta["kernel"] = {"name": est.kernel, "gamma": float(est.gamma_)}
+    return "kernel", meta, arrays
+
+
+def _multi_metric(est):
+    arrays = {
+        "components": np.asarray(est.components_, dtype=float),
+        "train_points": np.asarray(est._X, dtype=float),
+        "train_labels": np.asarray(est._y, dtype=np.int64),
+        "classes": _classes(est),
+        "targets": np.asarray(est.targets_, dtype=np.int64),
+        "clusters": np.asarray(est.clusters_, dtype=np.int64),
+    }
+    if est.cluster_centers_ is not None:
+        arrays["cluster_centers"] = np.asarray(est.cluster_centers_, dtype=float)
+    return "multi_metric", {"classifier": _lmnn_classifier(est, ["knn", "energy"])}, arrays
+
+
+def _poe(est):
+    arrays = {"components": np.asarray(est.components_, dtype=float)}
+    arrays["W"] = np.asarray(est.W_, dtype=float)
+    if est.kernel in (None, "precomputed"):
+        return "linear", {}, arrays
+    arrays["kernel_points"] = np.asarray(est.X_fit_, dtype=float)
+    return "kernel", {"kernel": {"name": est.kernel, "gamma": float(est.gamma_)}}, arrays
+
+
+def _pair_operator(est):
+    arrays = {"components": np.asarray(est.coef_, dtype=float).T}
+    arrays["singular_values"] = np.asarray(est.singular_values_, dtype=float)
+    if est.kernel_fn_ is None:
+        return "linear", {}, arrays
+    if not isinstance(est.kernel, str) or est.kernel not in NAMED_KERNELS:
+        raise ValueError(
+            f"{type(est).__name__} with a callable kernel cannot be saved: only the named "
+            f"kernels {', '.join(NAMED_KERNELS)} can be stored without pickling code."
+        )
+    arrays["kernel_points"] = np.asarray(est.points_, dtype=float)
+    return "kernel", {"kernel": {"name": est.kernel, "gamma": None}}, arrays
 
 
 def n_features(kind, arrays):
