@@ -34,6 +34,7 @@ relative gap is ≤ ``tol``, "optimal_inaccurate" otherwise.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import solve_triangular
@@ -152,141 +153,183 @@ def _copy(P):
     return [p.copy() for p in P] if isinstance(P, list) else P.copy()
 
 
+@dataclass(kw_only=True)
+class SGDSettings:
+    """Settings of :func:`sgd` (documented defaults)."""
+
+    n_components: int | None = None  #: rows ``d`` of ``V`` (default ``min(m, 100)``)
+    learning_rate: float = 0.01  #: the step θ
+    max_iter: int = 100_000  #: steps (pair draws) at most
+    block_size: int = 50  #: consecutive draws evaluated together (module doc)
+    reg_every: int = 500  #: steps between refreshes of the regulariser's gradient
+    eval_every: int | None = None  #: steps between full objectives (default: every m)
+    init_scale: float = 0.1  #: mean ``b = ‖a‖²`` at the start
+    time_limit: float | None = None  #: seconds (status "user_limit")
+    callback: object = None  #: ``callback(step, f, θ)``; True stops
+    random_state: object = None  #: seeds the start and the draws
+    tol: float = 1e-4  #: certified relative gap for status "optimal"
+    certify: bool = True  #: compute the dual certificate at the returned point
+
+
+@dataclass
+class _Problem:
+    """Eq. (5)'s data as the SGD sees them."""
+
+    backend: object
+    r: np.ndarray
+    lam: float
+    gamma: float
+    gamma_neg: float | None
+    regularizer: str
+
+    def __post_init__(self):
+        self.g = margins(self.r, self.gamma, self.gamma_neg)
+        self.lam_m = self.lam / np.sqrt(len(self.r))
+
+    def objective(self, P):
+        return _objective(self.backend, P, self.r, self.g, self.lam_m, self.regularizer)
+
+
 def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
     """Table 1 (see module doc). Returns a SolveResult whose ``matrix`` is the best
     evaluated iterate's parameter ``V`` (linear, d×D) or ``β`` (kernel, n×d).
 
-    Keyword arguments: ``n_components`` (d), ``learning_rate`` (θ, 0.01),
-    ``max_iter`` (steps, 100,000), ``block_size`` (50), ``reg_every`` (500),
-    ``eval_every``, ``init_scale`` (mean ``b`` at the start, 0.1), ``time_limit``,
-    ``callback(step, f, θ) -> bool``, ``random_state``, ``tol`` (certified relative
-    gap for status "optimal", 1e-4) and ``certify`` (compute the dual certificate
-    ``lower_bound`` at the returned point, True). The full objective is
-    evaluated every ``eval_every`` steps (default: every ``m`` steps, at least 10
-    times per run) and the best evaluated iterate is returned.
+    Keyword arguments: the fields of :class:`SGDSettings`. The full objective is
+    evaluated every ``eval_every`` steps (default: every ``m`` steps, at least 10 times
+    per run) and the best evaluated iterate is returned.
 
     The block's small products and triangular solves run with one BLAS thread: a
     multi-threaded BLAS spends orders of magnitude longer synchronising on a 50×50
     solve than computing it.
     """
+    s = SGDSettings(**kw)
+    prob = _Problem(backend, r, lam, gamma, gamma_neg, regularizer)
     with one_blas_thread():
-        return _sgd(backend, r, lam, gamma, gamma_neg, regularizer, **kw)
-
-
-def _sgd(
-    backend,
-    r,
-    lam,
-    gamma,
-    gamma_neg,
-    regularizer,
-    *,
-    n_components=None,
-    learning_rate=0.01,
-    max_iter=100_000,
-    block_size=50,
-    reg_every=500,
-    eval_every=None,
-    init_scale=0.1,
-    time_limit=None,
-    callback=None,
-    random_state=None,
-    tol=1e-4,
-    certify=True,
-):
-    t0 = time.perf_counter()
-    rng = np.random.default_rng(random_state)
-    m = len(r)
-    d = min(m, 100) if n_components is None else n_components
-    g = margins(r, gamma, gamma_neg)
-    lam_m, theta = lam / np.sqrt(m), learning_rate
-    reg_every = max(block_size, reg_every // block_size * block_size)
-    eval_every = eval_every or min(max(m, block_size), max(max_iter // 10, block_size))
-    # random start in M^d: every v_i a random combination of a few training differences
-    k0 = min(m, 10)
-    alpha_idx = rng.integers(0, m, (d, k0))
-    P = backend.init(alpha_idx, rng.standard_normal((d, k0)))
-    sample = rng.integers(0, m, min(m, 2000))
-    b0 = float(np.mean(np.sum(backend.inner(P, sample) ** 2, axis=1)))
-    P = backend.matmul(P, np.eye(d) * np.sqrt(init_scale / max(b0, 1e-300)))
-    best_f = _objective(backend, P, r, g, lam_m, regularizer)
-    best_P, history, status, step, flips = _copy(P), [best_f], "optimal_inaccurate", 0, 0
-    next_eval, W = eval_every, None
-    steps_k = np.arange(block_size, dtype=float)
-    try:
-        while step < max_iter:
-            B = min(block_size, max_iter - step)
-            if step % reg_every == 0 or W is None:
-                W = backend.matmul(P, _reg_matrix(backend.vvt(P), regularizer))
-            idx = rng.integers(0, m, B)
-            rb, gb = r[idx], g[idx]
-            rhs = backend.inner(P, idx) - (theta * lam_m * steps_k[:B])[:, None] * backend.inner(
-                W, idx
-            )
-            Lg = theta * np.tril(backend.gram(idx), -1)
-            act = rb * (1.0 - np.sum(rhs**2, axis=1)) < gb
-            for _ in range(B + 1):
-                c = np.where(act, 2.0 * rb / gb, 0.0)
-                a = solve_triangular(
-                    Lg * c, rhs, lower=True, unit_diagonal=True, check_finite=False
-                )
-                new = rb * (1.0 - np.sum(a**2, axis=1)) < gb
-                wrong = np.flatnonzero(new != act)
-                if len(wrong) == 0:
-                    break
-                flips += 1
-                act[wrong[0] :] = new[wrong[0] :]
-            backend.add(P, idx, (theta * c)[:, None] * a)
-            backend.axpy(P, -theta * lam_m * B, W)
-            step += B
-            if step >= next_eval or step >= max_iter:
-                next_eval += eval_every
-                f = _objective(backend, P, r, g, lam_m, regularizer)
-                if not np.isfinite(f):
-                    status = "solver_error"
-                    break
-                history.append(f)
-                if f < best_f:
-                    best_f, best_P = f, _copy(P)
-                notify(step, f)
-                if callback is not None and callback(step, f, theta):
-                    status = "user_limit"
-                    break
-            if time_limit is not None and time.perf_counter() - t0 > time_limit:
-                status = "user_limit"
-                break
-    except KeyboardInterrupt:
-        status = "user_limit"
-    out = best_P[0] if isinstance(best_P, list) else best_P
-    lower, info = None, {}
-    if certify and status != "solver_error":
-        t_cert = time.perf_counter()
-        Uf, A = backend.certificate_data(best_P)
-        a = backend.all_inner(best_P)
-        z = 1.0 - r * (1.0 - np.einsum("ij,ij->i", a, a)) / g
-        lower, _ = _certify(z, Uf, r, lam, gamma, gamma_neg, regularizer, f_upper=best_f, A=A)
-        info["certified_gap"] = (best_f - lower) / max(abs(best_f), 1e-300)
-        info["certificate_seconds"] = time.perf_counter() - t_cert
-        if status == "optimal_inaccurate" and info["certified_gap"] <= tol:
-            status = "optimal"
+        t0 = time.perf_counter()
+        run = _Run(prob, s)
+        status = run.loop()
+        lower, info = None, {}
+        if s.certify and status != "solver_error":
+            lower, info = _certify_best(prob, run.best_P, run.best_f)
+            if status == "optimal_inaccurate" and info["certified_gap"] <= s.tol:
+                status = "optimal"
+    best = run.best_P
     return SolveResult(
-        matrix=out,
-        objective=best_f,
+        matrix=best[0] if isinstance(best, list) else best,
+        objective=run.best_f,
         status=status,
-        iterations=step,
+        iterations=run.step,
         seconds=time.perf_counter() - t0,
         solver="sgd",
-        history=history,
+        history=run.history,
         lower_bound=lower,
         info={
             **info,
-            "n_components": d,
-            "learning_rate": theta,
-            "block_size": block_size,
-            "reg_every": reg_every,
-            "flag_corrections": flips,
+            "n_components": run.d,
+            "learning_rate": s.learning_rate,
+            "block_size": s.block_size,
+            "reg_every": run.reg_every,
+            "flag_corrections": run.flips,
         },
     )
+
+
+def _certify_best(prob, P, f):
+    """The dual certificate of eq. (5) at ``P``: ``(lower, info)``."""
+    t_cert = time.perf_counter()
+    Uf, A = prob.backend.certificate_data(P)
+    a = prob.backend.all_inner(P)
+    z = 1.0 - prob.r * (1.0 - np.einsum("ij,ij->i", a, a)) / prob.g
+    lower, _ = _certify(z, Uf, prob.r, prob.lam, prob.gamma, prob.gamma_neg, prob.regularizer,
+                        f_upper=f, A=A)  # fmt: skip
+    info = {"certified_gap": (f - lower) / max(abs(f), 1e-300),
+            "certificate_seconds": time.perf_counter() - t_cert}  # fmt: skip
+    return lower, info
+
+
+class _Run:
+    """One run of Table 1: the iterate, the best evaluated iterate, the counters."""
+
+    def __init__(self, prob, s):
+        self.prob, self.s = prob, s
+        self.rng = np.random.default_rng(s.random_state)
+        m = len(prob.r)
+        self.d = min(m, 100) if s.n_components is None else s.n_components
+        self.reg_every = max(s.block_size, s.reg_every // s.block_size * s.block_size)
+        self.eval_every = s.eval_every or min(
+            max(m, s.block_size), max(s.max_iter // 10, s.block_size)
+        )
+        self.P = self._start(m)
+        self.best_f = prob.objective(self.P)
+        self.best_P, self.history = _copy(self.P), [self.best_f]
+        self.step, self.flips, self.W = 0, 0, None
+        self.steps_k = np.arange(s.block_size, dtype=float)
+
+    def _start(self, m):
+        """A random start in M^d: every v_i a random combination of a few differences."""
+        backend, k0 = self.prob.backend, min(m, 10)
+        alpha_idx = self.rng.integers(0, m, (self.d, k0))
+        P = backend.init(alpha_idx, self.rng.standard_normal((self.d, k0)))
+        sample = self.rng.integers(0, m, min(m, 2000))
+        b0 = float(np.mean(np.sum(backend.inner(P, sample) ** 2, axis=1)))
+        return backend.matmul(P, np.eye(self.d) * np.sqrt(self.s.init_scale / max(b0, 1e-300)))
+
+    def loop(self):
+        """Blocks of steps until ``max_iter``, the time limit or the callback; the status."""
+        s, t0 = self.s, time.perf_counter()
+        next_eval = self.eval_every
+        try:
+            while self.step < s.max_iter:
+                self._block(min(s.block_size, s.max_iter - self.step))
+                if self.step >= next_eval or self.step >= s.max_iter:
+                    next_eval += self.eval_every
+                    status = self._evaluate()
+                    if status is not None:
+                        return status
+                if s.time_limit is not None and time.perf_counter() - t0 > s.time_limit:
+                    return "user_limit"
+        except KeyboardInterrupt:
+            return "user_limit"
+        return "optimal_inaccurate"
+
+    def _block(self, B):
+        """``B`` consecutive steps evaluated together (the module doc's triangular system)."""
+        prob, P, theta = self.prob, self.P, self.s.learning_rate
+        backend = prob.backend
+        if self.step % self.reg_every == 0 or self.W is None:
+            self.W = backend.matmul(P, _reg_matrix(backend.vvt(P), prob.regularizer))
+        idx = self.rng.integers(0, len(prob.r), B)
+        rb, gb = prob.r[idx], prob.g[idx]
+        shift = (theta * prob.lam_m * self.steps_k[:B])[:, None]
+        rhs = backend.inner(P, idx) - shift * backend.inner(self.W, idx)
+        Lg = theta * np.tril(backend.gram(idx), -1)
+        act = rb * (1.0 - np.sum(rhs**2, axis=1)) < gb
+        for _ in range(B + 1):
+            c = np.where(act, 2.0 * rb / gb, 0.0)
+            a = solve_triangular(Lg * c, rhs, lower=True, unit_diagonal=True, check_finite=False)
+            new = rb * (1.0 - np.sum(a**2, axis=1)) < gb
+            wrong = np.flatnonzero(new != act)
+            if len(wrong) == 0:
+                break
+            self.flips += 1
+            act[wrong[0] :] = new[wrong[0] :]
+        backend.add(P, idx, (theta * c)[:, None] * a)
+        backend.axpy(P, -theta * prob.lam_m * B, self.W)
+        self.step += B
+
+    def _evaluate(self):
+        """The full objective at the iterate; a status if the run must end."""
+        f = self.prob.objective(self.P)
+        if not np.isfinite(f):
+            return "solver_error"
+        self.history.append(f)
+        if f < self.best_f:
+            self.best_f, self.best_P = f, _copy(self.P)
+        notify(self.step, f)
+        cb = self.s.callback
+        if cb is not None and cb(self.step, f, self.s.learning_rate):
+            return "user_limit"
+        return None
 
 
 def factor_to_metric(V):
