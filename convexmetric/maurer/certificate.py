@@ -63,6 +63,8 @@ true primal gap to ~1e-10.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..problems.maurer import margins
@@ -232,23 +234,24 @@ def _penalty_polish(alpha, free, U, c, b, mu, regularizer, f_upper, rounds=7):
     return best, best_alpha
 
 
-def certify(
-    z,
-    U,
-    r,
-    lam,
-    gamma=1.0,
-    gamma_neg=None,
-    regularizer="hs",
-    *,
-    f_upper,
-    A=None,
-    sigmas=(),
-    n_ladder=12,
-    max_polish=3000,
-    max_slsqp=40,
-    polish_widths=(1e-4, 1e-2, 0.1, 0.3),
-):
+@dataclass(kw_only=True)
+class CertifySettings:
+    """How hard :func:`certify` searches for a good dual point (documented defaults)."""
+
+    sigmas: tuple = ()  #: extra smoothing widths to try (the smoothing solver's current σ)
+    n_ladder: int = 12  #: smoothing widths of the ladder, geometric from max|z|
+    #: largest number of near-kink pairs handed to the polish
+    max_polish: int = 3000
+    #: up to this many of them SLSQP (:func:`_polish`), beyond it the penalty path
+    max_slsqp: int = 40
+    #: the polish frees the pairs with ``|z_i| ≤ δ`` for each ``δ`` (at most
+    #: ``max_polish`` of them, the smallest ``|z_i|``); wide sets recover the dual at
+    #: points far from optimal (an SGD iterate), narrow ones are cheap
+    polish_widths: tuple = (1e-4, 1e-2, 0.1, 0.3)
+
+
+def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_upper, A=None,
+            settings=None):  # fmt: skip
     """Best certified lower bound on min eq. (5) from the point with hinge arguments ``z``.
 
     Parameters
@@ -261,16 +264,8 @@ def certify(
         The objective at a feasible point (bounds ``μ‖A⋆‖``).
     A : ndarray (D, D), optional
         The point itself; enables the stationarity fit (:func:`_kkt_fit`).
-    sigmas : sequence of float
-        Extra smoothing widths to try (the smoothing solver's current ``σ``).
-    max_polish, max_slsqp : int
-        Largest number of near-kink pairs handed to the polish; up to ``max_slsqp``
-        of them SLSQP (:func:`_polish`), beyond that the penalty path
-        (:func:`_penalty_polish`).
-    polish_widths : sequence of float
-        The polish frees the pairs with ``|z_i| ≤ δ`` for each ``δ`` (at most
-        ``max_polish`` of them, the smallest ``|z_i|``); wide sets recover the dual at
-        points far from optimal (an SGD iterate), narrow ones are cheap.
+    settings : CertifySettings, optional
+        The widths tried and the polish's sizes (defaults: :class:`CertifySettings`).
 
     Returns
     -------
@@ -287,28 +282,46 @@ def certify(
     >>> bool(0.0 <= lb <= 0.5)
     True
     """
+    s = settings or CertifySettings()
     c, b, mu = _data(r, lam, gamma, gamma_neg)
-    m = len(r)
-    az = np.abs(z[np.abs(z) > 0])
-    hi = float(az.max()) if az.size else 1.0
-    ladder = list(np.geomspace(hi, max(hi * 1e-10, 1e-14), n_ladder)) + [float(s) for s in sigmas]
-    best, how, best_alpha = 0.0, "zero", np.zeros(m)
-    for sigma in [0.0, *ladder]:
-        alpha = (z >= 0).astype(float) / m if sigma == 0 else np.clip(z / sigma, 0.0, 1.0) / m
-        val = dual_bound(alpha, U, c, b, mu, regularizer, f_upper)
-        if val > best:
-            best, how, best_alpha = val, "ladder", alpha
+    dual = (U, c, b, mu, regularizer, f_upper)
+    best, how, best_alpha = _ladder(z, dual, s)
     if mu <= 0:
         return best, {"method": how}
-    deltas = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
     if A is not None:
+        deltas = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
         val, alpha = _kkt_fit(z, A, U, c, b, mu, regularizer, f_upper, deltas, (1e-8, 1e-5, 1e-3))
         if val > best:
             best, how, best_alpha = val, "kkt", alpha
+    val, _ = _polish_sets(z, dual, s, best, best_alpha)
+    if val > best:
+        best, how = val, "polish"
+    return best, {"method": how}
+
+
+def _ladder(z, dual, s):
+    """The subgradient's and the smoothed duals' best bound: ``(bound, how, α)``."""
+    m = len(z)
+    az = np.abs(z[np.abs(z) > 0])
+    hi = float(az.max()) if az.size else 1.0
+    ladder = list(np.geomspace(hi, max(hi * 1e-10, 1e-14), s.n_ladder))
+    best, how, best_alpha = 0.0, "zero", np.zeros(m)
+    for sigma in [0.0, *ladder, *(float(x) for x in s.sigmas)]:
+        alpha = (z >= 0).astype(float) / m if sigma == 0 else np.clip(z / sigma, 0.0, 1.0) / m
+        val = dual_bound(alpha, *dual)
+        if val > best:
+            best, how, best_alpha = val, "ladder", alpha
+    return best, how, best_alpha
+
+
+def _polish_sets(z, dual, s, best, best_alpha):
+    """The polish over the near-kink pairs of each width, each started from the best
+    point so far (``best``, ``best_alpha``); ``(bound, α)`` of the best."""
+    m = len(z)
     order = np.argsort(np.abs(z), kind="stable")
     tried = set()
-    for delta in polish_widths:
-        n_free = min(int(np.sum(np.abs(z) <= delta)), max_polish)
+    for delta in s.polish_widths:
+        n_free = min(int(np.sum(np.abs(z) <= delta)), s.max_polish)
         if n_free == 0 or n_free in tried:
             continue
         tried.add(n_free)
@@ -316,8 +329,8 @@ def certify(
         # outside the free set: the subgradient values; inside: the best point so far
         start = (z > 0).astype(float) / m
         start[free] = best_alpha[free]
-        polish = _polish if n_free <= max_slsqp else _penalty_polish
-        val, alpha = polish(start, free, U, c, b, mu, regularizer, f_upper)
+        polish = _polish if n_free <= s.max_slsqp else _penalty_polish
+        val, alpha = polish(start, free, *dual)
         if val > best:
-            best, how, best_alpha = val, "polish", alpha
-    return best, {"method": how}
+            best, best_alpha = val, alpha
+    return best, best_alpha

@@ -281,7 +281,7 @@ class OperatorSimilarity(_PairOperator):
                     kw["settings"] = SubgradientSettings(
                         max_iter=3000, patience=200, callback=cb, time_limit=self.time_limit
                     )
-                    kw["smoothing"] = SmoothingSettings(
+                    kw["refine"] = SmoothingSettings(
                         sigma0=0.01, sigma_min=1e-7, stage_iter=400, callback=cb,
                         time_limit=self.time_limit,
                     )  # fmt: skip

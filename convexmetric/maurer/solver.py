@@ -26,7 +26,7 @@ from ..optim.oracle import Oracle
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.maurer import hinge_arguments, margins, quadratic_forms, regularizer_value
-from .certificate import certify
+from .certificate import CertifySettings, certify
 from .sgd import KernelBackend, LinearBackend, factor_to_metric, sgd
 
 __all__ = [
@@ -108,8 +108,9 @@ class HingeOracle(Oracle):
             self.regularizer,
             f_upper=self.objective(A),
             A=A if sigma is None else None,
-            sigmas=() if sigma is None else (sigma,),
-            polish_widths=(1e-4,) if sigma is not None else (1e-4, 1e-2, 0.1, 0.3),
+            settings=None
+            if sigma is None
+            else CertifySettings(sigmas=(sigma,), polish_widths=(1e-4,)),
         )
         return lb
 
@@ -146,10 +147,12 @@ def solve_projected(
     A0=None,
     refine=True,
     settings=None,
-    smoothing=None,
     tol=1e-6,
 ):
     """Projected subgradient on A (eigenvalue clipping), then the smoothed refinement.
+
+    ``settings``: the :class:`SubgradientSettings` of the first stage; ``refine``: run the
+    refinement (``True``: its defaults, or a :class:`SmoothingSettings`), or not.
 
     Returns the :class:`SolveResult` of the last stage; ``info["subgradient"]`` holds
     the summary of the plain projected-subgradient stage. ``lower_bound`` is the dual
@@ -167,8 +170,10 @@ def solve_projected(
     # up to 1000 FISTA steps per stage and two stalled stages before giving up: the run
     # ends early once the certificate closes (gap_tol), so easy instances do not pay;
     # on a 105-dimensional kernel map (iris, 500 pairs) 400/1 left a 3e-2 gap, 1000/2 2.6e-4
-    smoothing = smoothing or SmoothingSettings(
-        sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2, gap_tol=tol
+    smoothing = (
+        refine
+        if isinstance(refine, SmoothingSettings)
+        else SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2, gap_tol=tol)
     )
     ref = smoothed_descent(
         oracle, res.matrix, PSDCone(), smoothing, solver_name="subgradient+smoothing"
