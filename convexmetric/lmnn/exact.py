@@ -41,7 +41,6 @@ def solve_working_set(
     tol=1e-7,
     max_rounds=30,
     time_limit=None,
-    **solver_opts,
 ):
     """Solve eq. (14) exactly through working-set SDPs; return a :class:`SolveResult`.
 
@@ -73,9 +72,7 @@ def solve_working_set(
     while rounds < max_rounds:
         rounds += 1
         trip = (keys // (n * n), (keys // n) % n, keys % n)
-        M, value, status, _ = P.solve(
-            X, y, targets, mu, triplets=trip, solver=solver, **solver_opts
-        )
+        M, value, status, _ = P.solve(X, y, targets, mu, triplets=trip, solver=solver)
         lower = value
         I, J, L, h = P.hinge_terms(M, X, targets, y)
         new = np.setdiff1d(_keys(n, I[h > tol], J[h > tol], L[h > tol]), keys)
