@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._threads import one_blas_thread
 from ..cones import ProductCone, PSDCone
 from ..linalg import components_from_metric
 from ..optim.factor import Factored, metric
@@ -64,6 +65,11 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
     coordinates either way (the change of variables keeps values).
     """
     s = replace(settings or MultiSettings(), **overrides)
+    with one_blas_thread():  # d×d blocks and gathers: threads cost, and change the rounding
+        return _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
+
+
+def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     t0 = time.perf_counter()
     c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
     M0 = np.eye(X.shape[1]) if M0 is None else np.asarray(M0, dtype=float)
