@@ -19,7 +19,7 @@ The digits fit spends about a third of its time in the crossover of :mod:`.lmnn_
 Everything runs in this one process except the
 memory measurement of the 20,000-point problem, which runs in a child process so that
 its peak resident memory is its own. Prints ratios: ours vs exact, ours vs plain CVXPY.
-Standard split (DESIGN.md), k = 3, mu = 0.5.
+Standard split (``datasets.load_split``, see ARCHITECTURE.md), k = 3, mu = 0.5.
 """
 
 from __future__ import annotations

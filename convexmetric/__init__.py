@@ -1,8 +1,8 @@
 """convexmetric: learning metrics and similarities from supervision.
 
 Every convex formulation exists twice — an exact CVXPY problem (``convexmetric.problems``)
-and a hand-written large-scale solver (``convexmetric.solvers``) — and the two are held
-against each other.
+and a large-scale solver in the paper's package (an oracle driven by the engine of
+``convexmetric.optim``) — and the two are held against each other.
 """
 
 from . import datasets

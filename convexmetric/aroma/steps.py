@@ -1,7 +1,7 @@
 """One round of AROW, d-AROMA, f-AROMA and OASIS, written as in the papers (dense numpy).
 
 These are the reference updates: short, literal, O(mn) (or O(d²)) per round. The fast
-stream engines of :mod:`convexmetric.solvers.aroma_stream` must reproduce them
+stream engines of :mod:`convexmetric.aroma.stream` must reproduce them
 iterate for iterate; the tests hold the two against each other, and hold the mean
 steps against CVXPY's argmin of the step problem (eq. 3 with Σ fixed).
 

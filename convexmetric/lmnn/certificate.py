@@ -19,7 +19,7 @@ eigenvalue (``S(λ) − νS_0 ⪰ 0``). Then ``⟨S(λ), M*⟩ ≥ ν⟨S_0, M*�
 The larger is returned; for ``ν ≥ 0`` the bound is ``μΣλ``. ``S_0`` may be singular
 (pixels that never vary): the eigenvalue problem is solved on its range, which is
 valid when no triplet difference leaves that range (checked once; otherwise the
-bound falls back to :func:`convexmetric.solvers.lmnn.psd_scaling`, bisection on the
+bound falls back to :func:`convexmetric.linalg.psd_scaling`, bisection on the
 whole space).
 
 **Crossover** (:meth:`DualCertificate.crossover`). The multipliers read off a smoothed

@@ -1,4 +1,4 @@
-"""The worker side of :mod:`.lmnn_dask`: a per-process store of each fit's data, and the
+"""The worker side of :mod:`.dask_executor`: a per-process store of each fit's data, and the
 tasks that run block functions on it.
 
 ``client.run(store, token, key, value)`` puts a fit's data (and its row blocks) into
@@ -63,7 +63,7 @@ def chunk_task(fn, token, chunk, **kwargs):
 
 
 def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
-    """``fn`` (:func:`~.lmnn_stream.terms_block`) over group ``g``, as triplet keys
+    """``fn`` (:func:`~.stream.terms_block`) over group ``g``, as triplet keys
     ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
     set reported at check ``base`` if this worker holds it, else all (``full``). Stores
     the set reported now."""

@@ -99,7 +99,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
-        :mod:`.solvers.lmnn_dask`): the full checks, exact objectives and the streaming
+        :mod:`convexmetric.lmnn.dask_executor`): the full checks, exact objectives and the streaming
         mode's sums, and :meth:`predict`/:meth:`energy_predict` by test-row blocks. The
         same algorithm as ``"local"`` (same iterates up to summation order).
 

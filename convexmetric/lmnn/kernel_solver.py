@@ -17,8 +17,8 @@ from .solver import solve as _solve_linear
 def solve(K, y, targets, mu, *, exact=False, rtol=1e-10, **options):
     """Minimise eq. (14) over ``A ⪰ 0`` (n×n); ``result.matrix`` is ``A``.
 
-    ``exact`` selects :func:`~convexmetric.solvers.lmnn_exact.solve_working_set` (exact
-    SDPs on a working set) instead of :func:`convexmetric.solvers.lmnn.solve`; ``options``
+    ``exact`` selects :func:`~convexmetric.lmnn.exact.solve_working_set` (exact
+    SDPs on a working set) instead of :func:`convexmetric.lmnn.solver.solve`; ``options``
     are that function's. ``result.info`` gains ``"rank"`` (r) and ``"features_M"`` (``M̂``).
     """
     Phi, T = empirical_features(K, rtol)

@@ -36,7 +36,7 @@ import numpy as np
 
 
 class RangeCertificate:
-    """The repaired bound above for a :class:`~.lmnn_multi.MultiMetricOracle` ``base``."""
+    """The repaired bound above for a :class:`~.multi_oracle.MultiMetricOracle` ``base``."""
 
     def __init__(self, base, rtol=1e-10):
         self.base, self.B, self.V = base, [], []

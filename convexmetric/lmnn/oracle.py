@@ -67,7 +67,7 @@ class ActiveSetOracle(ActiveList, Oracle):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
 
         Each hinge is replaced by ``φ(z) = max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` (a Huber
-        function when λ̄ = 0; see :mod:`.smoothing`), whose gradient is
+        function when λ̄ = 0; see :mod:`convexmetric.optim.smoothing`), whose gradient is
         ``λ(z) = clip(λ̄ + z/σ, 0, 1)``. Saturated terms (λ = 1) are summed
         incrementally as in eq. (19); only the terms with 0 < λ < 1 afresh. In the
         streaming mode λ̄ = 0. ``components``: ``L`` with ``M = LᵀL`` if known;

@@ -1,7 +1,7 @@
 """kNN and energy prediction (eq. 15) by blocks of test rows, through an executor.
 
 In this process one call covers all rows; on a Dask cluster
-(:class:`~convexmetric.solvers.lmnn_dask.DaskExecutor`) the training side goes to the
+(:class:`~convexmetric.lmnn.dask_executor.DaskExecutor`) the training side goes to the
 workers' stores once and each block of test rows travels with its task.
 """
 
@@ -18,7 +18,7 @@ def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):
     test rows, results concatenated.
 
     ``executor=None`` calls ``fn`` once on all rows in this process; a
-    :class:`~convexmetric.solvers.lmnn_dask.DaskExecutor` sends ``data`` (the training
+    :class:`~convexmetric.lmnn.dask_executor.DaskExecutor` sends ``data`` (the training
     side) to the workers' stores once and maps ``fn`` over the blocks, each travelling
     with its task. ``Q`` may be a tuple of arrays with the same rows (cut together)."""
     if executor is None:

@@ -1,6 +1,6 @@
 """Streaming evaluation of LMNN's eq. (14): exact objective and (sub)gradient by row blocks.
 
-When the active list of :class:`~convexmetric.solvers.lmnn.ActiveSetOracle` (or one full
+When the active list of :class:`~convexmetric.lmnn.oracle.ActiveSetOracle` (or one full
 check) would outgrow the memory budget, the solver evaluates eq. (14) over *all*
 triplets instead, one block of rows ``i`` at a time, never materialising the triplet
 list. For a block of rows and ``Z = X Lᵀ`` (``M = LᵀL``):
@@ -18,14 +18,14 @@ list. For a block of rows and ``Z = X Lᵀ`` (``M = LᵀL``):
 
 Summing the blocks gives the objective ``(1 − μ)⟨P, M⟩ + μ Σ φ``, its (sub)gradient
 ``(1 − μ)P + μ Σ λ (C_ij − C_il)``, and the dual matrix ``S(λ)`` and ``Σ λ`` of the
-certificate (:meth:`~convexmetric.solvers.lmnn.ActiveSetOracle.lower_bound`).
+certificate (:meth:`~convexmetric.lmnn.oracle.ActiveSetOracle.lower_bound`).
 
 The block function :func:`hinge_block` is pure: a function of the row indices, the data
 (``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
 :func:`terms_block`, the full check of the active-set mode: the same candidate step,
 returning the block's violated triplets ``(i, j, l)``. An *executor* maps them over the
 blocks: :class:`LocalExecutor` runs in this process; a distributed executor (Dask,
-:mod:`.lmnn_dask`) ships the data once (``scatter``) and runs ``map_blocks`` /
+:mod:`.dask_executor`) ships the data once (``scatter``) and runs ``map_blocks`` /
 ``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
 float32 search matrix, computed once per process (:func:`project`).
 

@@ -25,7 +25,7 @@ differences' coefficients ``α`` of §3.3 aggregated through the pair incidence
 matrix, so that ``v_i`` stays in the span ``M`` of the differences); ``Kβ`` is kept
 up to date so that ``a = (Kβ)[x] − (Kβ)[x']`` costs ``O(d)`` per pair.
 
-The returned point is certified by the dual of eq. (5) (:mod:`.maurer_dual`): in the
+The returned point is certified by the dual of eq. (5) (:mod:`.certificate`): in the
 kernel case through an empirical kernel map ``K = LLᵀ`` (one eigendecomposition of
 ``K``), in which ``A = (Lᵀβ)(Lᵀβ)ᵀ``. The status is "optimal" when the certified
 relative gap is ≤ ``tol``, "optimal_inaccurate" otherwise.

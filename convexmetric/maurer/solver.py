@@ -4,15 +4,16 @@ Two routes, both reporting through :class:`~convexmetric.result.SolveResult`:
 
 **Projected subgradient on A** (the alternative of §3.3, after Xing et al.): a
 subgradient step on ``A`` followed by eigenvalue clipping (``PSDCone``), then the
-smoothed refinement of :mod:`.smoothing` (FISTA on the Huber-smoothed hinge), which
-takes the plain method's ~1e-3 stall down to ~1e-6. :class:`HingeOracle` serves both.
+smoothed refinement of :mod:`convexmetric.optim.smoothing` (FISTA on the
+Huber-smoothed hinge), which takes the plain method's ~1e-3 stall down to ~1e-6.
+:class:`HingeOracle` serves both.
 
 Every result carries a certified ``lower_bound`` from the dual of eq. (5)
-(:mod:`.maurer_dual`), computed at the returned point; the status is "optimal" only
+(:mod:`.certificate`), computed at the returned point; the status is "optimal" only
 when the certified relative gap ``(objective − lower_bound)/|objective|`` is within
 ``tol``, "optimal_inaccurate" otherwise, and "user_limit" after a time limit.
 
-The SGD of Table 1 lives in :mod:`.maurer_sgd` (re-exported here).
+The SGD of Table 1 lives in :mod:`.sgd` (re-exported here).
 """
 
 from __future__ import annotations

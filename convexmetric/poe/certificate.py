@@ -22,7 +22,7 @@ dual feasible. Let ``μ = min_p λ_min(Sᵖ, Rᵖ)`` (the smallest generalised e
 
 * *trace*: an optimal ``W*`` has ``Σ tr(RᵖW*ᵖ) ≤ f* ≤ F`` (the hinge is ≥ 0), and
   ``⟨Wᵖ, Sᵖ⟩ ≥ μ tr(RᵖWᵖ)``, so ``f* ≥ Σλ + F·min(0, μ)``;
-* *scaling* (as :func:`convexmetric.solvers.lmnn.psd_scaling`): ``Sᵖ(θλ) = (1 − θ)Rᵖ +
+* *scaling* (as :func:`convexmetric.linalg.psd_scaling`): ``Sᵖ(θλ) = (1 − θ)Rᵖ +
   θSᵖ(λ) ⪰ 0`` for ``θ = 1/(1 − μ)`` (``μ < 0``; ``θ = 1`` otherwise), so
   ``θλ`` is dual feasible and ``f* ≥ θ Σλ``. Here ``R`` commutes with itself, so no
   bisection is needed: ``θ`` is exact.

@@ -55,7 +55,7 @@ logger = logging.getLogger("convexmetric.poe")
 def _fit_blocks(blocks, kernels, C, beta, diagonal, solver, options=None):
     """Solve over ``blocks`` (exact) or through the large-scale solver; a SolveResult.
 
-    ``options``: keyword arguments of :func:`convexmetric.solvers.poe.solve`.
+    ``options``: keyword arguments of :func:`convexmetric.poe.solver.solve`.
     """
     if solver == "subgradient":
         kw = options or {}
@@ -157,7 +157,7 @@ class POE(MahalanobisMixin, _POEBase):
     solver : {"subgradient", "exact", "CLARABEL", "SCS"}
         The large-scale solver (App. B's projected subgradient + smoothing; for the
         diagonal LPs the certified smoothed L-BFGS-B of
-        :mod:`convexmetric.solvers.poe_diagonal`), or an exact conic solve ("exact" is
+        :mod:`convexmetric.poe.diagonal`), or an exact conic solve ("exact" is
         CLARABEL).
     max_iter : int or None
         Cap on the large-scale solver's L-BFGS iterations over the whole run (every

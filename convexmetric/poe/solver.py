@@ -14,15 +14,15 @@ projection ``w ↦ max(w, 0)``; the full case projects onto the PSD cone.
 
 Plain projected subgradient (the paper's solver) gets within about 1e-3 of the
 optimum and then stalls at the kinks; :func:`solve` therefore follows it with the
-Huber-smoothed FISTA refinement of :mod:`.smoothing` (``refine=True``), whose
+Huber-smoothed FISTA refinement of :mod:`convexmetric.optim.smoothing` (``refine=True``), whose
 smoothed gradient uses the same single sparse Laplacian with weights ``clip(z/σ, 0, 1)``.
 
-The diagonal LPs go by default (``method="lbfgs"``) to :mod:`.poe_diagonal`: the same
+The diagonal LPs go by default (``method="lbfgs"``) to :mod:`.diagonal`: the same
 Huber smoothing minimised by L-BFGS-B under ``w ≥ 0``, stopped by a certified duality gap;
 ``method="subgradient"`` keeps App. B's iteration for them too. The full SDPs go by
-default (``method="factored"``) to :mod:`.poe_factored`: low-rank factors ``W = LLᵀ``,
+default (``method="factored"``) to :mod:`.factored`: low-rank factors ``W = LLᵀ``,
 smoothed L-BFGS, escapes along negative curvature, stopped by the SDP dual bound of
-:mod:`.poe_certify`. Whatever the method, the returned point carries a certified
+:mod:`.certificate`. Whatever the method, the returned point carries a certified
 ``lower_bound`` and the status is "optimal" only when the certified gap is within ``tol``.
 """
 
@@ -105,11 +105,11 @@ def solve(
     diagonal : bool
         Diagonal ``Wᵖ`` (vectors, projection ``max(·, 0)``) instead of PSD matrices.
     method : {"factored", "subgradient", "lbfgs"}, optional
-        ``"factored"``: :func:`.poe_factored.solve_factored` (full only; the default there);
+        ``"factored"``: :func:`.factored.solve_factored` (full only; the default there);
         ``settings`` then is a dict of its keyword arguments, ``W0``, ``refine`` and
         ``precondition`` do not apply.
         ``"subgradient"``: App. B, then the smoothed refinement, certified at the end.
-        ``"lbfgs"``: :func:`.poe_diagonal.solve_diagonal` (diagonal only; the default there);
+        ``"lbfgs"``: :func:`.diagonal.solve_diagonal` (diagonal only; the default there);
         ``settings`` then is a dict of its keyword arguments and ``W0``, ``refine`` and
         ``precondition`` do not apply (it always scales).
     W0 : list of arrays, optional
@@ -193,8 +193,8 @@ CERT_SIGMAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0.0)
 
 
 def certify_point(blocks, C, beta, Ws, oracle=None):
-    """A certified lower bound at ``Ws`` (full: :func:`.poe_certify.certify`; diagonal:
-    :func:`.poe_diagonal.dual_bound` and its crossover); ``-inf`` if none holds."""
+    """A certified lower bound at ``Ws`` (full: :func:`.certificate.certify`; diagonal:
+    :func:`.diagonal.dual_bound` and its crossover); ``-inf`` if none holds."""
     if np.ndim(Ws[0]) == 2:
         return certify(blocks, C, beta, Ws, oracle, CERT_SIGMAS)
     A = np.hstack([(F[C.k] - F[C.l]) ** 2 - (F[C.i] - F[C.j]) ** 2 for F, _ in blocks])

@@ -3,7 +3,7 @@
 Batra & Shakhnarovich, "Similarity Sensitive Nonlinear Embeddings". Each of the M
 embedding coordinates is ``h_m(x) = 2/(1 + exp(w_mᵀ[x; 1])) − 1``; the embedding
 ``H(x) = H̃(x)/‖H̃(x)‖`` lies on the unit sphere and the learned similarity is
-``H(x)ᵀH(z)``. The objective (eq. 3, see :mod:`convexmetric.solvers.ssne`) is a
+``H(x)ᵀH(z)``. The objective (eq. 3, see :mod:`convexmetric.ssne.solver`) is a
 squared loss on target similarities plus the L1,2 group norm of the columns of W.
 
 **The objective is not convex.** Different initialisations reach different local
@@ -102,7 +102,7 @@ class SSNE(TransformerMixin, BaseEstimator):
     dissimilar : float, default=0.0
         Target similarity of different-label pairs when fitting from labels.
     n_epochs, batch_size, learning_rate, decay, n_blocks
-        Solver settings (:class:`~convexmetric.solvers.ssne.SSNESettings`); ``n_epochs``
+        Solver settings (:class:`~convexmetric.ssne.solver.SSNESettings`); ``n_epochs``
         is the iteration cap (epochs).
     tol : float, default=1e-5
         A run ends when the objective changes by less than ``tol`` (relative) for
