@@ -1,0 +1,180 @@
+"""The engine on tiny problems with known optima, independent of any paper.
+
+The toy formulation is a hinge-loss SVM without offset,
+
+    f(x) = ½‖x‖² + Σ_t max(0, 1 − a_tᵀx)     (optionally over x ≥ 0),
+
+whose dual value ``Σλ − ½‖[Aᵀλ]‖²`` at any ``λ ∈ [0, 1]^m`` is a lower bound (over
+``x ≥ 0`` the bracket is the positive part): the oracle's bound is exact weak duality,
+so the engine's certificate can be checked against CVXPY's optimum.
+"""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from convexmetric.cones import FullSpace, NonnegativeOrthant
+from convexmetric.optim.escape import GapCloser, GapSettings, close_gap, negative_curvature
+from convexmetric.optim.factor import Factored
+from convexmetric.optim.fista import FISTA
+from convexmetric.optim.lbfgs import LBFGS
+from convexmetric.optim.linesearch import bracket_search, golden_section, interval_search
+from convexmetric.optim.oracle import Oracle
+from convexmetric.optim.smoothing import SmoothingSettings, smoothed_descent
+from convexmetric.optim.stages import StageSettings, run_stages
+from convexmetric.optim.subgradient import SubgradientSettings, projected_subgradient
+from convexmetric.result import SolveResult, certified_gap
+
+rng = np.random.default_rng(3)
+A = rng.normal(size=(40, 5)) * np.where(rng.random((40, 1)) < 0.5, 1.0, -1.0)
+A[:, 0] += 1.0
+
+
+class SVM(Oracle):
+    """The toy formulation through the oracle protocol."""
+
+    def __init__(self, A, nonneg=False):
+        self.A, self.nonneg = A, nonneg
+        self.center = np.zeros(len(A))
+
+    def _lam(self, x, sigma):
+        return np.clip(self.center + (1.0 - self.A @ x) / sigma, 0.0, 1.0)
+
+    def __call__(self, x):
+        z = 1.0 - self.A @ x
+        return self.objective(x), x - self.A.T @ (z > 0)
+
+    def smooth(self, x, sigma, grad=True):
+        z, lam = 1.0 - self.A @ x, self._lam(x, sigma)
+        f = 0.5 * x @ x + float(np.sum(lam * z - 0.5 * sigma * (lam - self.center) ** 2))
+        return (f, x - self.A.T @ lam) if grad else f
+
+    def objective(self, x):
+        return 0.5 * float(x @ x) + float(np.maximum(1.0 - self.A @ x, 0.0).sum())
+
+    def dual(self, lam):
+        v = self.A.T @ lam
+        v = np.maximum(v, 0.0) if self.nonneg else v
+        return float(lam.sum() - 0.5 * v @ v)
+
+    def bound(self, stage):
+        return self.dual(self._lam(stage.x, stage.sigma))
+
+    def recenter(self, x, sigma):
+        self.center = self._lam(x, sigma)
+
+
+def exact(nonneg=False):
+    x = cp.Variable(A.shape[1], nonneg=nonneg)
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(x) + cp.sum(cp.pos(1 - A @ x))))
+    prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    return prob.value
+
+
+def stages(**kw):
+    return StageSettings(**{"sigma0": 0.1, "sigma_factor": 0.3, "gap_tol": 1e-8,
+                            "max_stages": 60, "stalls": None, **kw})  # fmt: skip
+
+
+def test_staged_lbfgs_certifies_the_exact_optimum():
+    f_star = exact()
+    res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages())
+    assert res.status == "optimal" and res.certified_gap <= 1e-8
+    assert res.lower_bound <= f_star * (1 + 1e-7)  # CLARABEL's own accuracy
+    assert res.objective == pytest.approx(f_star, rel=1e-6)
+    assert res.objective == pytest.approx(SVM(A).objective(res.matrix), rel=1e-14)
+    assert min(res.history) >= res.lower_bound  # exact values only
+
+
+def test_fista_continuation_over_a_cone():
+    f_star = exact(nonneg=True)
+    s = SmoothingSettings(sigma0=0.1, sigma_min=1e-9, gap_tol=1e-7, stalls=10)
+    res = smoothed_descent(SVM(A, nonneg=True), -np.ones(5), NonnegativeOrthant(), s)
+    assert np.all(res.matrix >= 0)
+    assert res.status == "optimal" and res.lower_bound <= f_star * (1 + 1e-7)
+    assert res.objective == pytest.approx(f_star, rel=1e-5)
+
+
+@pytest.mark.parametrize("inner", [LBFGS(), FISTA(cone=NonnegativeOrthant())])
+def test_max_iterations_is_a_cap_on_the_whole_run(inner):
+    res = run_stages(SVM(A, nonneg=True), np.zeros(5), inner, stages(max_iterations=7))
+    assert res.iterations <= 7 and res.status == "optimal_inaccurate"
+
+
+def test_time_limit_and_callback_stop_as_user_limit():
+    res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(time_limit=0.0))
+    assert res.status == "user_limit"
+    seen = []
+    res = run_stages(SVM(A), np.zeros(5), LBFGS(),
+                     stages(callback=lambda *a: seen.append(a) or len(seen) >= 2))  # fmt: skip
+    assert res.status == "user_limit" and len(seen) == 2 and res.info["stages"] == 2
+
+
+def test_a_better_point_known_to_the_caller_is_kept():
+    good = run_stages(SVM(A), np.zeros(5), LBFGS(), stages())
+    res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(max_stages=1),
+                     best=(good.matrix, good.objective))  # fmt: skip
+    assert res.objective <= good.objective
+
+
+def test_projected_subgradient_stalls_above_the_optimum_and_history_is_exact():
+    f_star = exact()
+    settings = SubgradientSettings(max_iter=2000, patience=50)
+    res = projected_subgradient(SVM(A), np.zeros(5), FullSpace(), settings)
+    assert res.objective >= f_star * (1 - 1e-7)
+    assert res.objective <= f_star * 1.05  # the paper's solvers: close, not certified
+    assert res.history[0] == pytest.approx(SVM(A).objective(np.zeros(5)))
+
+
+def test_factored_gradient_matches_finite_differences():
+    class Quad(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², C symmetric (a gradient over Sⁿ)
+        C = rng.normal(size=(3, 3))
+        C = C + C.T
+
+        def smooth(self, M, sigma, grad=True, components=None):
+            f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
+            return (f, self.C + M) if grad else f
+
+    L, E = rng.normal(size=(2, 3)), rng.normal(size=(2, 3))
+    f, G = Factored(Quad()).smooth(L, 1.0)
+    h = 1e-6
+    fd = (Factored(Quad()).smooth(L + h * E, 1.0, grad=False) - f) / h
+    assert fd == pytest.approx(float(np.sum(G * E)), rel=1e-4)
+
+
+def test_negative_curvature_and_line_searches():
+    S = np.diag([2.0, -1.0, 0.5])
+    v = negative_curvature(S)
+    assert abs(abs(v[1]) - 1.0) <= 1e-12
+    assert negative_curvature(np.diag([1.0, 0.0])) is None
+    t, f = golden_section(lambda t: (t - 0.3) ** 2, 0.0, 1.0, 60)
+    assert t == pytest.approx(0.3, abs=1e-8) and f <= 1e-15
+    assert bracket_search(lambda t: (t - 40.0) ** 2, 1e-3)[0] == pytest.approx(40.0, rel=1e-4)
+    assert interval_search(lambda t: t, 1.0)[0] == 0.0  # nothing decreases: no step
+
+
+class _Closer(GapCloser):
+    """Escapes never help; the fallback runs the certified continuation."""
+
+    trivial_bound = 0.0
+
+    def __init__(self):
+        self.escapes = 0
+
+    def escape(self, result, sigma):
+        self.escapes += 1
+        return None
+
+    def fallback(self, best, deadline):
+        yield run_stages(SVM(A), best().matrix, LBFGS(), stages())
+
+
+def test_close_gap_falls_back_and_certifies():
+    start = SolveResult(matrix=np.zeros(5), objective=SVM(A).objective(np.zeros(5)),
+                        status="optimal_inaccurate")  # fmt: skip
+    closer = _Closer()
+    out = close_gap(start, closer, GapSettings(tol=1e-8))
+    assert closer.escapes == 1 and out.info["fallback"] and out.status == "optimal"
+    assert certified_gap(out.objective, out.lower_bound) <= 1e-8
+    assert out.lower_bound <= exact() * (1 + 1e-7)
