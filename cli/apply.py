@@ -1,10 +1,11 @@
 """``convexmetric transform`` and ``convexmetric predict``: apply a saved model.
 
 A model directory is what ``convexmetric solve METHOD ... --out DIR`` writes (see
-:mod:`convexmetric.model_io`). Inputs are CSV (numeric, optional header row) or .npy
-files with one point per row; the output format follows the output file's extension
-(.csv or .npy), and the file is written atomically (a temporary file renamed into
-place), so it is never left half-written.
+:mod:`convexmetric.model_io`). Inputs are CSV (numbers, comma-separated; a header row
+with --header or when every cell of the first row is non-numeric) or .npy files with
+one point per row, read by :mod:`.reader` (the rows read are reported); the output
+format follows the output file's extension (.csv or .npy), and the file is written
+atomically (a temporary file renamed into place), so it is never left half-written.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 
 from .._atomic import atomic_file
 from ..model_io import load_model
-from ._common import emit, library_errors, load_array, load_csv
+from ._common import HEADER_OPTION, emit, library_errors
+from .inputs import read
 
 _model_opt = click.option(
     "--model",
@@ -32,20 +34,8 @@ OUTPUT_FORMATS = (".csv", ".npy")
 
 def _read_input(path):
     """``(header_or_None, X)`` from a .csv/.npy/.npz file of points."""
-    if os.path.isdir(path):
-        raise ValueError(f"INPUT {path!r} is a directory; give a .csv or .npy file.")
-    ext = os.path.splitext(path)[1].lower()
-    try:
-        if ext in (".csv", ".txt"):
-            return load_csv(path)
-        return None, load_array(path, "INPUT")
-    except ValueError as exc:
-        msg = str(exc)
-        if "pickle" in msg.lower():
-            msg = f"INPUT {path!r} holds pickled Python objects; refusing to load it."
-        raise ValueError(msg) from None
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"INPUT {path!r} cannot be read: {exc}") from None
+    table = read(path, "INPUT")
+    return table.header, table.floats()
 
 
 def _apply(method, input_file, X, **kw):
@@ -102,6 +92,7 @@ def write_array(out, arr, header=None):
     type=click.Path(dir_okay=False),
     help="Output file (.csv or .npy), one transformed point per row; written atomically.",
 )
+@HEADER_OPTION
 @_json
 def TRANSFORM(model_dir, input_file, out, as_json):
     """Map the points of INPUT (.csv or .npy, one per row) through the model in --model.
@@ -144,6 +135,7 @@ def TRANSFORM(model_dir, input_file, out, as_json):
     show_default=True,
     help="kNN vote under the learned metric, or energy-based classification (eq. 15).",
 )
+@HEADER_OPTION
 @_json
 def PREDICT(model_dir, input_file, out, rule, as_json):
     """Classify the points of INPUT with the LMNN classifier saved in --model."""

@@ -16,6 +16,7 @@ import time
 import click
 import numpy as np
 import scipy.sparse as sp
+from sklearn.preprocessing import StandardScaler
 
 from .. import datasets
 from ..aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
@@ -23,21 +24,31 @@ from ..bilinear import hinge_losses, sample_triplets, similarity
 from ..metrics import mean_average_precision, precision_at_k
 from ._common import (
     DATASET_CHOICE,
+    HEADER_OPTION,
     POSITIVE_FLOAT,
+    SPLIT_OPTION,
+    command_state,
     emit,
     library_errors,
-    load_array,
+    load_labels,
     load_xy,
     relative_gap,
     write_outputs,
 )
 from ._plot import plot_option, write_validate_plot
+from .inputs import split_mode
 
 VARIANTS = {"diagonal": "d-AROMA", "factored": "f-AROMA", "oasis": "OASIS"}
 
 
 def _data(dataset, features, labels, seed):
-    """Train/test parts: a scipy sparse .npz is read as is; dense data is standardised."""
+    """Train/test parts: a scipy sparse .npz is read as is; dense data is standardised.
+
+    ``--split none`` (the default for --features) trains on every row and evaluates the
+    retrieval on the training items themselves (the report says so).
+    """
+    if dataset is None and features is None:
+        dataset = "bow"
     X = None
     if features is not None and features.endswith(".npz") and labels is not None:
         try:
@@ -45,14 +56,33 @@ def _data(dataset, features, labels, seed):
         except (ValueError, OSError, KeyError):
             X = None  # not a scipy sparse archive: an ordinary .npz of arrays
     if X is not None:
-        y, name = load_array(labels, "labels").ravel(), os.path.basename(features)
+        y, name = load_labels(labels), os.path.basename(features)
+        if len(y) != X.shape[0]:
+            raise ValueError(
+                f"the labels file has {len(y)} rows but the features file has {X.shape[0]}."
+            )
     else:
         X, y, _, _, name = load_xy(dataset, features, labels, split=False)
-    if len(np.asarray(y)) != X.shape[0]:
-        raise ValueError(
-            f"'labels' has {len(np.asarray(y))} entries but 'features' has {X.shape[0]} rows."
-        )
-    return (*datasets.split(X, y, scale=not sp.issparse(X), random_state=seed), name)
+    scale = not sp.issparse(X)
+    if split_mode(dataset) == "none":
+        if scale:
+            X = StandardScaler().fit_transform(X)
+        _record_split({"kind": "none", "n_train": X.shape[0], "n_test": 0})
+        return X, X, y, y, name
+    parts = datasets.split(X, y, scale=scale, random_state=seed)
+    n_train, n_test = parts[0].shape[0], parts[1].shape[0]
+    _record_split({"kind": "stratified", "n_train": n_train, "n_test": n_test, "seed": seed})
+    return (*parts, name)
+
+
+def _record_split(info):
+    state = command_state()
+    if state is not None:
+        if info["kind"] == "none":
+            info["evaluated_on"] = "the training rows"
+        else:
+            info.update(test_size=0.3, random_state=info.pop("seed"))
+        state["split"] = info
 
 
 def _model(variant, r, C, n_iter, mistake_driven, seed):
@@ -62,10 +92,11 @@ def _model(variant, r, C, n_iter, mistake_driven, seed):
     return (DiagonalAROMA if variant == "diagonal" else FactoredAROMA)(r=r, **kw)
 
 
-def run_solve(
-    variant, dataset, features, labels, r, C, n_iter, mistake_driven, ks, seed, out, as_json
-):
-    """The body shared by ``solve aroma`` and ``solve oasis``."""
+def run_solve(variant, *, r, C, **opts):
+    """The body shared by ``solve aroma`` and ``solve oasis`` (``opts``: their options)."""
+    dataset, features, labels = opts["dataset"], opts["features"], opts["labels"]
+    n_iter, mistake_driven, ks = opts["n_iter"], opts["mistake_driven"], opts["ks"]
+    seed, out, as_json = opts["seed"], opts["out"], opts["as_json"]
     with library_errors():
         Xtr, Xte, ytr, yte, name = _data(dataset, features, labels, seed)
         model = _model(variant, r, C, n_iter, mistake_driven, seed)
@@ -89,7 +120,7 @@ def run_solve(
             },
             "shape": list(model.W_.shape),
             "n_train": int(Xtr.shape[0]),
-            "n_test": int(Xte.shape[0]),
+            "n_test": 0 if Xte is Xtr else int(Xte.shape[0]),
             "rounds": model.n_rounds_,
             "updates": model.n_updates_,
             "mistakes": model.n_mistakes_,
@@ -128,7 +159,10 @@ def data_options(f):
     for opt in reversed(
         [
             click.option(
-                "--dataset", type=DATASET_CHOICE, default=None, help="A built-in data set."
+                "--dataset",
+                type=DATASET_CHOICE,
+                default=None,
+                help="A built-in data set [default: bow, without --features].",
             ),
             click.option(
                 "--features",
@@ -136,8 +170,12 @@ def data_options(f):
                 help="Features (.npy, .npz, .csv; scipy sparse .npz).",
             ),
             click.option(
-                "--labels", type=click.Path(exists=True, dir_okay=False), help="Labels file."
+                "--labels",
+                type=click.Path(exists=True, dir_okay=False),
+                help="Labels file (.csv, .npy), one label per row of --features.",
             ),
+            HEADER_OPTION,
+            SPLIT_OPTION,
             click.option(
                 "--max-iter",
                 "--n-iter",

@@ -11,53 +11,42 @@ import numpy as np
 
 from ..lmnn import kernel_solver as SK
 from ..lmnn import multi_solver as SM
-from ..lmnn.energy import energy_predict
 from ..lmnn.estimator import LMNN
 from ..lmnn.extensions import KernelLMNN, MultiMetricLMNN
 from ..lmnn.solver import solve as solve_linear
-from ..neighbors import knn_error
 from ..problems import lmnn_kernel as PK
 from ..problems import lmnn_multi as PM
 from ._common import solver_entry
 
 
-def fit_variant(Xtr, ytr, Xte, yte, *, variant, k, mu, opts):
-    """Fit the chosen variant; return ``(model, report)`` with kNN (and energy) test errors."""
+def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):
+    """Fit the chosen variant; return ``(model, report)`` with kNN (and energy) errors on
+    the test part (when there is one) and the leave-one-out training error."""
+    k, mu = opts["k"], opts["mu"]
     if variant == "multi":
         model = MultiMetricLMNN(
             k=k, mu=mu, n_clusters=opts["n_clusters"], max_iter=opts["max_iter"], random_state=0
         ).fit(Xtr, ytr)
         report = {"variant": "multi", "n_metrics": int(model.metrics_.shape[0])}
-        report["knn_test_error"] = float(np.mean(model.predict(Xte) != yte))
         report["loo_train_error"] = model.loo_error()
-        if opts["energy"]:
-            report["energy_test_error"] = float(np.mean(model.energy_predict(Xte) != yte))
-        return model, report
-    if variant == "kernel":
+    elif variant == "kernel":
         model = KernelLMNN(
             k=k, mu=mu, kernel=opts["kernel"], gamma=opts["gamma"], max_iter=opts["max_iter"]
         ).fit(Xtr, ytr)
         report = {"variant": "kernel", "kernel": opts["kernel"]}
+    else:
+        model = LMNN(
+            k=k,
+            mu=mu,
+            **{key: opts[key] for key in ("max_iter", "time_limit", "solver", "n_passes")},
+            **{key: opts[key] for key in ("n_components", "reduction", "pca", "search")},
+        ).fit(Xtr, ytr)
+        report = {"variant": "single", "n_passes": opts["n_passes"]}
+        report["loo_train_error"] = model.loo_error()
+    if Xte is not None:
         report["knn_test_error"] = float(np.mean(model.predict(Xte) != yte))
-        return model, report
-    model = LMNN(
-        k=k,
-        mu=mu,
-        max_iter=opts["max_iter"],
-        time_limit=opts["time_limit"],
-        solver=opts["solver"],
-        n_passes=opts["n_passes"],
-        n_components=opts["n_components"],
-        reduction=opts["reduction"],
-        pca=opts["pca"],
-        search=opts["search"],
-    ).fit(Xtr, ytr)
-    report = {"variant": "single", "n_passes": opts["n_passes"]}
-    report["knn_test_error"] = knn_error(model.transform(Xtr), ytr, model.transform(Xte), yte, k)
-    report["loo_train_error"] = model.loo_error()
-    if opts["energy"]:
-        pred = energy_predict(model._X, model._y, model.targets_, Xte, model.components_, mu)
-        report["energy_test_error"] = float(np.mean(model.classes_[pred] != yte))
+        if opts["energy"] and variant != "kernel":
+            report["energy_test_error"] = float(np.mean(model.energy_predict(Xte) != yte))
     return model, report
 
 
@@ -67,17 +56,16 @@ def small_instance(X, y, per_class):
     return X[keep], y[keep]
 
 
-def validate_variant(
-    X, y, *, variant, k, mu, n_clusters, conic_solver, kernel, gamma, no_exact=False, runs=None
-):
+def validate_variant(X, y, *, variant, k, mu, settings, conic_solver, no_exact=False, runs=None):
     """Exact (CVXPY, all hinge terms) vs large-scale for the multi-metric or kernel SDP.
 
+    ``settings``: ``n_clusters`` (multi), ``kernel`` and ``gamma`` (kernel).
     ``no_exact`` skips CVXPY: ``exact`` is None and the entries carry certificates only.
     ``runs`` (a dict), when given, receives the large-scale SolveResult by solver name.
     """
     _, y = np.unique(y, return_inverse=True)
     if variant == "multi":
-        est = MultiMetricLMNN(k=k, mu=mu, n_clusters=n_clusters, random_state=0)
+        est = MultiMetricLMNN(k=k, mu=mu, n_clusters=settings["n_clusters"], random_state=0)
         est.fit(X, y)  # validates, clusters, and gives the single-metric start
         g, T, c = est.clusters_, est.targets_, est.metrics_.shape[0]
         t0, exact = time.perf_counter(), None
@@ -87,8 +75,10 @@ def validate_variant(
             exact.update(seconds=time.perf_counter() - t0, status=status, solver=conic_solver)
         res = SM.solve(X, y, T, mu, g, c, M0=est.single_.metric_)
     else:
-        est = KernelLMNN(k=k, mu=mu, kernel=kernel, gamma=gamma, max_iter=1).fit(X, y)
-        K, T = est._K, est.targets_
+        est = KernelLMNN(
+            k=k, mu=mu, kernel=settings["kernel"], gamma=settings["gamma"], max_iter=1
+        ).fit(X, y)
+        K, T = est.kernel_rows(X), est.targets_
         t0, exact = time.perf_counter(), None
         if not no_exact:
             A, value, status, _ = PK.solve(K, y, T, mu, solver=conic_solver)

@@ -28,12 +28,13 @@ from ._common import (
     NO_EXACT_OPTION,
     POSITIVE_FLOAT,
     POSITIVE_INT,
-    _command_state,
+    SPLIT_OPTION,
     certified_gap,
+    command_state,
     emit,
     library_errors,
-    load_array,
-    load_csv,
+    load_features,
+    load_pairs,
     load_xy,
     solver_entry,
     solver_line,
@@ -43,12 +44,8 @@ from ._plot import Trace, plot_option, write_validate_plot
 
 
 def _read_pairs(path, X):
-    header, arr = load_csv(path)
-    if header is not None and [h.lower() for h in header] != ["i", "j", "r"]:
-        raise ValueError(f"pairs file {path!r} must have the header 'i,j,r'; got {header}.")
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(f"pairs file {path!r} must have three columns i,j,r.")
-    return Pairs.from_indices(X, arr[:, 0], arr[:, 1], arr[:, 2])
+    idx, r = load_pairs(path)
+    return Pairs.from_indices(X, idx[:, 0], idx[:, 1], r)
 
 
 def _inputs(dataset, features, labels, pairs_file, n_pairs, oracle, seed, split):
@@ -56,9 +53,7 @@ def _inputs(dataset, features, labels, pairs_file, n_pairs, oracle, seed, split)
     if pairs_file is not None:
         if features is None or dataset is not None:
             raise ValueError("--pairs needs --features (the points its indices refer to).")
-        X = np.asarray(load_array(features, "features"), dtype=float)
-        if X.ndim != 2:
-            raise ValueError(f"'features' must be a 2-dimensional array; got shape {X.shape}.")
+        X = load_features(features)
         _record_scaling(X.shape[1], _diameter(X))
         return _read_pairs(pairs_file, X / _diameter(X)), None, None, os.path.basename(features)
     Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels, split=split)
@@ -73,7 +68,7 @@ def _inputs(dataset, features, labels, pairs_file, n_pairs, oracle, seed, split)
 def _record_scaling(d, diameter):
     """Compose the division by the diameter with this command's standardisation (if any),
     so that a saved model maps raw new points as the solver saw the training points."""
-    state = _command_state.get()
+    state = command_state()
     if state is None:
         return
     pre = state.get("preprocessing") or {"mean": np.zeros(d), "scale": np.ones(d)}
@@ -149,6 +144,7 @@ def _common_options(f):
 
 @click.command("maurer")
 @_common_options
+@SPLIT_OPTION
 @click.option(
     "--solver",
     type=click.Choice(["sgd", "subgradient", "exact", "hpca"]),
@@ -177,69 +173,36 @@ def _common_options(f):
     default=None,
     help="Directory for coef.npy, singular_values.npy and report.json.",
 )
-def SOLVE(
-    dataset,
-    features,
-    labels,
-    pairs_file,
-    n_pairs,
-    oracle,
-    lam,
-    gamma,
-    gamma_neg,
-    regularizer,
-    max_iter,
-    seed,
-    as_json,
-    solver,
-    kernel,
-    learning_rate,
-    n_components,
-    c,
-    out,
-):
-    """Learn a similarity operator T (Maurer 2008) and evaluate it on the test part."""
+def SOLVE(**o):
+    """Learn a similarity operator T (Maurer 2008) and evaluate it on the test part.
+
+    Without inputs: the built-in digits data (--dataset digits).
+    """
+    solver, kernel, seed = o["solver"], o["kernel"], o["seed"]
     with library_errors():
+        if o["dataset"] is None and o["features"] is None and o["pairs_file"] is None:
+            o["dataset"] = "digits"
         train, Xte, yte, name = _inputs(
-            dataset, features, labels, pairs_file, n_pairs, oracle, seed, split=True
+            *(o[key] for key in ("dataset", "features", "labels", "pairs_file")),
+            o["n_pairs"],
+            o["oracle"],
+            seed,
+            split=True,
         )
-        if solver == "hpca":
-            model = HyperbolicPCA(
-                n_components=n_components or 10, c=c, kernel=kernel, random_state=seed
-            )
-        else:
-            model = OperatorSimilarity(
-                lam=lam,
-                gamma=gamma,
-                gamma_neg=gamma_neg,
-                regularizer=regularizer,
-                solver=solver,
-                kernel=kernel,
-                n_components=n_components,
-                learning_rate=learning_rate,
-                max_iter=max_iter,
-                random_state=seed,
-            )
+        model = _model(o)
         t0 = time.perf_counter()
         model.fit(train)
         seconds = time.perf_counter() - t0
+        params = {key: o[key] for key in ("solver", "kernel", "lam", "gamma", "gamma_neg")}
         report = {
             "method": "hyperbolic_pca" if solver == "hpca" else "maurer",
             "dataset": name,
-            "params": {
-                "solver": solver,
-                "kernel": kernel,
-                "lam": lam,
-                "gamma": gamma,
-                "gamma_neg": gamma_neg,
-                "regularizer": regularizer,
-                "n_pairs": len(train),
-                "seed": seed,
-            },
+            "params": {**params, "regularizer": o["regularizer"], "n_pairs": len(train)},
             "seconds": seconds,
             "objective": model.objective_,
             "sparsity": metrics.sparsity(model.singular_values_),
         }
+        report["params"]["seed"] = seed
         if solver != "hpca":
             res = model.result_
             report["train_risk"] = model.train_risk_
@@ -248,13 +211,9 @@ def SOLVE(
             report["certified_gap"] = certified_gap(res.objective, res.lower_bound)
         if Xte is not None:
             report["test"] = _evaluate(model, Xte, yte, seed)
-        if out:
-            write_outputs(
-                out,
-                {"coef": model.coef_, "singular_values": model.singular_values_},
-                report,
-                model=model,
-            )
+        if o["out"]:
+            arrays = {"coef": model.coef_, "singular_values": model.singular_values_}
+            write_outputs(o["out"], arrays, report, model=model)
     lines = [
         f"{report['method']} ({solver}, {kernel}) on {name}: objective "
         f"{report['objective']:.6g}, sparsity {report['sparsity']}, {seconds:.2f} s"
@@ -272,7 +231,24 @@ def SOLVE(
             f"1-shot error input {t['one_shot_error_input']:.4f} -> T "
             f"{t['one_shot_error_T']:.4f}"
         )
-    emit(report, as_json, lines)
+    emit(report, o["as_json"], lines)
+
+
+def _model(o):
+    if o["solver"] == "hpca":
+        return HyperbolicPCA(
+            n_components=o["n_components"] or 10,
+            c=o["c"],
+            kernel=o["kernel"],
+            random_state=o["seed"],
+        )
+    keys = ("lam", "gamma", "gamma_neg", "regularizer", "solver", "kernel", "n_components")
+    return OperatorSimilarity(
+        **{key: o[key] for key in keys},
+        learning_rate=o["learning_rate"],
+        max_iter=o["max_iter"],
+        random_state=o["seed"],
+    )
 
 
 def _evaluate(model, Xte, yte, seed, n_draws=100):
@@ -304,35 +280,25 @@ def _evaluate(model, Xte, yte, seed, n_draws=100):
 )
 @NO_EXACT_OPTION
 @plot_option
-def VALIDATE(
-    dataset,
-    features,
-    labels,
-    pairs_file,
-    n_pairs,
-    oracle,
-    lam,
-    gamma,
-    gamma_neg,
-    regularizer,
-    max_iter,
-    seed,
-    as_json,
-    conic,
-    no_exact,
-    plot,
-):
+def VALIDATE(**o):
     """Solve eq. (5) exactly and with the large-scale solvers; report the relative gaps
     and each solver's certified gap (dual lower bound).
 
     Without inputs: 300 balanced pairs of the iris training part. ``--no-exact`` skips
     CVXPY and reports the certificates alone.
     """
+    lam, gamma, gamma_neg, regularizer = (
+        o[k] for k in ("lam", "gamma", "gamma_neg", "regularizer")
+    )
+    no_exact, conic, seed = o["no_exact"], o["conic"], o["seed"]
     with library_errors():
-        if dataset is None and features is None:
-            dataset, n_pairs = "iris", min(n_pairs, 300)
+        if o["dataset"] is None and o["features"] is None:
+            o["dataset"], o["n_pairs"] = "iris", min(o["n_pairs"], 300)
         train, _, _, name = _inputs(
-            dataset, features, labels, pairs_file, n_pairs, oracle, seed, split=False
+            *(o[key] for key in ("dataset", "features", "labels", "pairs_file", "n_pairs")),
+            o["oracle"],
+            seed,
+            split=False,
         )
         train.require_both()
         U, r = train.differences, train.r
@@ -359,7 +325,7 @@ def VALIDATE(
             "sgd": solvers.sgd(
                 solvers.LinearBackend(U),
                 *args[1:],
-                max_iter=max_iter,
+                max_iter=o["max_iter"],
                 random_state=seed,
                 callback=(sgd_trace := Trace()),  # time stamps for --plot
             ),
@@ -387,5 +353,5 @@ def VALIDATE(
             f"(numpy {exact['numpy_objective']:.8g})"
         )
     lines += [solver_line(k, v) for k, v in report["solvers"].items()]
-    write_validate_plot(plot, report, runs, {"sgd": sgd_trace})
-    emit(report, as_json, lines)
+    write_validate_plot(o["plot"], report, runs, {"sgd": sgd_trace})
+    emit(report, o["as_json"], lines)

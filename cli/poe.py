@@ -18,14 +18,17 @@ from ..poe.estimators import MKPOE, POE
 from ..poe.graph import filter_comparisons
 from ..problems import poe as P
 from ._common import (
+    COMPARISONS_HELP,
+    HEADER_OPTION,
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
     POSITIVE_FLOAT,
     POSITIVE_INT,
     emit,
     library_errors,
-    load_array,
     load_comparisons,
+    load_features,
+    load_matrix,
     solver_entry,
     solver_line,
     write_outputs,
@@ -57,15 +60,17 @@ def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
             raise ValueError("give either --dataset or files (--comparisons ...), not both.")
         return _built_in(kind, 20, n_comparisons, seed)
     if comparisons is None:
-        raise ValueError("no input: give --dataset NAME or --comparisons FILE with data.")
+        if features or kernels:
+            raise ValueError("--features and --kernel need --comparisons FILE.")
+        return _built_in(kind, 20, n_comparisons, seed)  # the default: --dataset digits_taxonomy
     C = load_comparisons(comparisons)
     if kind == "linear":
         if features is None:
             raise ValueError("--kind linear needs --features FILE.")
-        return C, load_array(features, "features"), comparisons
+        return C, load_features(features), comparisons
     if not kernels:
         raise ValueError(f"--kind {kind} needs --kernel FILE (repeat it for --kind multi).")
-    Ks = [load_array(path, "kernel") for path in kernels]
+    Ks = [load_matrix(path, "kernel") for path in kernels]
     if kind == "kernel":
         if len(Ks) != 1:
             raise ValueError("--kind kernel takes exactly one --kernel; use --kind multi.")
@@ -110,7 +115,7 @@ _seed = click.option("--seed", type=int, default=0, show_default=True, help="Ran
 @click.option(
     "--comparisons",
     type=click.Path(exists=True, dir_okay=False),
-    help="CSV of comparisons with the header row i,j,k,l.",
+    help=COMPARISONS_HELP,
 )
 @click.option(
     "--features",
@@ -127,7 +132,7 @@ _seed = click.option("--seed", type=int, default=0, show_default=True, help="Ran
 @click.option(
     "--dataset",
     type=click.Choice(["digits_taxonomy"]),
-    help="Built-in taxonomy comparisons on digits (§5.1).",
+    help="Built-in taxonomy comparisons on digits (§5.1) [the default without files].",
 )
 @click.option(
     "--n-comparisons",
@@ -149,26 +154,27 @@ _seed = click.option("--seed", type=int, default=0, show_default=True, help="Ran
     default=None,
     help="Directory for W*.npy, embedding.npy and report.json (written atomically).",
 )
+@HEADER_OPTION
 @_json
 @_seed
-def SOLVE(
-    kind,
-    diagonal,
-    beta,
-    comparisons,
-    features,
-    kernels,
-    dataset,
-    n_comparisons,
-    solver,
-    out,
-    as_json,
-    seed,
-):
-    """Learn a partial order embedding (LPOE / KPOE / MKPOE) from relative comparisons."""
+def SOLVE(kind, diagonal, out, as_json, **opts):
+    """Learn a partial order embedding (LPOE / KPOE / MKPOE) from relative comparisons.
+
+    Without files: the built-in taxonomy comparisons on digits (--dataset digits_taxonomy).
+
+    --comparisons: a CSV file with the header row i,j,k,l, one comparison per row:
+    0-based item indices meaning d(i,j) + 1 <= d(k,l), the pair (i,j) more similar
+    than (k,l); triads i,j,k mean (i,j) closer than (i,k). For example:
+
+    \b
+        i,j,k,l
+        0,1,0,2
+        1,2,0,3
+    """
     with library_errors():
-        C, data, name = _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons)
-        model = _model(kind, beta, diagonal, solver).fit(C, data)
+        files = (opts["comparisons"], opts["features"], opts["kernels"])
+        C, data, name = _inputs(kind, *files, opts["dataset"], opts["seed"], opts["n_comparisons"])
+        model = _model(kind, opts["beta"], diagonal, opts["solver"]).fit(C, data)
         Z = model.transform(data)
         report = {
             "method": "poe",
@@ -275,6 +281,7 @@ def VALIDATE(
 
 @click.command("filter")
 @click.argument("comparisons", type=click.Path(exists=True, dir_okay=False))
+@HEADER_OPTION
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
@@ -284,8 +291,18 @@ def VALIDATE(
 @_seed
 @_json
 def FILTER(comparisons, out, seed, as_json):
-    """Filter relative comparisons (§2.2): duplicates, length-2 cycles, a maximal acyclic
-    subset (Alg. 1, seeded), transitive reduction; report what each stage removed."""
+    """Filter relative comparisons (§2.2): repeated rows, length-2 cycles, a maximal
+    acyclic subset (Alg. 1, seeded), transitive reduction; report what each stage removed.
+
+    COMPARISONS: a CSV file with the header row i,j,k,l, one comparison per row: 0-based
+    item indices meaning d(i,j) + 1 <= d(k,l), the pair (i,j) more similar than (k,l);
+    triads i,j,k mean (i,j) closer than (i,k). For example:
+
+    \b
+        i,j,k,l
+        0,1,0,2
+        1,2,0,3
+    """
     with library_errors():
         C = load_comparisons(comparisons)
         t0 = time.perf_counter()

@@ -7,38 +7,26 @@ carries the objective history instead.
 from __future__ import annotations
 
 import click
-import numpy as np
 
 from ..neighbors import knn_error
 from ..ssne.estimator import SSNE
 from ._common import (
     DATA_OPTIONS,
     POSITIVE_INT,
+    SPLIT_OPTION,
     apply_options,
     emit,
     library_errors,
-    load_array,
-    load_csv,
+    load_features,
+    load_pairs,
     load_xy,
     write_outputs,
 )
 
 
-def _load_pairs(path):
-    """Pairs CSV with header ``i,j,r`` (or .npy/.npz of shape (Q, 3)) -> (idx, s)."""
-    if path.lower().endswith(".csv"):
-        header, arr = load_csv(path)
-        if header is not None and [h.lower() for h in header] != ["i", "j", "r"]:
-            raise ValueError(f"pairs file {path!r} must have the header i,j,r; got {header}.")
-    else:
-        arr = np.asarray(load_array(path, "pairs"), dtype=float)
-    if arr.ndim != 2 or arr.shape[1] != 3:
-        raise ValueError(f"'pairs' must have three columns i,j,r; got shape {arr.shape}.")
-    return arr[:, :2], arr[:, 2]
-
-
 @click.command("ssne")
 @apply_options(DATA_OPTIONS)
+@SPLIT_OPTION
 @click.option(
     "--pairs",
     type=click.Path(exists=True, dir_okay=False),
@@ -67,37 +55,33 @@ def _load_pairs(path):
     default=None,
     help="Directory for W.npy and report.json (written atomically).",
 )
-def SOLVE(
-    dataset, features, labels, pairs, n_components, lam, epochs, restarts, k, seed, as_json, out
-):
+def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     """Learn an SSNE embedding onto the sphere (Batra & Shakhnarovich, eq. 3)."""
+    n_components, lam = settings["n_components"], settings["lam"]
     with library_errors():
         model = SSNE(
             n_components=n_components,
             lam=lam,
-            n_epochs=epochs,
-            n_restarts=restarts,
-            random_state=seed,
+            n_epochs=settings["epochs"],
+            n_restarts=settings["restarts"],
+            random_state=settings["seed"],
         )
         report = {"method": "ssne", "n_components": n_components, "lam": lam}
         if pairs is not None:
             if features is None or dataset is not None or labels is not None:
                 raise ValueError("--pairs goes with --features only (no --dataset, no --labels).")
-            X = np.asarray(load_array(features, "features"), dtype=float)
-            idx, s = _load_pairs(pairs)
+            X = load_features(features)
+            idx, s = load_pairs(pairs)
             model.fit(X, s, pairs=idx)
             report.update(instance=str(features), n_points=int(X.shape[0]), n_pairs=len(s))
         else:
             Xtr, ytr, Xte, yte, name = load_xy(dataset, features, labels)
             model.fit(Xtr, ytr)
-            Ztr, Zte = model.transform(Xtr), model.transform(Xte)
-            report.update(
-                instance=name,
-                n_train=int(Xtr.shape[0]),
-                k=k,
-                knn_test_error=knn_error(Ztr, ytr, Zte, yte, k),
-                euclidean_knn_test_error=knn_error(Xtr, ytr, Xte, yte, k),
-            )
+            report.update(instance=name, n_train=int(Xtr.shape[0]), k=k)
+            if Xte is not None:
+                Ztr, Zte = model.transform(Xtr), model.transform(Xte)
+                report["knn_test_error"] = knn_error(Ztr, ytr, Zte, yte, k)
+                report["euclidean_knn_test_error"] = knn_error(Xtr, ytr, Xte, yte, k)
         report.update(model.result_.summary())
         report["active_components"] = model.active_components_.tolist()
         report["history"] = [float(v) for v in model.result_.history]
@@ -115,5 +99,5 @@ def SOLVE(
             f"(Euclidean {report['euclidean_knn_test_error']:.2%})"
         )
     if out is not None:
-        lines.append(f"  wrote {out}/ (model.json, W.npy, report.json)")
+        lines.append(f"  wrote {out.rstrip('/')}/ (model.json, W.npy, report.json)")
     emit(report, as_json, lines)

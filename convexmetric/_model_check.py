@@ -174,6 +174,10 @@ def _check_classifier(directory, kind, meta, a):
     classes = a["classes"]
     if classes.ndim != 1 or classes.size == 0 or y.min() < 0 or y.max() >= len(classes):
         fail(directory, "train_labels.npy must index into classes.npy.")
+    k = meta["classifier"]["k"]
+    if k > y.size:
+        fail(directory, f"{MODEL_FILE}: classifier k = {k} is larger than the {y.size} training "
+                        "points it votes among.")  # fmt: skip
     Z = a.get("train_embedding")
     if Z is not None:
         r = a["components"].shape[0]

@@ -112,7 +112,7 @@ def test_wrong_dimension_input_fails_cleanly(tmp_path, model_dir):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (b"a,b,c,d\n1,2,x,4\n", "could not convert"),
+        (b"a,b,c,d\n1,2,x,4\n", "'in.csv', row 2, column 3 ('c'): 'x' is not a number"),
         (b"", "is empty"),
         (None, "pickled"),
     ],

@@ -38,11 +38,14 @@ def test_solve_from_files_writes_atomically(tmp_path):
         [
             "solve", "lmnn", "--features", str(tmp_path / "X.npy"),
             "--labels", str(tmp_path / "y.csv"), "--out", str(out), "--json",
+            "--split", "stratified",
         ],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
     report = json.loads(res.output)
     assert report["status"] == "optimal" and report["knn_test_error"] <= 0.1
+    assert report["split"]["kind"] == "stratified" and report["split"]["n_train"] == 105
+    assert report["inputs"]["labels"]["rows"] == 150
     names = {p.name for p in out.iterdir()}
     assert {"components.npy", "metric.npy", "report.json", "model.json"} <= names
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp leftovers
@@ -55,7 +58,7 @@ def test_library_errors_are_one_clean_line(tmp_path):
     runner = CliRunner()
     res = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--k", "0"])
     assert res.exit_code != 0
-    assert "The 'k' parameter of LMNN must be an int" in res.output
+    assert "Invalid value for '--k'" in res.output  # the option the user typed
     assert "Traceback" not in res.output
     np.save(tmp_path / "X.npy", np.zeros((5, 2)))
     np.save(tmp_path / "y.npy", np.zeros(4))
@@ -70,7 +73,10 @@ def test_library_errors_are_one_clean_line(tmp_path):
             str(tmp_path / "y.npy"),
         ],
     )
-    assert res.exit_code != 0 and "'labels' has 4 entries but 'features' has 5 rows" in res.output
+    assert (
+        res.exit_code != 0
+        and "the labels file has 4 rows but the features file has 5" in res.output
+    )
     res = runner.invoke(main, ["solve", "lmnn"])
     assert res.exit_code != 0 and "no input" in res.output
     # nothing half-written on failure

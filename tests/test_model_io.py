@@ -227,6 +227,12 @@ def test_tampered_json(saved):
         load_model(saved)
 
 
+def test_classifier_k_larger_than_the_training_set_is_refused(saved):
+    _edit_json(saved, lambda m: m["classifier"].update(k=10_000))
+    with pytest.raises(ValueError, match=r"classifier k = 10000 is larger than the \d+ training"):
+        load_model(saved)
+
+
 def test_wrong_format_version(saved):
     _edit_json(saved, lambda m: m.update(format_version=99))
     with pytest.raises(ValueError, match="format_version 99"):
