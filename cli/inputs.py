@@ -126,13 +126,11 @@ def load_xy(dataset, features, labels, *, split=True):
         raise ValueError("give either --dataset or --features/--labels, not both.")
     mode = split_mode(dataset)
     if dataset is not None:
-        if (
-            split
-            and mode == "stratified"
-            and datasets.ALIASES.get(dataset, dataset) in (datasets.GROUPED)
-        ):
-            Xtr, Xte, ytr, yte = datasets.load_split(dataset)  # split by source item
-            _record_split("stratified by source item", len(ytr), len(yte), None)
+        key = datasets.ALIASES.get(dataset, dataset)
+        if split and mode == "stratified" and (key in datasets.GROUPED or key in datasets.SPLITS):
+            Xtr, Xte, ytr, yte = datasets.load_split(dataset)  # by source item, or its own
+            how = "by source item" if key in datasets.GROUPED else "the data set's own split"
+            _record_split(f"stratified {how}", len(ytr), len(yte), None)
             return Xtr, ytr, Xte, yte, dataset
         X, y = datasets.load(dataset)
         name = dataset
