@@ -66,7 +66,17 @@ def whitening(R, rtol=1e-10):
     """``T = V Λ^{-1/2}`` over the positive eigenspace of ``R`` (``TᵀRT = I``), the
     null-space basis and ``T⁺ = Λ^{1/2}Vᵀ``; ``tr(RW) = tr Ŵ`` for ``W = T Ŵ Tᵀ``,
     ``Ŵ = T⁺ W T⁺ᵀ``."""
+    d = np.diag(R)
+    if np.count_nonzero(R - np.diag(d)) == 0:  # diagonal (the identity of feature blocks)
+        return _diagonal_whitening(d, rtol)
     lam, V = np.linalg.eigh(0.5 * (R + R.T))
     keep = lam > rtol * max(float(lam[-1]), 1e-300)
     Vk = V[:, keep]
     return Vk / np.sqrt(lam[keep]), V[:, ~keep], (Vk * np.sqrt(lam[keep])).T
+
+
+def _diagonal_whitening(d, rtol):
+    """:func:`whitening` of ``diag(d)`` without an eigendecomposition."""
+    keep = d > rtol * max(float(d.max()), 1e-300)
+    E = np.eye(len(d))
+    return E[:, keep] / np.sqrt(d[keep]), E[:, ~keep], (E[:, keep] * np.sqrt(d[keep])).T

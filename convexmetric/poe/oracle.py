@@ -14,6 +14,8 @@ The diagonal case uses ``diag(FᵀLF) = Σ_rows (LF) ∘ F`` (no n³ product).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -39,11 +41,17 @@ class POEOracle(Oracle):
         self.left, self.right = inv[:m], inv[m:]
         self.pa, self.pb = keys // nn, keys % nn
         self.P = len(keys)
-        self.diffs = []
-        for F, _ in blocks:
-            U = F[self.pa] - F[self.pb]
-            self.diffs.append(U * U if diagonal else U)
         self.reg_grad = [np.diag(R).copy() if diagonal else R for _, R in blocks]
+
+    @functools.cached_property
+    def diffs(self):
+        """Per block, the pair differences ``F_a − F_b`` (squared for ``diagonal``): built on
+        first use (``P × r`` each; the factored solver never needs them)."""
+        out = []
+        for F, _ in self.blocks:
+            U = F[self.pa] - F[self.pb]
+            out.append(U * U if self.diagonal else U)
+        return out
 
     def hinge_arguments(self, Ws):
         d = np.zeros(self.P)
