@@ -6,7 +6,7 @@
    2,000 comparisons): the exact CLARABEL solve (gap/feasibility tolerances 1e-8,
    status checked) against the large-scale solver — projected subgradient + smoothing
    (full SDPs; diagonal LPs with ``method="subgradient"``) and the certified smoothed
-   L-BFGS-B of :mod:`convexmetric.solvers.poe_diagonal` (diagonal LPs, the default) —
+   L-BFGS-B of :mod:`convexmetric.poe.diagonal` (diagonal LPs, the default) —
    seconds, time ratio and final relative gap, and the time (and ratio) at which the
    solver's objective first came within 1e-3 of the optimum, side by side. The diagonal
    LPs take milliseconds, so both sides are the best of 5 runs there.
@@ -16,14 +16,19 @@
    4,400 triadic comparisons (the size of aset400 after filtering, §5.2): seconds,
    certified relative gap, kernel weights ``tr(WᵖKᵖ)`` normalised (the noise kernel's
    should be the smallest); and KPOE, RBF kernel on 800 digits, 20,000 comparisons:
-   the factored solver of :mod:`convexmetric.solvers.poe_factored` against App. B's
+   the factored solver of :mod:`convexmetric.poe.factored` against App. B's
    projected subgradient + smoothing (``method="subgradient"``), side by side.
 
 4. The diagonal MKPOE LP at the §5.1 scale (10 kernels × 160 training digits, 2,000
-   comparisons): seconds and certified gap of :mod:`convexmetric.solvers.poe_diagonal`
+   comparisons): seconds and certified gap of :mod:`convexmetric.poe.diagonal`
    at tolerance 1e-4 (under load).
 
-    python benchmarks/bench_poe.py [filter] [small] [scale] [kpoe800] [diag51]
+5. ``scale1650``: MKPOE through the public estimator, 5 kernels (four views and one noise
+   kernel) over 1,650 training digits (the whole digits set but 90 test digits), 22,000
+   triadic comparisons, certified tolerance 1e-3: seconds, certified gap, peak RSS, and
+   the 330-digit row of item 3 in the same run (time ratio 1650/330).
+
+    python benchmarks/bench_poe.py [filter] [small] [scale] [kpoe800] [diag51] [scale1650]
 """
 
 import time
@@ -196,10 +201,40 @@ def bench_diagonal_51(betas=(100.0, 1000.0), tol=1e-4):
               f"{res.objective:.6f}  certified gap {res.info['relative_gap']:.2e}")  # fmt: skip
 
 
+def _mkpoe_fit(n_per_class, n_comparisons, beta=100.0, tol=1e-3):
+    """MKPOE (public API) on ``10·n_per_class − 90`` training digits; (seconds, model)."""
+    from convexmetric import MKPOE
+
+    T = make_taxonomy(n_per_class, n_noise=1, n_train_comparisons=n_comparisons,
+                      n_test_comparisons=10, test_size=90 / (10 * n_per_class),
+                      random_state=0)  # fmt: skip
+    Ks, names = T.train_kernels(), T.kernel_names
+    keep = [0, 1, 2, 3, names.index("noise1")]
+    t0 = time.perf_counter()
+    m = MKPOE(beta=beta, tol=tol).fit(T.train_comparisons, [Ks[p] for p in keep])
+    return time.perf_counter() - t0, m
+
+
+def bench_mkpoe_1650(tol=1e-3):
+    import resource
+
+    print(f"\nMKPOE full (estimator), 5 kernels, certified tol {tol}")
+    secs = {}
+    for n, m in ((42, 4400), (174, 22000)):
+        t, est = _mkpoe_fit(n, m, tol=tol)
+        r = est.result_
+        secs[n] = t
+        print(f"  {est.W_[0].shape[0]:5d} digits, {m:6d} comparisons: {t:7.1f} s  status "
+              f"{r.status}  objective {r.objective:.6f}  certified gap {r.certified_gap:.2e}"
+              f"  solver {r.solver}")  # fmt: skip
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"  time ratio 1650/330: {secs[174] / secs[42]:.1f}x; peak RSS {rss:.2f} GiB")
+
+
 if __name__ == "__main__":
     import sys
 
-    parts = sys.argv[1:] or ["filter", "small", "scale", "kpoe800", "diag51"]
+    parts = sys.argv[1:] or ["filter", "small", "scale", "kpoe800", "diag51", "scale1650"]
     if "filter" in parts:
         bench_filter()
     if "small" in parts:
@@ -210,3 +245,5 @@ if __name__ == "__main__":
         bench_kpoe_800()
     if "diag51" in parts:
         bench_diagonal_51()
+    if "scale1650" in parts:
+        bench_mkpoe_1650()
