@@ -312,7 +312,7 @@ def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_jso
         for variant in VARIANTS:
             model = _model(variant, r, 0.1, 0, False, seed)
             t0 = time.perf_counter()
-            model.partial_fit(X[stream[:, 0]], X[stream[:, 1]], X[stream[:, 2]])
+            model.partial_fit_triplets(X[stream[:, 0]], X[stream[:, 1]], X[stream[:, 2]])
             f = objective(model.W_, X, X, T, C)
             report["solvers"][VARIANTS[variant]] = {
                 "objective": f,

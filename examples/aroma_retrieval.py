@@ -55,7 +55,7 @@ def run(X, y, *, n_iter, folds, trace_every, r, C, ks, seed=0):
             model = make()
             for s in range(0, n_iter, trace_every):  # the same stream for every learner
                 t = T[s : s + trace_every]
-                model.partial_fit(Xtr[t[:, 0]], Xtr[t[:, 1]], Xtr[t[:, 2]])
+                model.partial_fit_triplets(Xtr[t[:, 0]], Xtr[t[:, 1]], Xtr[t[:, 2]])
                 if fold == 0:
                     p10 = precision_at_k(model.similarity(Xte), yte, 10)
                     trace[name].append((model.n_rounds_, model.n_updates_, p10))

@@ -43,9 +43,9 @@ def test_fit_deterministic_and_equal_to_the_stream(Est, small):
     T = bilinear.sample_triplets(y, 300, random_state=7)
     c = Est()
     for t in (T[:100], T[100:250]):  # blocks of rows ...
-        c.partial_fit(X[t[:, 0]], X[t[:, 1]], X[t[:, 2]])
+        c.partial_fit_triplets(X[t[:, 0]], X[t[:, 1]], X[t[:, 2]])
     for i, j, k in T[250:]:  # ... then one triplet at a time, mixing dense and sparse
-        c.partial_fit(X[i].toarray().ravel(), X[j], X[k])
+        c.partial_fit_triplets(X[i].toarray().ravel(), X[j], X[k])
     np.testing.assert_allclose(a.W_, c.W_, atol=1e-12)
     assert a.n_rounds_ == c.n_rounds_ == 300 and a.n_updates_ == c.n_updates_ > 0
     assert a.result_.iterations == 300 and a.result_.matrix is a.W_
@@ -66,14 +66,14 @@ def test_non_square_partial_fit_and_scoring():
     rng = np.random.default_rng(0)
     Q, Pp, Pn = rng.normal(size=(50, 3)), rng.normal(size=(50, 5)), rng.normal(size=(50, 5))
     for Est in ESTIMATORS:
-        m = Est().partial_fit(Q, Pp, Pn)
+        m = Est().partial_fit_triplets(Q, Pp, Pn)
         assert m.W_.shape == (3, 5)
         s = m.score_pairs(Q[:4], Pp[:4])
         np.testing.assert_allclose(s, [Q[i] @ m.W_ @ Pp[i] for i in range(4)])
         S = m.similarity(Q[:4], Pp)
         np.testing.assert_array_equal(m.rank(Q[0], Pp), np.argsort(-S[0], kind="stable"))
-        with pytest.raises(ValueError, match="'q' has 5 features but W_ has 3 rows"):
-            m.partial_fit(Pp[:2], Pp[:2], Pn[:2])
+        with pytest.raises(ValueError, match=r"q has 5 features, but .* is expecting 3 features"):
+            m.partial_fit_triplets(Pp[:2], Pp[:2], Pn[:2])
         with pytest.raises(ValueError, match="'P' has 3 features"):
             m.similarity(Q, Q)
 
@@ -105,7 +105,7 @@ def test_nan_inf_named(pos, bad):
     args[pos][1, 1] = bad
     name = ["q", "p_pos", "p_neg"][pos]
     with pytest.raises(ValueError, match=f"'{name}' contains NaN or inf"):
-        DiagonalAROMA().partial_fit(*args)
+        DiagonalAROMA().partial_fit_triplets(*args)
     with pytest.raises(ValueError, match="'X' contains NaN or inf"):
         OASIS().fit(np.full((4, 2), bad), [0, 0, 1, 1])
 
@@ -120,11 +120,11 @@ def test_other_bad_input():
     with pytest.raises(ValueError, match="'y' has 3 labels but X has 4 rows"):
         FactoredAROMA().fit(np.eye(4), [0, 0, 1])
     with pytest.raises(ValueError, match="p_pos and p_neg of equal shape"):
-        DiagonalAROMA().partial_fit(np.ones(3), np.ones(4), np.ones(5))
+        DiagonalAROMA().partial_fit_triplets(np.ones(3), np.ones(4), np.ones(5))
     with pytest.raises(NotFittedError):
         OASIS().similarity(np.eye(3))
     with pytest.raises(ValueError, match=r"'q' must be a 2-dimensional"):
-        DiagonalAROMA().partial_fit(np.ones((2, 2, 2)), np.ones(2), np.ones(2))
+        DiagonalAROMA().partial_fit_triplets(np.ones((2, 2, 2)), np.ones(2), np.ones(2))
 
 
 def test_retrieval_reproduction_small():
@@ -148,3 +148,20 @@ def test_bow_dataset_registered():
     X, y = load("bow")
     assert sp.issparse(X) and X.shape == (1000, 1000)
     assert 20 <= np.median(np.diff(X.indptr)) <= 35 and len(np.unique(y)) == 10
+
+
+def test_partial_fit_is_incremental_fit_on_labelled_batches():
+    X, y = bag_of_features(120, 30, 3, group_size=5, class_groups=2, random_state=0)
+    for Est in ESTIMATORS:
+        m = Est(max_iter=100, random_state=0)
+        m.partial_fit(X[:60], y[:60])
+        assert m.n_rounds_ == 100 and m.n_features_in_ == 30
+        W1 = m.W_.copy()
+        m.partial_fit(X[60:], y[60:])
+        assert m.n_rounds_ == 200 and not np.allclose(m.W_, W1)
+        again = Est(max_iter=100, random_state=0)
+        again.partial_fit(X[:60], y[:60]).partial_fit(X[60:], y[60:])
+        np.testing.assert_allclose(again.W_, m.W_)  # seeded: the same stream
+        with pytest.raises(ValueError, match="is expecting 30 features"):
+            m.partial_fit(X[:, :-1], y)
+        assert Est().__sklearn_tags__().input_tags.sparse

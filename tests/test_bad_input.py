@@ -488,7 +488,7 @@ def test_partial_fit_checks_each_argument(est, kind, which):
         a[0, 0] = "x"
     args[which] = a
     model = LABELLED[est]()
-    rejected(lambda: model.partial_fit(**args), "q", "p_pos", "p_neg")
+    rejected(lambda: model.partial_fit_triplets(**args), "q", "p_pos", "p_neg")
 
 
 _FITTED = {}

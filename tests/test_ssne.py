@@ -202,7 +202,7 @@ def test_bad_data():
     with pytest.raises(ValueError, match="not fitted"):
         SSNE().transform(X)
     m = SSNE(n_epochs=1, random_state=0).fit(X, y)
-    with pytest.raises(ValueError, match="fitted with 4"):
+    with pytest.raises(ValueError, match="is expecting 4 features"):
         m.transform(np.eye(3))
 
 

@@ -1,11 +1,13 @@
 """Online bilinear similarity learners: d-AROMA, f-AROMA (Crammer & Chechik 2012) and OASIS.
 
 Each learns ``W`` (m×n) for the similarity ``S_W(q, p) = qᵀ W p`` from triplets
-``(q, p⁺, p⁻)``, one round per triplet. ``partial_fit(q, p_pos, p_neg)`` consumes a
-stream (single vectors or blocks of rows, dense or scipy.sparse; queries and objects
-may have different dimensions); ``fit(X, y)`` draws ``max_iter`` triplets from labels
-with :func:`convexmetric.bilinear.sample_triplets` (query, same-class positive,
-other-class negative), so ``m = n = X.shape[1]``.
+``(q, p⁺, p⁻)``, one round per triplet. ``partial_fit_triplets(q, p_pos, p_neg)``
+consumes a stream (single vectors or blocks of rows, dense or scipy.sparse; queries and
+objects may have different dimensions); ``fit(X, y)`` draws ``max_iter`` triplets from
+labels with :func:`convexmetric.bilinear.sample_triplets` (query, same-class positive,
+other-class negative), so ``m = n = X.shape[1]``; ``partial_fit(X, y)`` is
+scikit-learn's incremental form of ``fit``: it continues from the current ``W`` with
+``max_iter`` more triplets drawn from the labelled batch ``(X, y)``.
 
 >>> from convexmetric.datasets import bag_of_features
 >>> X, y = bag_of_features(200, 100, 4, random_state=0)
@@ -60,9 +62,19 @@ class _OnlineBilinear(BaseEstimator):
                 f"Got {self.mistake_driven!r} instead."
             )
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True  # X may be a scipy.sparse matrix (CSR inside)
+        return tags
+
     def _start(self, m, n):
         self._check_common()
         self._engine = self._make_engine(m, n)
+        self._rng = np.random.default_rng(self.random_state)  # partial_fit's triplet draws
+        if m == n:
+            self.n_features_in_ = m
+        elif hasattr(self, "n_features_in_"):
+            del self.n_features_in_
         self.n_rounds_ = self.n_updates_ = self.n_mistakes_ = 0
         self.cumulative_loss_ = 0.0
         self.loss_history_ = []
@@ -105,14 +117,32 @@ class _OnlineBilinear(BaseEstimator):
         max_iter : int, optional
             Overrides the ``max_iter`` parameter for this call.
         """
-        X = check_matrix(X, "X", allow_sparse=True)
+        X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
         y = check_labels(y, X.shape[0])
         self._start(X.shape[1], X.shape[1])
+        return self._fit_triplets(X, y, max_iter, self.random_state)
+
+    def partial_fit(self, X, y, max_iter=None):
+        """Continue learning ``W`` from ``max_iter`` more triplets of the batch ``(X, y)``.
+
+        scikit-learn's incremental ``fit``: the first call starts from the initial ``W``,
+        every call adds rounds (the counters and the online loss carry on). Successive
+        calls draw their triplets from one seeded stream (``random_state``). For a
+        stream of explicit triplets use :meth:`partial_fit_triplets`.
+        """
+        X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
+        y = check_labels(y, X.shape[0])
+        if not hasattr(self, "W_"):
+            self._start(X.shape[1], X.shape[1])
+        self._check_dims(X, "X", X, "X")
+        return self._fit_triplets(X, y, max_iter, self._rng)
+
+    def _fit_triplets(self, X, y, max_iter, random_state):
         name = type(self).__name__
         if max_iter is not None:
             max_iter = check_scalar(max_iter, "max_iter", int, min_val=0, owner=name)
         max_iter = self.max_iter if max_iter is None else max_iter
-        triplets = bilinear.sample_triplets(y, max_iter, random_state=self.random_state)
+        triplets = bilinear.sample_triplets(y, max_iter, random_state=random_state)
         with logging_to_stderr(logger, self.verbose):
             for s in range(0, max_iter, _CHUNK):
                 self._run(*bilinear.triplet_differences(X, X, triplets[s : s + _CHUNK]))
@@ -124,7 +154,7 @@ class _OnlineBilinear(BaseEstimator):
             log_summary(logger, self.verbose, name, self.result_)
         return self
 
-    def partial_fit(self, q, p_pos, p_neg):
+    def partial_fit_triplets(self, q, p_pos, p_neg):
         """One round per triplet ``(q, p_pos, p_neg)`` (1-d vectors or blocks of rows)."""
         Q, Pp, Pn = _rows(q, "q"), _rows(p_pos, "p_pos"), _rows(p_neg, "p_neg")
         if Pp.shape != Pn.shape or Q.shape[0] != Pp.shape[0]:
@@ -148,7 +178,10 @@ class _OnlineBilinear(BaseEstimator):
     def _check_dims(self, Q, qname, P, pname):
         m, n = self.W_.shape
         if Q.shape[1] != m:
-            raise ValueError(f"'{qname}' has {Q.shape[1]} features but W_ has {m} rows (m).")
+            raise ValueError(
+                f"'{qname}' has the wrong width: {qname} has {Q.shape[1]} features, but "
+                f"{type(self).__name__} is expecting {m} features as input (the rows of W_)."
+            )
         if P.shape[1] != n:
             raise ValueError(f"'{pname}' has {P.shape[1]} features but W_ has {n} columns (n).")
 
@@ -178,6 +211,9 @@ class _OnlineBilinear(BaseEstimator):
 
     def score(self, X, y, k=10):
         """Precision at ``k`` with every row of ``X`` as a query against the rest."""
+        self._check_fitted()
+        X = _rows(X, "X")
+        self._check_dims(X, "X", X, "X")
         return precision_at_k(self.similarity(X), y, k)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -248,7 +248,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return self.classes_[pred]
 
 
-class KernelLMNN(MahalanobisMixin, ClassifierMixin, BaseEstimator):
+class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     """Kernel LMNN (§5.3): ``M = Σ A_lm Φ(x_l)Φ(x_m)ᵀ``, everything through kernel values.
 
     Parameters

@@ -22,11 +22,11 @@ import logging
 import time
 
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.metrics import roc_auc_score
 
 from .. import kernels as _kernels
-from .._validation import check_choice, check_matrix, check_scalar
+from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..optim.smoothing import SmoothingSettings
 from ..optim.subgradient import SubgradientSettings
@@ -41,7 +41,7 @@ ORACLES = {"balanced": balanced_pairs, "labels": label_pairs}
 KERNELS = {"maurer": _kernels.maurer_kernel, "linear": None}
 
 
-class _PairOperator(BaseEstimator):
+class _PairOperator(TransformerMixin, BaseEstimator):
     """Shared plumbing: pairs from the input, kernels, transform and pair predictions."""
 
     def _pairs(self, X, y):
@@ -67,11 +67,7 @@ class _PairOperator(BaseEstimator):
         return KERNELS[k]
 
     def _embed(self, Z):
-        Z = check_matrix(Z, "X")
-        if Z.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"'X' has {Z.shape[1]} features; the model was fitted with {self.n_features_in_}."
-            )
+        Z = check_new_data(self, Z)
         return Z if self.kernel_fn_ is None else self.kernel_fn_(Z, self.points_)
 
     def _finish(self, coef, gram):

@@ -37,7 +37,13 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
-from .._validation import check_indices, check_labels, check_matrix, check_scalar
+from .._validation import (
+    check_indices,
+    check_labels,
+    check_matrix,
+    check_new_data,
+    check_scalar,
+)
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..result import SolveResult
 from .solver import SSNESettings, embed, features, ssne_bcd
@@ -82,9 +88,13 @@ def check_similarity(s, m, name="s"):
 
 
 def _ndim(X):
-    """``np.ndim(X)``, or -1 for a ragged nested list (``check_matrix`` then names it)."""
+    """``X``'s number of dimensions (any array-like), or -1 for a ragged nested list
+    (``check_matrix`` then names it)."""
+    ndim = getattr(X, "ndim", None)
+    if isinstance(ndim, int):
+        return ndim
     try:
-        return np.ndim(X)
+        return np.asarray(X).ndim
     except ValueError:
         return -1
 
@@ -283,12 +293,7 @@ class SSNE(TransformerMixin, BaseEstimator):
     def _check_X(self, X):
         if not hasattr(self, "W_"):
             raise ValueError("This SSNE instance is not fitted yet; call fit first.")
-        X = check_matrix(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"'X' has {X.shape[1]} features but SSNE was fitted with {self.n_features_in_}."
-            )
-        return X
+        return check_new_data(self, X)
 
     def transform(self, X):
         """``H(X)``: one point on the unit sphere of R^M per row (0 if W_ is all zero)."""
