@@ -5,10 +5,10 @@ rows, columns, header) is recorded for the running command and reported with its
 output (stderr in text mode, ``"inputs"`` under ``--json``, ``report.json``), as is the
 split: which rows trained the model and which were held out.
 
-``--split stratified`` is the standard split (DESIGN.md: stratified 70/30,
-``random_state=0``, scaler fitted on the training part); ``--split none`` trains on every
-row (the scaler is fitted on all of them). The default is ``stratified`` for a built-in
-``--dataset`` and ``none`` for the user's ``--features``.
+``--split stratified`` is the standard split (:func:`convexmetric.datasets.split`:
+stratified 70/30, ``random_state=0``, scaler fitted on the training part);
+``--split none`` trains on every row (the scaler is fitted on all of them). The default
+is ``stratified`` for a built-in ``--dataset`` and ``none`` for the user's ``--features``.
 """
 
 from __future__ import annotations

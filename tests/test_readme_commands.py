@@ -88,14 +88,24 @@ def test_quick_options_are_documented():
             assert opt in help_text, f"{opt} is not documented in `{' '.join(sub)} --help`"
 
 
+def example_comparisons():
+    """The lines of the README's example comparisons file (None if it has none)."""
+    text = README.read_text(encoding="utf-8")
+    example = re.search(r"```\n\s*(i,j,k,l\n(?:\s*[0-9,]+\n)+)\s*```", text)
+    if example is None:
+        return None
+    return [ln.strip() for ln in example.group(1).splitlines() if ln.strip()]
+
+
+def test_readme_shows_a_three_line_comparisons_file():
+    lines = example_comparisons()
+    assert lines is not None and len(lines) == 3 and lines[0] == "i,j,k,l"
+
+
 @pytest.fixture
 def workdir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    text = README.read_text(encoding="utf-8")
-    example = re.search(r"```\n\s*(i,j,k,l\n(?:\s*[0-9,]+\n)+)\s*```", text)
-    assert example, "README lost its example comparisons file"
-    lines = [ln.strip() for ln in example.group(1).splitlines() if ln.strip()]
-    assert len(lines) == 3
+    lines = example_comparisons() or ["i,j,k,l", "0,1,0,2", "1,2,0,3"]
     (tmp_path / "comparisons.csv").write_text("\n".join(lines) + "\n")
     X, y = datasets.load("iris")
     names = np.array(["setosa", "versicolor", "virginica"])
