@@ -26,6 +26,7 @@ from ._common import (
     solver_line,
 )
 from ._plot import Trace, plot_option, write_validate_plot
+from .inputs import check_label_counts
 from .lmnn_options import INPUTS
 
 
@@ -87,9 +88,8 @@ def VALIDATE(**opts):
     k, mu = opts["k"], opts["mu"]
     with library_errors():
         Xtr, ytr, _, _, name = load_xy(opts["dataset"], opts["features"], opts["labels"])
+        check_label_counts(ytr, k)
         _, y = np.unique(ytr, return_inverse=True)
-        if np.bincount(y).min() <= k:
-            LMNN(k=k, mu=mu, max_iter=1).fit(Xtr, ytr)  # raises the clear error
         T = target_neighbors(Xtr, y, k)
         n_terms = len(P.all_triplets(y, T)[0])
         exact, solvers = _exact_solves(Xtr, ytr, y, T, n_terms, opts)
@@ -157,6 +157,7 @@ def _validate_extension(opts):
     with library_errors():
         Xtr, ytr, _, _, name = load_xy(opts["dataset"], opts["features"], opts["labels"])
         X, y = small_instance(Xtr, ytr, per_class)
+        check_label_counts(y, k)
         exact, solvers = validate_variant(
             X,
             y,
