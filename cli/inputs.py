@@ -234,8 +234,24 @@ def split_line(info):
     )
 
 
-def load_comparisons(path):
-    """A comparisons file (see :data:`COMPARISONS_HELP`) as :class:`Comparisons`."""
+def _check_range(table, arr, columns, n_items):
+    """Indices in ``[0, n_items)`` (``n_items`` None: only ``>= 0``), naming row and column."""
+    hi = np.inf if n_items is None else n_items
+    bad = np.argwhere((arr < 0) | (arr >= hi))
+    if not bad.size:
+        return
+    r, c = bad[0]
+    if arr[r, c] < 0:
+        why = "is negative (indices count items from 0)"
+    else:
+        why = f"is past the last of the {n_items} items (indices count from 0)"
+    where = table.where(table.first_row + r, columns[c] + 1)
+    raise ValueError(f"{where}: index {arr[r, c]} {why}.")
+
+
+def load_comparisons(path, n_items=None):
+    """A comparisons file (see :data:`COMPARISONS_HELP`) as :class:`Comparisons`; with
+    ``n_items``, every index must name one of the items (a row of the features)."""
     from ..comparisons import Comparisons, check_comparisons
 
     table = read(path, "comparisons")
@@ -254,14 +270,9 @@ def load_comparisons(path):
         raise ValueError(
             f"{table.where()}: {table.n_columns} columns; a comparison is i,j,k,l (or i,j,k)."
         )
-    arr = table.integers(list(range(table.n_columns)))
-    bad = np.argwhere(arr < 0)
-    if bad.size:
-        r, c = bad[0]
-        raise ValueError(
-            f"{table.where(table.first_row + r, c + 1)}: index {arr[r, c]} is negative "
-            "(indices count items from 0)."
-        )
+    columns = list(range(table.n_columns))
+    arr = table.integers(columns)
+    _check_range(table, arr, columns, n_items)
     if arr.shape[1] == 3:  # triad (i, j, k): (i, j) closer than (i, k)
         arr = np.column_stack([arr[:, 0], arr[:, 1], arr[:, 0], arr[:, 2]])
     name = os.path.basename(path)
@@ -276,15 +287,16 @@ COMPARISONS_HELP = (
 )
 
 
-def load_pairs(path):
+def load_pairs(path, n_items=None):
     """A pairs file ``i,j,r`` (0-based row indices, a label or target per pair) ->
-    ``(int indices (Q, 2), r (Q,))``."""
+    ``(int indices (Q, 2), r (Q,))``; with ``n_items``, indices must name rows."""
     table = read(path, "pairs")
     if table.header is not None and [h.lower() for h in table.header] != ["i", "j", "r"]:
         raise ValueError(f"{table.where(1)}: the header must be i,j,r; got {table.header}.")
     if table.n_columns != 3:
         raise ValueError(f"{table.where()}: {table.n_columns} columns; a pair is i,j,r.")
     idx = table.integers([0, 1])
+    _check_range(table, idx, [0, 1], n_items)
     return idx, table.floats()[:, 2]
 
 

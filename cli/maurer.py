@@ -44,7 +44,7 @@ from ._plot import Trace, plot_option, write_validate_plot
 
 
 def _read_pairs(path, X):
-    idx, r = load_pairs(path)
+    idx, r = load_pairs(path, X.shape[0])
     return Pairs.from_indices(X, idx[:, 0], idx[:, 1], r)
 
 

@@ -63,19 +63,18 @@ def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
         if features or kernels:
             raise ValueError("--features and --kernel need --comparisons FILE.")
         return _built_in(kind, 20, n_comparisons, seed)  # the default: --dataset digits_taxonomy
-    C = load_comparisons(comparisons)
     if kind == "linear":
         if features is None:
             raise ValueError("--kind linear needs --features FILE.")
-        return C, load_features(features), comparisons
+        X = load_features(features)
+        return load_comparisons(comparisons, X.shape[0]), X, comparisons
     if not kernels:
         raise ValueError(f"--kind {kind} needs --kernel FILE (repeat it for --kind multi).")
     Ks = [load_matrix(path, "kernel") for path in kernels]
-    if kind == "kernel":
-        if len(Ks) != 1:
-            raise ValueError("--kind kernel takes exactly one --kernel; use --kind multi.")
-        return C, Ks[0], comparisons
-    return C, Ks, comparisons
+    if kind == "kernel" and len(Ks) != 1:
+        raise ValueError("--kind kernel takes exactly one --kernel; use --kind multi.")
+    C = load_comparisons(comparisons, Ks[0].shape[0])
+    return C, (Ks[0] if kind == "kernel" else Ks), comparisons
 
 
 def _model(kind, beta, diagonal, solver):

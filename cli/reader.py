@@ -86,8 +86,9 @@ class Table:
             hdr = "header row " + ",".join(self.header)
             hdr = hdr if len(hdr) <= 60 else hdr[:59] + "…"
         cols = "column" if self.n_columns == 1 else "columns"
+        rows = "row" if self.n_rows == 1 else "rows"
         return (
-            f"read {self.n_rows} rows × {self.n_columns} {cols} from {self.path} "
+            f"read {self.n_rows} {rows} × {self.n_columns} {cols} from {self.path} "
             f"({self.role}; {hdr}{kind})"
         )
 

@@ -71,7 +71,7 @@ def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
             if features is None or dataset is not None or labels is not None:
                 raise ValueError("--pairs goes with --features only (no --dataset, no --labels).")
             X = load_features(features)
-            idx, s = load_pairs(pairs)
+            idx, s = load_pairs(pairs, X.shape[0])
             model.fit(X, s, pairs=idx)
             report.update(instance=str(features), n_points=int(X.shape[0]), n_pairs=len(s))
         else:

@@ -195,3 +195,14 @@ def test_comparisons_format_is_in_help():
     assert "i,j,k,l" in text and "0-based" in text and "d(i,j) + 1 <= d(k,l)" in text
     text = " ".join(run("filter", "--help").stdout.split())
     assert "i,j,k,l" in text and "0,1,0,2" in text
+
+
+def test_out_of_range_indices_name_row_and_column(tmp_path):
+    feats = write_csv(tmp_path / "X.csv", np.random.default_rng(0).normal(size=(8, 3)))
+    comps = write_csv(tmp_path / "c.csv", [[0, 1, 0, 2], [1, 2, 0, 30]], ["i", "j", "k", "l"])
+    res = run("solve", "poe", "--kind", "linear", "--comparisons", comps, "--features", feats)
+    assert res.exit_code == 1
+    assert "comparisons file 'c.csv', row 3, column 4 ('l'): index 30 is past" in res.stderr
+    pairs = write_csv(tmp_path / "p.csv", [[0, 1, 1], [9, 2, -1]], ["i", "j", "r"])
+    res = run("solve", "maurer", "--features", feats, "--pairs", pairs)
+    assert res.exit_code == 1 and "pairs file 'p.csv', row 3, column 1 ('i'): index 9" in res.stderr
