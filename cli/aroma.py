@@ -234,7 +234,11 @@ def data_options(f):
 )
 @data_options
 def SOLVE(variant, r, C, **kw):
-    """Online bilinear similarity qᵀWp by AROMA (Crammer & Chechik 2012); test precision@k."""
+    """Online bilinear similarity qᵀWp by AROMA (Crammer & Chechik 2012); test precision@k.
+
+    Without inputs: the built-in bag of words (--dataset bow). With --split none (the
+    default for --features) every row trains and precision is measured on them.
+    """
     run_solve(variant, r=r, C=C, **kw)
 
 

@@ -176,6 +176,10 @@ def _common_options(f):
 def SOLVE(**o):
     """Learn a similarity operator T (Maurer 2008) and evaluate it on the test part.
 
+    The test part is the held-out 30% of --split stratified (the default for --dataset);
+    with --split none (the default for --features) every row trains and no test
+    measures are reported.
+
     Without inputs: the built-in digits data (--dataset digits).
     """
     solver, kernel, seed = o["solver"], o["kernel"], o["seed"]

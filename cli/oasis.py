@@ -14,5 +14,9 @@ from .aroma import data_options, run_solve
 @click.option("--C", "C", type=float, default=0.1, show_default=True, help="Aggressiveness C > 0.")
 @data_options
 def SOLVE(C, **kw):
-    """Online bilinear similarity qᵀWp by OASIS; precision@k on the test part."""
+    """Online bilinear similarity qᵀWp by OASIS; precision@k on the test part.
+
+    Without inputs: the built-in bag of words (--dataset bow). With --split none (the
+    default for --features) every row trains and precision is measured on them.
+    """
     run_solve("oasis", r=1.0, C=C, **kw)
