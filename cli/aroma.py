@@ -148,7 +148,8 @@ def run_solve(variant, *, r, C, **opts):
         [
             f"{report['method']} on {name}: W {model.W_.shape[0]}×{model.W_.shape[1]}, "
             f"{model.n_rounds_} rounds, {model.n_updates_} updates in {seconds:.2f} s",
-            f"test retrieval: {pk}, mAP={report['map']:.4f}",
+            f"{'test' if report['n_test'] else 'training-row'} retrieval: {pk}, "
+            f"mAP={report['map']:.4f}",
             f"identity W = I: {pk0}, mAP={report['identity']['map']:.4f}",
         ],
     )
