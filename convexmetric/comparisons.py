@@ -128,12 +128,12 @@ class Comparisons:
 
     def to_csv(self, path):
         """Write the CSV format of :meth:`read_csv` (atomically: temp file, then rename)."""
-        tmp = f"{path}.tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as fh:
+        from ._atomic import atomic_file
+
+        with atomic_file(path, "w") as fh:
             fh.write("i,j,k,l\n")
             for row in self.to_array():
                 fh.write(",".join(str(int(v)) for v in row) + "\n")
-        os.replace(tmp, path)
 
     # -- views --------------------------------------------------------------------
     def __len__(self):

@@ -206,3 +206,13 @@ def test_out_of_range_indices_name_row_and_column(tmp_path):
     pairs = write_csv(tmp_path / "p.csv", [[0, 1, 1], [9, 2, -1]], ["i", "j", "r"])
     res = run("solve", "maurer", "--features", feats, "--pairs", pairs)
     assert res.exit_code == 1 and "pairs file 'p.csv', row 3, column 1 ('i'): index 9" in res.stderr
+
+
+def test_solve_with_na_in_row_1_names_the_cell_not_a_length_mismatch(files, tmp_path):
+    rows = files["X"].astype(str).tolist()
+    rows[0][1] = "NA"
+    feats = write_csv(tmp_path / "na.csv", rows)  # no header: row 1 is data
+    res = run("solve", "lmnn", "--features", feats, "--labels", files["labels_int"])
+    assert res.exit_code == 1
+    assert "features file 'na.csv', row 1, column 2: missing value 'NA'" in res.stderr
+    assert "rows but" not in res.stderr and "entries" not in res.stderr
