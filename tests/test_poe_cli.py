@@ -65,7 +65,7 @@ def test_solve_errors_name_the_problem(tmp_path):
         main, ["solve", "poe", "--comparisons", str(tmp_path / "c.csv"), "--kernel",
                str(tmp_path / "K.npy")],
     )  # fmt: skip
-    assert res.exit_code != 0 and "refers to item 20" in res.output
+    assert res.exit_code != 0 and "'c.csv', row 2, column 4 ('l'): index 20 is past" in res.output
     res = CliRunner().invoke(main, ["solve", "poe", "--kind", "linear", "--comparisons",
                                     str(tmp_path / "c.csv")])  # fmt: skip
     assert res.exit_code != 0 and "--features" in res.output
