@@ -1,16 +1,8 @@
 """The large-scale POE solver: projected subgradient per App. B, then a smoothed refinement.
 
-For the slack-free objective of :mod:`convexmetric.problems.poe`,
-
-    f(W) = Σ_p tr(WᵖRᵖ) + β/|C| Σ_C h(1 + d(i, j) − d(k, l)),
-
-a subgradient with respect to ``Wᵖ`` is ``Rᵖ + β/|C| · Fᵖᵀ (Σ_{C̄} E_ij − E_kl) Fᵖ``
-over the violated set ``C̄``, ``E_ij = (e_i − e_j)(e_i − e_j)ᵀ`` (for kernels,
-``K + K(Σ E_ij − E_kl)K``; the paper's App. B omits the factor β/|C|). The sum of
-``E`` matrices is collected into **one** sparse signed graph Laplacian ``L = D − S``
-per gradient, shared by all kernels, and each block costs one product ``Fᵀ(LF)``.
-The diagonal case uses ``diag(FᵀLF) = Σ_rows (LF) ∘ F`` (no n³ product) and the
-projection ``w ↦ max(w, 0)``; the full case projects onto the PSD cone.
+The oracle (:mod:`.oracle`) gives the objective, App. B's subgradient (one sparse
+signed Laplacian per gradient, shared by all kernels) and the Huber smoothing; the
+diagonal case projects ``w ↦ max(w, 0)``, the full case onto the PSD cone.
 
 Plain projected subgradient (the paper's solver) gets within about 1e-3 of the
 optimum and then stalls at the kinks; :func:`solve` therefore follows it with the
