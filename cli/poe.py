@@ -23,7 +23,6 @@ from ._common import (
     NO_EXACT_NOTE,
     NO_EXACT_OPTION,
     POSITIVE_FLOAT,
-    POSITIVE_INT,
     emit,
     library_errors,
     load_comparisons,
@@ -209,10 +208,11 @@ def SOLVE(kind, diagonal, out, as_json, **opts):
 @_beta
 @click.option(
     "--n-per-class",
-    type=POSITIVE_INT,
+    type=click.IntRange(min=5),
     default=5,
     show_default=True,
-    help="Digits per class in the default instance (80% are used).",
+    help="Digits per class in the default instance (80% are used; at least 5, so that "
+    "the held-out 20% has a digit of every class).",
 )
 @click.option(
     "--n-comparisons",

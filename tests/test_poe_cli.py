@@ -69,3 +69,14 @@ def test_solve_errors_name_the_problem(tmp_path):
     res = CliRunner().invoke(main, ["solve", "poe", "--kind", "linear", "--comparisons",
                                     str(tmp_path / "c.csv")])  # fmt: skip
     assert res.exit_code != 0 and "--features" in res.output
+
+
+def test_validate_n_per_class_below_five_is_a_usage_error():
+    """--n-per-class 1 to 4 crashed inside scikit-learn's split (a test part smaller than
+    the ten classes)."""
+    from click.testing import CliRunner
+
+    from convexmetric.cli.main import main
+
+    out = CliRunner().invoke(main, ["validate", "poe", "--n-per-class", "4", "--no-exact"])
+    assert out.exit_code == 2 and "--n-per-class" in out.output and "x>=5" in out.output
