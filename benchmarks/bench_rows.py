@@ -101,8 +101,8 @@ def _multi_digits():
 def _taxonomy(*args, **kw):
     try:
         from convexmetric.datasets.taxonomy import make_taxonomy
-    except ImportError:
-        from convexmetric.datasets.taxonomy import make_taxonomy
+    except ImportError:  # a checkout before the package per paper
+        from convexmetric.taxonomy import make_taxonomy
     return make_taxonomy(*args, **kw)
 
 
