@@ -1,4 +1,5 @@
 """Retrieval with learned bilinear similarities: AROMA vs OASIS (Crammer & Chechik 2012, §5).
+============================================================================================
 
 A sparse bag-of-features data set (``convexmetric.datasets.bag_of_features``: 1000
 codewords, about 27 non-zeros per item, correlated codeword groups, tf-idf) stands in
@@ -67,7 +68,7 @@ def run(X, y, *, n_iter, folds, trace_every, r, C, ks, seed=0):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--quick", action="store_true", help="a small version (seconds)")
     ap.add_argument("--n-iter", type=int, default=None, help="triplets per fold")
     ap.add_argument("--r", type=float, default=1.0, help="AROMA's r")

@@ -1,4 +1,5 @@
 """LMNN Fig. 7 (§5.2): one global metric vs several local metrics on concentric circles.
+=======================================================================================
 
 Leave-one-out 1-NN training error (k = 1 target neighbour) with the Euclidean metric,
 one LMNN metric, and 2 or 3 metrics from k-means (the asymmetric distance of eq. 16),
@@ -57,7 +58,7 @@ def figure(X, y, errs, models):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--quick", action="store_true", help="seed 0 only, no full-circle table")
     ap.add_argument("--plot", metavar="DIR", default=None, help="write the figure here")
     args = ap.parse_args(argv)

@@ -1,4 +1,5 @@
 """Transfer of a learned similarity, in the spirit of Table 2 of Maurer (JMLR 2008).
+===================================================================================
 
 Randomly rotated (and scaled) scikit-learn digits stand in for the paper's rotated
 characters: ``T`` is trained on the digits 0–4 (SGD of Table 1, Maurer's kernel,
@@ -88,7 +89,7 @@ def roc_figure(kept, column, steps):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--steps", type=int, default=300_000, help="SGD steps (paper: 10⁶)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="3000 steps, 2000 pairs, 1 copy")

@@ -1,4 +1,5 @@
 """McFee & Lanckriet (2011) §5.2.4 / Table 5 in spirit: graph processing of noisy comparisons.
+=============================================================================================
 
 Survey-style comparisons (each query sees 8 candidates; every candidate pair with
 different taxonomy depth is a comparison) over the training digits, then a fraction

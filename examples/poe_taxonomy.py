@@ -1,4 +1,5 @@
 """McFee & Lanckriet (2011) §5.1 / Table 2 in spirit: taxonomy embedding on digits.
+==================================================================================
 
 Ten digit classes sit in a label taxonomy (convexmetric.taxonomy.DIGIT_TAXONOMY);
 comparisons (i, j, i, k) are synthesised through least common ancestors. Five
@@ -13,7 +14,7 @@ kernel (KPOE), the unweighted sum kernel (KPOE) and MKPOE, and MKPOE's kernel we
 ``--plot DIR`` also writes ``DIR/poe_taxonomy_embedding.png`` (the MKPOE embedding
 projected on its first two principal axes; test items, embedded out of sample by the
 learned map, are crosses) and ``DIR/poe_kernel_weights.png``.
-``--per-class 6 --comparisons 300`` is a quick run.
+``--per-class 6 --comparisons 300`` (or ``--quick``) is a quick run.
 """
 
 import argparse
@@ -39,7 +40,10 @@ def main(argv=None):
     ap.add_argument("--beta", type=float, default=1000.0)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--plot", metavar="DIR", default=None, help="write the figures here")
+    ap.add_argument("--quick", action="store_true", help="same as --per-class 6 --comparisons 300")
     a = ap.parse_args(argv)
+    if a.quick:
+        a.per_class, a.comparisons = 6, 300
     T = make_taxonomy(a.per_class, n_train_comparisons=a.comparisons,
                       n_test_comparisons=2000, random_state=a.seed)  # fmt: skip
     Ktr, Kte = T.train_kernels(), T.test_kernels()
