@@ -67,15 +67,17 @@ class MahalanobisMixin:
         return metric
 
     def pair_distance(self, pairs):
-        """Distances ``sqrt((u − v)ᵀ M (u − v))`` of the pairs ``(u, v)``.
+        """Compute the distances ``sqrt((u − v)ᵀ M (u − v))`` of the pairs ``(u, v)``.
 
         Parameters
         ----------
         pairs : array of shape (n_pairs, 2, n_features)
+            The pairs, ``pairs[:, 0]`` the points ``u`` and ``pairs[:, 1]`` the ``v``.
 
         Returns
         -------
         ndarray of shape (n_pairs,)
+            The distance of each pair under the learned metric.
         """
         check_is_fitted(self)
         P = check_matrix(pairs, "pairs", ndim=3)

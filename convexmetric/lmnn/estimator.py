@@ -65,7 +65,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
     n_neighbors : int or None
-        k of the kNN classifier in :meth:`predict` (default: ``k``).
+        The k of the kNN classifier in :meth:`predict` (default: ``k``).
     n_passes : int, default=1
         Multi-pass LMNN (§5.1): after each pass the target neighbours are re-selected
         under the learned metric and the next pass starts from it.
@@ -187,7 +187,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         X : array (n, d)
+            Training points.
         y : array (n,)
+            Their labels.
         targets : int array (n, k), optional
             Target neighbours supplied by the user (row i lists i's targets, all of
             i's class); default: the k nearest same-class points.
@@ -329,9 +331,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         return X @ self.components_.T
 
     def predict(self, X):
-        """kNN labels under the learned metric (ties: reduce k until they break).
+        """Predict kNN labels under the learned metric (ties: reduce k until they break).
 
-        With ``backend="dask"``: by blocks of test rows on the Dask workers."""
+        With ``backend="dask"``: by blocks of test rows on the Dask workers.
+        """
         Z = self.transform(X)
         kk = self.n_neighbors or self.k
         train = (self._X @ self.components_.T, self._y)
@@ -339,8 +342,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         return self.classes_[pred]
 
     def energy_predict(self, X):
-        """Energy-based labels (§3.5, eq. 15) under the learned metric; with
-        ``backend="dask"`` by blocks of test rows on the Dask workers."""
+        """Predict energy-based labels (§3.5, eq. 15) under the learned metric.
+
+        With ``backend="dask"``: by blocks of test rows on the Dask workers.
+        """
         check_is_fitted(self, "components_")
         X = validate_data(self, check_new_data(self, X), reset=False, dtype=np.float64)
         train = dict(X_train=self._X, y_train=self._y, targets=self.targets_,

@@ -80,32 +80,47 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
 
     Parameters
     ----------
-    k, mu : as in :class:`~convexmetric.LMNN`.
+    k, mu : int, float
+        As in :class:`~convexmetric.LMNN`.
     n_clusters : int or None
         ``None``: one cluster per class (the paper's choice). An int: k-means clusters.
     solver : {"subgradient", "exact"}
         Large-scale solver (started from the single-metric solution) or the full SDP
         in CVXPY (small problems).
-    max_iter : int, iterations of the subgradient phase (the L-BFGS refinement follows).
+    max_iter : int
+        Iterations of the subgradient phase (the L-BFGS refinement follows).
         20 by default: the multi-metric optimum is far from the single-metric start
         (digits: 210 vs 1726) and the refinement makes that move much faster.
         A cap on that phase only: ``n_iter_`` counts every stage (``result_.info["stages"]``).
-    n_neighbors : int or None, k of :meth:`predict` (default ``k``).
-    random_state : int or None, seeds k-means.
-    time_limit : float or None, seconds for the large-scale solver (status "user_limit").
-    tol : float, certified relative gap below which the large-scale solver reports
+    n_neighbors : int or None
+        The k of :meth:`predict` (default ``k``).
+    random_state : int or None
+        Seeds k-means.
+    time_limit : float or None
+        Seconds for the large-scale solver (status "user_limit").
+    tol : float
+        Certified relative gap below which the large-scale solver reports
         "optimal"; the solver runs until then (or ``time_limit``). On the digits
         standard split 1e-3 takes about 12 s, 1e-4 about 20 s (2-core machine).
-    verbose : {0, 1}, log a summary of each stage (INFO, logger
-        ``convexmetric.lmnn_extensions``; the single-metric start logs its progress).
+    verbose : {0, 1}
+        Log a summary of each stage (INFO, logger ``convexmetric.lmnn_extensions``; the
+        single-metric start logs its progress).
 
     Attributes
     ----------
-    metrics_ : (c, d, d) PSD matrices; components_ : (c, d, d) factors
-    clusters_ : cluster of every training point; objective_, result_, targets_
-    n_iter_ : iterations of the multi-metric solver (``result_.iterations``)
-    single_ : the single-metric :class:`~convexmetric.LMNN` used as the start (fitted
-        with ``tol=max(tol, 1e-2)``)
+    metrics_ : ndarray of shape (c, d, d)
+        The PSD matrices, one per cluster.
+    components_ : ndarray of shape (c, d, d)
+        Their factors.
+    clusters_ : ndarray of shape (n,)
+        The cluster of every training point.
+    objective_, result_, targets_ : float, SolveResult, ndarray
+        As in :class:`~convexmetric.LMNN`.
+    n_iter_ : int
+        Iterations of the multi-metric solver (``result_.iterations``).
+    single_ : LMNN
+        The single-metric :class:`~convexmetric.LMNN` used as the start (fitted
+        with ``tol=max(tol, 1e-2)``).
     """
 
     def __init__(
@@ -216,7 +231,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return D
 
     def predict(self, X):
-        """kNN under the asymmetric distance of eq. (16)."""
+        """Predict labels by kNN under the asymmetric distance of eq. (16)."""
         D = self.distances(X)
         return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
 
@@ -253,20 +268,28 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
 
     Parameters
     ----------
-    k, mu : as in :class:`~convexmetric.LMNN`.
+    k, mu : int, float
+        As in :class:`~convexmetric.LMNN`.
     kernel : {"rbf", "linear", "precomputed"}
         With ``"precomputed"``, ``fit`` takes the n×n training kernel and
         ``transform``/``predict`` take m×n kernel values against the training points.
-    gamma : float or None, RBF width (default: scikit-learn's "scale").
-    solver : {"subgradient", "exact"}; max_iter; n_neighbors; tol; time_limit : as in LMNN.
-    random_state : accepted for a uniform interface; the fit makes no random choice.
-    verbose : {0, 1}, log the solver's progress (INFO, logger
-        ``convexmetric.lmnn_extensions``).
+    gamma : float or None
+        RBF width (default: scikit-learn's "scale").
+    solver, max_iter, n_neighbors, tol, time_limit : str, int, int or None, float, float
+        As in :class:`~convexmetric.LMNN` (``solver`` in {"subgradient", "exact"}).
+    random_state : int or None
+        Accepted for a uniform interface; the fit makes no random choice.
+    verbose : {0, 1}
+        Log the solver's progress (INFO, logger ``convexmetric.lmnn_extensions``).
 
     Attributes
     ----------
-    A_ : (n, n) PSD matrix; components_ : factor with ``A_ = components_ᵀ components_``
-    objective_, result_, targets_, n_iter_
+    A_ : ndarray of shape (n, n)
+        The PSD matrix.
+    components_ : ndarray
+        Its factor, ``A_ = components_ᵀ components_``.
+    objective_, result_, targets_, n_iter_ : float, SolveResult, ndarray, int
+        As in :class:`~convexmetric.LMNN`.
 
     ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
     the distance in the kernel's feature space; ``get_mahalanobis_matrix`` exists for
@@ -383,11 +406,11 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         return self._X.T @ self.A_ @ self._X
 
     def transform(self, X):
-        """Coordinates ``k(x) Lᵀ`` in which Euclidean distance is the learned one."""
+        """Map to the coordinates ``k(x) Lᵀ``, where Euclidean distance is the learned one."""
         return self.kernel_rows(X) @ self.components_.T
 
     def predict(self, X):
-        """kNN labels under the learned feature-space metric (out of sample)."""
+        """Predict kNN labels under the learned feature-space metric (out of sample)."""
         Zq, Zt = self.transform(X), self._K @ self.components_.T
         D = sqdist(Zq, Zt)
         return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
