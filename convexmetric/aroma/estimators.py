@@ -113,7 +113,9 @@ class _OnlineBilinear(BaseEstimator):
         Parameters
         ----------
         X : array or sparse matrix of shape (N, d)
+            The items, one row each.
         y : array of shape (N,)
+            Their labels: a triplet is a query, an item of its class and one of another.
         max_iter : int, optional
             Overrides the ``max_iter`` parameter for this call.
         """
@@ -205,7 +207,7 @@ class _OnlineBilinear(BaseEstimator):
         return bilinear.similarity(self.W_, Q, P)
 
     def rank(self, query, candidates):
-        """Indices of ``candidates`` by decreasing similarity to ``query``."""
+        """Rank ``candidates`` by decreasing similarity to ``query`` (their indices)."""
         Q, P = self._checked(query, candidates)
         return bilinear.rank(self.W_, Q[:1], P)
 
@@ -231,7 +233,7 @@ class _AROMA(_OnlineBilinear):
 
 
 class DiagonalAROMA(_AROMA):
-    """d-AROMA (Alg. 1): a diagonal covariance ``Σ`` (m×n) beside the mean ``W``.
+    """Diagonal AROMA, d-AROMA (Alg. 1): a diagonal covariance ``Σ`` (m×n) beside the mean ``W``.
 
     Parameters
     ----------
@@ -267,7 +269,7 @@ class DiagonalAROMA(_AROMA):
 
 
 class FactoredAROMA(_AROMA):
-    """f-AROMA (Alg. 2): covariance ``Ω ⊗ Λ`` with ``Λ`` (m×m) and ``Ω`` (n×n).
+    """Factored AROMA, f-AROMA (Alg. 2): covariance ``Ω ⊗ Λ`` with ``Λ`` (m×m) and ``Ω`` (n×n).
 
     Parameters are those of :class:`DiagonalAROMA`. ``Lambda_`` and ``Omega_`` are
     the full symmetric matrices (assembled on access from the stored triangles).
@@ -299,7 +301,8 @@ class OASIS(_OnlineBilinear):
         Aggressiveness ``C > 0``: the step is ``τ = min(C, ℓ / ‖q pᵀ‖²_F)``.
     init : {"identity", "zeros"}, default="identity"
         ``W₀ = I`` (OASIS's choice; the m×n identity when m ≠ n) or ``W₀ = 0``.
-    max_iter, mistake_driven, random_state, verbose : as in :class:`DiagonalAROMA`.
+    max_iter, mistake_driven, random_state, verbose : int, bool, int or None, {0, 1}
+        As in :class:`DiagonalAROMA`.
     """
 
     _solver = "OASIS"

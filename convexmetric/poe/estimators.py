@@ -273,8 +273,11 @@ class POE(MahalanobisMixin, _POEBase):
         )
 
     def transform(self, X):
-        """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values
-        ``K(X, X_train)`` of shape ``(n_new, n_train)`` for ``kernel="precomputed"``."""
+        """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values.
+
+        For ``kernel="precomputed"``, ``X`` is ``K(X, X_train)`` of shape
+        ``(n_new, n_train)``.
+        """
         self._check_fitted()
         X = check_matrix(X, "X")
         if X.shape[1] != self.n_features_in_:
@@ -370,8 +373,10 @@ class MKPOE(_POEBase):
         return self
 
     def transform(self, kernels):
-        """Embed items given their kernel values against the training items, one
-        ``(n_new, n_train)`` array per kernel; the blocks are concatenated."""
+        """Embed items given their kernel values against the training items.
+
+        One ``(n_new, n_train)`` array per kernel; the blocks are concatenated.
+        """
         self._check_fitted()
         kernels = self._check_kernels(kernels, self.n_train_, square=False)
         if len(kernels) != len(self.W_):
