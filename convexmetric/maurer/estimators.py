@@ -120,7 +120,7 @@ class OperatorSimilarity(_PairOperator):
     Parameters
     ----------
     lam : float, default 0.005
-        λ > 0; the regulariser is ``λ‖A‖/√m`` (the paper's value for the HS norm).
+        The λ > 0; the regulariser is ``λ‖A‖/√m`` (the paper's value for the HS norm).
     gamma, gamma_neg : float, default 1.0 and None
         Margins γ₁ (similar pairs) and γ₋₁ (dissimilar; ``None`` = ``gamma``).
     regularizer : {"hs", "trace"}
@@ -132,9 +132,11 @@ class OperatorSimilarity(_PairOperator):
         solvers run on the empirical kernel map (exact: the optimum lies in span φ(X)).
     n_components : int or None
         ``d`` vectors of the SGD (``min(m, 100)``).
-    learning_rate, max_iter, block_size, reg_every : SGD settings (θ = 0.01, 10⁵
-        steps, blocks of 50, regulariser gradient refreshed every 500 steps).
-    n_pairs, oracle : pairs drawn from ``X, y`` (2000, ``"balanced"`` or ``"labels"``).
+    learning_rate, max_iter, block_size, reg_every : float, int, int, int
+        SGD settings (θ = 0.01, 10⁵ steps, blocks of 50, regulariser gradient refreshed
+        every 500 steps).
+    n_pairs, oracle : int, {"balanced", "labels"}
+        Pairs drawn from ``X, y`` (2000, ``"balanced"``).
     random_state : int, Generator or None
         Seeds the pair oracle and the SGD (start and sampling).
     time_limit : float or None
@@ -289,9 +291,11 @@ class OperatorSimilarity(_PairOperator):
 
 
 class HyperbolicPCA(_PairOperator):
-    """Hyperbolic PCA (Maurer 2008, §4.2): ``T = cP`` with ``P`` the projection onto
-    the top-``n_components`` eigenspace of ``Â = (1/m) Σ η_{r_i} Q_{x_i − x'_i}``,
-    ``η₁ = −1``, ``η₋₁ = 1/(c² − 1)`` (Proposition 15 and 17).
+    """Hyperbolic PCA (Maurer 2008, §4.2): ``T = cP``, ``P`` a projection.
+
+    ``P`` is the projection onto the top-``n_components`` eigenspace of
+    ``Â = (1/m) Σ η_{r_i} Q_{x_i − x'_i}``, ``η₁ = −1``, ``η₋₁ = 1/(c² − 1)``
+    (Proposition 15 and 17).
 
     ``objective_ = ⟨P, Â⟩₂`` (the sum of the top eigenvalues, maximised by P). The
     eigendecomposition is exact: ``result_`` reports status "optimal", no iterations.
