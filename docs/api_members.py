@@ -1,0 +1,30 @@
+"""The public API as the reference documents it: ``convexmetric.__all__`` and the public
+methods of each estimator (``set_*_request`` and scikit-learn's own methods left out).
+
+``docs/api.rst`` is checked against this list by ``tests/test_docs.py`` so a renamed or
+new public method cannot go undocumented.
+"""
+
+MEMBERS = {
+    "LMNN": ["fit", "transform", "predict", "energy_predict", "loo_error",
+             "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
+    "KernelLMNN": ["fit", "transform", "predict", "kernel_rows",
+                   "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
+    "MultiMetricLMNN": ["fit", "predict", "energy_predict", "distances", "loo_error"],
+    "POE": ["fit", "transform", "score", "get_mahalanobis_matrix", "get_metric",
+            "pair_distance", "pair_score"],
+    "MKPOE": ["fit", "transform", "score"],
+    "OperatorSimilarity": ["fit", "transform", "pair_distances", "predict_pairs", "score"],
+    "HyperbolicPCA": ["fit", "transform", "pair_distances", "predict_pairs", "score"],
+    "DiagonalAROMA": ["fit", "partial_fit", "similarity", "score_pairs", "rank", "score"],
+    "FactoredAROMA": ["fit", "partial_fit", "similarity", "score_pairs", "rank", "score"],
+    "OASIS": ["fit", "partial_fit", "similarity", "score_pairs", "rank", "score"],
+    "SSNE": ["fit", "transform", "similarity", "score"],
+    "SolveResult": ["summary"],
+}  # fmt: skip
+
+DATASETS = [
+    "names", "describe", "load", "load_split", "split", "split_by_source",
+    "zebra_stripes", "concentric_circles", "synthetic_classes", "overlapping_classes",
+    "transformed_digits", "augmented_digits", "bag_of_features",
+]  # fmt: skip
