@@ -1,7 +1,7 @@
 """Estimators for LMNN's extensions (§5): several metrics, and kernel LMNN.
 
 >>> from convexmetric import datasets
->>> from convexmetric.lmnn_extensions import MultiMetricLMNN
+>>> from convexmetric import MultiMetricLMNN
 >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
 >>> m = MultiMetricLMNN(k=3).fit(Xtr, ytr)
 >>> m.metrics_.shape
