@@ -3,7 +3,7 @@
 Build (from the repository root): ``python -m sphinx -W -b html docs docs/_build/html``.
 The gallery runs every script of ``examples/`` with its ``--quick`` option unless
 ``CONVEXMETRIC_DOCS_FULL=1`` is set (then the scripts' defaults: minutes to an hour);
-see ``gallery_hooks.py``.
+see ``_ext/gallery_hooks.py``.
 No network is used: intersphinx is deliberately absent.
 """
 
@@ -14,7 +14,7 @@ import convexmetric
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "_ext"))
 
 project = "convexmetric"
 author = "the convexmetric developers"
@@ -29,6 +29,7 @@ extensions = [
     "sphinx_click",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
+    "cli_output",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

@@ -7,7 +7,7 @@ import sys
 import convexmetric
 
 DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
-sys.path.insert(0, DOCS)
+sys.path.insert(0, os.path.join(DOCS, "_ext"))
 from api_members import DATASETS, MEMBERS  # noqa: E402
 
 
