@@ -29,7 +29,7 @@ extensions = [
     "sphinx_click",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
-    "cli_output",
+    "generated",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}

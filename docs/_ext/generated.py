@@ -1,0 +1,66 @@
+"""Two directives that put the code's own words into the pages, read at build time.
+
+``.. command-output:: validate lmnn --dataset wine`` runs a ``convexmetric`` command
+in-process (click's test runner) and shows what it printed; a failing command fails the
+build. Timings differ from run to run.
+
+``.. module-docstring:: convexmetric.lmnn.certificate`` inserts a module's docstring (the
+derivations of the certificates live there, next to the code), parsed as
+reStructuredText; a module that is renamed or loses its docstring fails the build.
+"""
+
+import importlib
+import shlex
+
+from docutils import nodes
+from docutils.statemachine import StringList
+from sphinx.util.docutils import SphinxDirective
+
+
+class CommandOutput(SphinxDirective):
+    required_arguments = 1
+    final_argument_whitespace = True
+
+    def run(self):
+        from click.testing import CliRunner
+
+        from convexmetric.cli.main import main
+
+        result = CliRunner().invoke(main, shlex.split(self.arguments[0]))
+        if result.exit_code != 0:
+            raise self.error(
+                f"`convexmetric {self.arguments[0]}` exited with status {result.exit_code}:\n"
+                f"{result.output}{result.exception!r}"
+            )
+        text = f"$ convexmetric {self.arguments[0]}\n{result.output.rstrip()}"
+        block = nodes.literal_block(text, text)
+        block["language"] = "console"
+        return [block]
+
+
+class ModuleDocstring(SphinxDirective):
+    required_arguments = 1
+
+    def run(self):
+        name = self.arguments[0]
+        try:
+            doc = importlib.import_module(name).__doc__
+        except ImportError as exc:
+            raise self.error(f"module-docstring: cannot import {name}: {exc}") from exc
+        if not doc or not doc.strip():
+            raise self.error(f"module-docstring: {name} has no docstring")
+        lines = doc.expandtabs().splitlines()
+        rest = lines[1:]
+        indent = min((len(s) - len(s.lstrip()) for s in rest if s.strip()), default=0)
+        lines = [lines[0].strip()] + [s[indent:] for s in rest]
+        container = nodes.container(classes=["module-docstring"])
+        self.state.nested_parse(StringList(lines, source=f"docstring of {name}"), 0, container)
+        note = nodes.paragraph()
+        note += nodes.emphasis(text=f"(The docstring of {name}.)")
+        return [container, note]
+
+
+def setup(app):
+    app.add_directive("command-output", CommandOutput)
+    app.add_directive("module-docstring", ModuleDocstring)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
