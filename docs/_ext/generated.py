@@ -10,6 +10,7 @@ reStructuredText; a module that is renamed or loses its docstring fails the buil
 """
 
 import importlib
+import re
 import shlex
 
 from docutils import nodes
@@ -38,6 +39,24 @@ class CommandOutput(SphinxDirective):
         return [block]
 
 
+def _escape_bars(lines):
+    """``|C|`` in prose is the size of C, not a substitution: escape the bars outside
+    math blocks and outside backquoted text (literals, roles)."""
+    out, math_indent = [], None
+    for line in lines:
+        indent = len(line) - len(line.lstrip())
+        if math_indent is not None and line.strip() and indent <= math_indent:
+            math_indent = None
+        if line.lstrip().startswith(".. math::"):
+            math_indent = indent
+        if math_indent is None:
+            parts = re.split(r"(``.*?``|`[^`]*`)", line)
+            parts[::2] = [re.sub(r"\|(\w+)\|", r"\\|\1\\|", part) for part in parts[::2]]
+            line = "".join(parts)
+        out.append(line)
+    return out
+
+
 class ModuleDocstring(SphinxDirective):
     required_arguments = 1
 
@@ -52,7 +71,7 @@ class ModuleDocstring(SphinxDirective):
         lines = doc.expandtabs().splitlines()
         rest = lines[1:]
         indent = min((len(s) - len(s.lstrip()) for s in rest if s.strip()), default=0)
-        lines = [lines[0].strip()] + [s[indent:] for s in rest]
+        lines = _escape_bars([lines[0].strip()] + [s[indent:] for s in rest])
         container = nodes.container(classes=["module-docstring"])
         self.state.nested_parse(StringList(lines, source=f"docstring of {name}"), 0, container)
         note = nodes.paragraph()
