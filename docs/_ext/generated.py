@@ -2,7 +2,8 @@
 
 ``.. command-output:: validate lmnn --dataset wine`` runs a ``convexmetric`` command
 in-process (click's test runner) and shows what it printed; a failing command fails the
-build. Timings differ from run to run.
+build. Timings differ from run to run. With ``:plot: NAME.png`` the command also gets
+``--plot`` into ``docs/_generated/NAME.png`` and the figure is shown below the output.
 
 ``.. module-docstring:: convexmetric.lmnn.certificate`` inserts a module's docstring (the
 derivations of the certificates live there, next to the code), parsed as
@@ -10,10 +11,13 @@ reStructuredText; a module that is renamed or loses its docstring fails the buil
 """
 
 import importlib
+import os
 import re
 import shlex
+from typing import ClassVar
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
 
@@ -21,13 +25,20 @@ from sphinx.util.docutils import SphinxDirective
 class CommandOutput(SphinxDirective):
     required_arguments = 1
     final_argument_whitespace = True
+    option_spec: ClassVar[dict] = {"plot": directives.unchanged_required}
 
     def run(self):
         from click.testing import CliRunner
 
         from convexmetric.cli.main import main
 
-        result = CliRunner().invoke(main, shlex.split(self.arguments[0]))
+        args = shlex.split(self.arguments[0])
+        plot = self.options.get("plot")
+        if plot:
+            folder = os.path.join(self.env.srcdir, "_generated")
+            os.makedirs(folder, exist_ok=True)
+            args += ["--plot", os.path.join(folder, plot)]
+        result = CliRunner().invoke(main, args)
         if result.exit_code != 0:
             raise self.error(
                 f"`convexmetric {self.arguments[0]}` exited with status {result.exit_code}:\n"
@@ -36,7 +47,9 @@ class CommandOutput(SphinxDirective):
         text = f"$ convexmetric {self.arguments[0]}\n{result.output.rstrip()}"
         block = nodes.literal_block(text, text)
         block["language"] = "console"
-        return [block]
+        if not plot:
+            return [block]
+        return [block, nodes.image(uri=f"/_generated/{plot}", alt=self.arguments[0])]
 
 
 def _escape_bars(lines):
