@@ -39,16 +39,26 @@ class MahalanobisMixin:
     """
 
     def get_mahalanobis_matrix(self):
-        """The learned Mahalanobis matrix ``M`` (``d × d``, PSD), as in metric-learn."""
+        """Return the learned Mahalanobis matrix ``M``, as metric-learn does.
+
+        Returns
+        -------
+        ndarray of shape (d, d)
+            The PSD matrix ``M`` of the squared distance ``(u − v)ᵀ M (u − v)``.
+        """
         check_is_fitted(self)
         return self._mahalanobis_matrix()
 
     def get_metric(self):
-        """A function ``metric(u, v, squared=False)`` of two 1-d points.
+        """Return the learned distance as a function of two points.
 
-        It returns ``sqrt((u − v)ᵀ M (u − v))`` (the squared distance with
-        ``squared=True``), as metric-learn's ``get_metric``; pass it as ``metric=`` to
-        scikit-learn's ``KNeighborsClassifier`` or ``pairwise_distances``.
+        Returns
+        -------
+        callable
+            ``metric(u, v, squared=False)`` of two 1-d points returns
+            ``sqrt((u − v)ᵀ M (u − v))`` (the squared distance with ``squared=True``), as
+            metric-learn's ``get_metric``; pass it as ``metric=`` to scikit-learn's
+            ``KNeighborsClassifier`` or ``pairwise_distances``.
         """
         check_is_fitted(self)
         transform = self.transform
@@ -90,5 +100,16 @@ class MahalanobisMixin:
         return np.sqrt(np.einsum("ij,ij->i", diff, diff))
 
     def pair_score(self, pairs):
-        """``−pair_distance(pairs)``: higher means more similar (metric-learn's convention)."""
+        """Score pairs by ``−pair_distance(pairs)``: higher means more similar.
+
+        Parameters
+        ----------
+        pairs : array of shape (n_pairs, 2, n_features)
+            The pairs, as in :meth:`pair_distance`.
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+            Minus the distance of each pair (metric-learn's convention).
+        """
         return -self.pair_distance(pairs)

@@ -29,7 +29,7 @@ ACCEPTABLE = ("optimal", "optimal_inaccurate")
 class SolveResult:
     """What a solver returns.
 
-    Attributes
+    Parameters
     ----------
     matrix : ndarray or None
         The learned matrix (M, W or A); for multi-matrix problems the first one.
@@ -53,6 +53,18 @@ class SolveResult:
         A certified lower bound on the optimum, where known.
     info : dict
         Solver-specific extras (active-set sizes, step sizes, ...).
+
+    Attributes
+    ----------
+    gap : float or None
+        ``objective − lower_bound`` where a lower bound is known.
+    certified_gap : float
+        The certified relative gap ``(objective − lower_bound)/|objective|``; ``inf``
+        without a bound.
+    message : str
+        The status in words.
+    success : bool
+        Whether the status is "optimal" or "optimal_inaccurate".
     """
 
     matrix: np.ndarray | None
@@ -93,7 +105,14 @@ class SolveResult:
         return self.status in ACCEPTABLE
 
     def summary(self) -> dict:
-        """A JSON-ready summary (no matrices)."""
+        """Summarise the result for JSON (no matrices).
+
+        Returns
+        -------
+        dict
+            ``objective``, ``status``, ``iterations``, ``seconds``, ``solver``, and
+            ``lower_bound`` and ``gap`` where a lower bound is known.
+        """
         out = {
             "objective": float(self.objective),
             "status": self.status,
