@@ -118,6 +118,11 @@ class _OnlineBilinear(BaseEstimator):
             Their labels: a triplet is a query, an item of its class and one of another.
         max_iter : int, optional
             Overrides the ``max_iter`` parameter for this call.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
         """
         X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
         y = check_labels(y, X.shape[0])
@@ -131,6 +136,20 @@ class _OnlineBilinear(BaseEstimator):
         every call adds rounds (the counters and the online loss carry on). Successive
         calls draw their triplets from one seeded stream (``random_state``). For a
         stream of explicit triplets use :meth:`partial_fit_triplets`.
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (N, d)
+            The items, one row each.
+        y : array of shape (N,)
+            Their labels.
+        max_iter : int, optional
+            Triplets of this call (default: the ``max_iter`` parameter).
+
+        Returns
+        -------
+        self
+            The updated estimator.
         """
         X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
         y = check_labels(y, X.shape[0])
@@ -157,7 +176,20 @@ class _OnlineBilinear(BaseEstimator):
         return self
 
     def partial_fit_triplets(self, q, p_pos, p_neg):
-        """One round per triplet ``(q, p_pos, p_neg)`` (1-d vectors or blocks of rows)."""
+        """Run one round per triplet ``(q, p_pos, p_neg)``.
+
+        Parameters
+        ----------
+        q : array of shape (m,) or (T, m)
+            The queries (one, or a block of rows).
+        p_pos, p_neg : arrays of shape (n,) or (T, n)
+            For each query, the item that should rank higher and the one below it.
+
+        Returns
+        -------
+        self
+            The updated estimator.
+        """
         Q, Pp, Pn = _rows(q, "q"), _rows(p_pos, "p_pos"), _rows(p_neg, "p_neg")
         if Pp.shape != Pn.shape or Q.shape[0] != Pp.shape[0]:
             raise ValueError(
@@ -195,24 +227,76 @@ class _OnlineBilinear(BaseEstimator):
         return Q, P
 
     def score_pairs(self, Q, P):
-        """``q_iᵀ W p_i`` for paired rows of ``Q`` and ``P``."""
+        """Score paired rows: ``q_iᵀ W p_i``.
+
+        Parameters
+        ----------
+        Q, P : arrays of shape (T, m) and (T, n)
+            Queries and items, row ``i`` of one paired with row ``i`` of the other.
+
+        Returns
+        -------
+        ndarray of shape (T,)
+            The similarity of each pair.
+        """
         Q, P = self._checked(Q, P)
         if Q.shape[0] != P.shape[0]:
             raise ValueError(f"'Q' and 'P' must pair rows; got {Q.shape[0]} and {P.shape[0]}.")
         return bilinear.score_pairs(self.W_, Q, P)
 
     def similarity(self, Q, P=None):
-        """The score matrix ``Q W Pᵀ`` (``P = Q`` by default)."""
+        """Compute the score matrix ``Q W Pᵀ``.
+
+        Parameters
+        ----------
+        Q : array of shape (T, m)
+            Queries.
+        P : array of shape (U, n), optional
+            Items (default: ``Q``).
+
+        Returns
+        -------
+        ndarray of shape (T, U)
+            The similarity of every query to every item.
+        """
         Q, P = self._checked(Q, P)
         return bilinear.similarity(self.W_, Q, P)
 
     def rank(self, query, candidates):
-        """Rank ``candidates`` by decreasing similarity to ``query`` (their indices)."""
+        """Rank ``candidates`` by decreasing similarity to ``query``.
+
+        Parameters
+        ----------
+        query : array of shape (m,)
+            The query.
+        candidates : array of shape (U, n)
+            The items to rank.
+
+        Returns
+        -------
+        ndarray of shape (U,)
+            Indices of ``candidates``, most similar first.
+        """
         Q, P = self._checked(query, candidates)
         return bilinear.rank(self.W_, Q[:1], P)
 
     def score(self, X, y, k=10):
-        """Precision at ``k`` with every row of ``X`` as a query against the rest."""
+        """Compute precision at ``k`` with every row of ``X`` as a query against the rest.
+
+        Parameters
+        ----------
+        X : array or sparse matrix of shape (N, d)
+            The items.
+        y : array of shape (N,)
+            Their labels (an item is relevant to a query of its class).
+        k : int, default=10
+            The cut-off.
+
+        Returns
+        -------
+        float
+            The mean precision@k over the queries.
+        """
         self._check_fitted()
         X = _rows(X, "X")
         self._check_dims(X, "X", X, "X")
@@ -271,8 +355,13 @@ class DiagonalAROMA(_AROMA):
 class FactoredAROMA(_AROMA):
     """Factored AROMA, f-AROMA (Alg. 2): covariance ``Ω ⊗ Λ`` with ``Λ`` (m×m) and ``Ω`` (n×n).
 
-    Parameters are those of :class:`DiagonalAROMA`. ``Lambda_`` and ``Omega_`` are
-    the full symmetric matrices (assembled on access from the stored triangles).
+    ``Lambda_`` and ``Omega_`` are the full symmetric matrices (assembled on access from
+    the stored triangles).
+
+    Parameters
+    ----------
+    r, max_iter, mistake_driven, random_state, verbose : float, int, bool, int, {0, 1}
+        As in :class:`DiagonalAROMA`.
     """
 
     _solver = "f-AROMA"
