@@ -84,26 +84,74 @@ class _PairOperator(TransformerMixin, BaseEstimator):
         return self.coef_ @ self.coef_.T
 
     def transform(self, X):
-        """``T x`` for the rows of ``X`` (principal axes, sorted by singular value)."""
+        """Map the rows of ``X`` to ``T x`` (principal axes, by singular value).
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        ndarray of shape (n, r)
+            Their images under the learned operator.
+        """
         return self._embed(X) @ self.coef_
 
     def pair_distances(self, x, x_prime=None):
-        """``‖T(x − x')‖²`` for pairs given as a Pairs object or two arrays."""
+        """Compute ``‖T(x − x')‖²`` for pairs given as a Pairs object or two arrays.
+
+        Parameters
+        ----------
+        x : Pairs or array of shape (m, d)
+            The pairs, or the first points of the pairs.
+        x_prime : array of shape (m, d), optional
+            The second points (with an array ``x``).
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The squared distances.
+        """
         if isinstance(x, Pairs):
             Z = self.transform(x.points)
             return np.sum((Z[x.i] - Z[x.j]) ** 2, axis=1)
         return np.sum((self.transform(x) - self.transform(x_prime)) ** 2, axis=1)
 
     def predict_pairs(self, x, x_prime=None):
-        """``sgn(1 − ‖T(x − x')‖)``: +1 similar, −1 dissimilar, 0 undecided (Definition 1)."""
+        """Verify pairs: ``sgn(1 − ‖T(x − x')‖)`` (Definition 1).
+
+        Parameters
+        ----------
+        x : Pairs or array of shape (m, d)
+            The pairs, or the first points of the pairs.
+        x_prime : array of shape (m, d), optional
+            The second points (with an array ``x``).
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            +1 similar, −1 dissimilar, 0 undecided.
+        """
         return np.sign(1.0 - self.pair_distances(x, x_prime))
 
     def score(self, X, y=None):
-        """ROC AUC of ``−‖T(x − x')‖²`` for telling similar pairs from dissimilar ones.
+        """Score by the ROC AUC of ``−‖T(x − x')‖²`` as a detector of similar pairs.
 
-        ``X`` is a :class:`Pairs` object, or points with labels ``y`` from which pairs
-        are drawn by the estimator's oracle (``n_pairs``, ``random_state``): the same
-        pairs for every candidate of a grid search. Higher is better.
+        The pairs are drawn by the estimator's oracle (``n_pairs``, ``random_state``): the
+        same pairs for every candidate of a grid search. Higher is better.
+
+        Parameters
+        ----------
+        X : Pairs or array of shape (n, d)
+            The pairs, or points from which pairs are drawn.
+        y : array of shape (n,), optional
+            The labels of the points.
+
+        Returns
+        -------
+        float
+            The ROC AUC.
         """
         pairs = self._pairs(X, y)
         return float(roc_auc_score(pairs.r > 0, -self.pair_distances(pairs)))
@@ -219,7 +267,20 @@ class OperatorSimilarity(_PairOperator):
         return p
 
     def fit(self, X, y=None):
-        """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle."""
+        """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle.
+
+        Parameters
+        ----------
+        X : Pairs or array of shape (n, d)
+            The pairs, or points from which the oracle draws ``n_pairs`` pairs.
+        y : array of shape (n,), optional
+            The labels of the points (pairs of one class are similar).
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
         p = self._check_params()
         pairs = self._pairs(X, y)
         self._setup(pairs)
@@ -299,7 +360,24 @@ class HyperbolicPCA(_PairOperator):
 
     ``objective_ = ⟨P, Â⟩₂`` (the sum of the top eigenvalues, maximised by P). The
     eigendecomposition is exact: ``result_`` reports status "optimal", no iterations.
-    ``random_state`` seeds the pair oracle; ``verbose=1`` logs a summary.
+
+    Parameters
+    ----------
+    n_components : int, default=10
+        The rank of the projection ``P``.
+    c : float, default=2.0
+        The scale ``c > 1`` of ``T = cP`` (it sets ``η₋₁``).
+    kernel : None, "linear", "maurer" or callable
+        As in :class:`OperatorSimilarity`.
+    n_pairs, oracle : int, {"balanced", "labels"}
+        Pairs drawn from ``X, y`` (2000, ``"balanced"``).
+    random_state : int, Generator or None
+        Seeds the pair oracle.
+    verbose : {0, 1}
+        1: log a summary.
+
+    Examples
+    --------
 
     >>> X = np.array([[0.0, 0.0], [0.0, 1.0], [3.0, 0.0], [3.0, 1.0]]); y = [0, 0, 1, 1]
     >>> h = HyperbolicPCA(n_components=1, c=2.0, random_state=0).fit(X, y)
@@ -323,7 +401,20 @@ class HyperbolicPCA(_PairOperator):
         self.n_pairs, self.oracle, self.random_state = n_pairs, oracle, random_state
 
     def fit(self, X, y=None):
-        """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle."""
+        """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle.
+
+        Parameters
+        ----------
+        X : Pairs or array of shape (n, d)
+            The pairs, or points from which the oracle draws ``n_pairs`` pairs.
+        y : array of shape (n,), optional
+            The labels of the points (pairs of one class are similar).
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
         own = "HyperbolicPCA"
         c = check_scalar(self.c, "c", float, min_val=1, closed="neither", owner=own)
         d = check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
