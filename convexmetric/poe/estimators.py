@@ -132,6 +132,18 @@ class _POEBase(BaseEstimator):
         ``X`` defaults to the items of an :class:`ItemComparisons`, else to the training
         items (their embedding ``embedding_``). Higher is better, so ``GridSearchCV`` can
         use it as is.
+
+        Parameters
+        ----------
+        comparisons : Comparisons or ItemComparisons
+            The comparisons ``(i, j, k, l)`` to score.
+        X : array, list of arrays or None
+            The items they index (features, or kernel values against the training items).
+
+        Returns
+        -------
+        float
+            The fraction of comparisons the embedding satisfies (GAUC).
         """
         self._check_fitted()
         comparisons, X = unbundle(comparisons, X, self._name, None)
@@ -227,9 +239,20 @@ class POE(MahalanobisMixin, _POEBase):
         return rbf_kernel(X, Y, gamma=self.gamma_)
 
     def fit(self, comparisons, X=None):
-        """Learn ``W`` from ``comparisons`` over the rows of ``X``; return self.
+        """Learn ``W`` from ``comparisons`` over the rows of ``X``.
 
-        ``comparisons`` may be an :class:`ItemComparisons` carrying ``X``.
+        Parameters
+        ----------
+        comparisons : Comparisons or ItemComparisons
+            The comparisons ``(i, j, k, l)``: ``d(i, j) + 1 ≤ d(k, l)`` is wanted. An
+            :class:`ItemComparisons` carries ``X`` too.
+        X : array of shape (n, D), or (n, n) for ``kernel="precomputed"``
+            The items.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
         """
         comparisons, X = unbundle(comparisons, X, "POE", "X")
         self._check_common()
@@ -275,8 +298,16 @@ class POE(MahalanobisMixin, _POEBase):
     def transform(self, X):
         """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values.
 
-        For ``kernel="precomputed"``, ``X`` is ``K(X, X_train)`` of shape
-        ``(n_new, n_train)``.
+        Parameters
+        ----------
+        X : array of shape (n_new, D)
+            New items; for ``kernel="precomputed"``, ``K(X, X_train)`` of shape
+            ``(n_new, n_train)``.
+
+        Returns
+        -------
+        ndarray
+            Their embedding, one row per item.
         """
         self._check_fitted()
         X = check_matrix(X, "X")
@@ -295,6 +326,13 @@ class MKPOE(_POEBase):
     ``fit(comparisons, kernels)`` with a list of ``n × n`` PSD kernels; one
     ``Wᵖ`` per kernel; the embedding concatenates ``Nᵖ K_xᵖ`` over kernels.
 
+    Parameters
+    ----------
+    beta, diagonal, solver, max_iter, tol, time_limit : float, bool, str, int, float, float
+        As in :class:`POE`.
+    filter_graph, random_state, verbose : bool, int or None, {0, 1}
+        As in :class:`POE`.
+
     Attributes
     ----------
     W_ : list of ndarray
@@ -303,8 +341,6 @@ class MKPOE(_POEBase):
         regulariser, i.e. of the embedding's energy, carried by each kernel)
     embedding_ : ndarray, the training items embedded
     objective_, result_, n_iter_
-
-    Parameters: ``beta``, ``diagonal``, ``solver`` and the rest as in :class:`POE`.
     """
 
     _name = "MKPOE"
@@ -355,9 +391,19 @@ class MKPOE(_POEBase):
         return out
 
     def fit(self, comparisons, kernels=None):
-        """Learn ``W¹ … Wᵐ`` from ``comparisons`` over the items of ``kernels``; return self.
+        """Learn ``W¹ … Wᵐ`` from ``comparisons`` over the items of ``kernels``.
 
-        ``comparisons`` may be an :class:`ItemComparisons` carrying the kernels.
+        Parameters
+        ----------
+        comparisons : Comparisons or ItemComparisons
+            The comparisons; an :class:`ItemComparisons` carries the kernels too.
+        kernels : list of arrays of shape (n, n)
+            One PSD kernel per feature space.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
         """
         comparisons, kernels = unbundle(comparisons, kernels, "MKPOE", "kernels")
         self._check_common()
@@ -375,7 +421,15 @@ class MKPOE(_POEBase):
     def transform(self, kernels):
         """Embed items given their kernel values against the training items.
 
-        One ``(n_new, n_train)`` array per kernel; the blocks are concatenated.
+        Parameters
+        ----------
+        kernels : list of arrays of shape (n_new, n_train)
+            One array of kernel values per kernel.
+
+        Returns
+        -------
+        ndarray
+            The embedding: the blocks ``Nᵖ K_xᵖ`` concatenated.
         """
         self._check_fitted()
         kernels = self._check_kernels(kernels, self.n_train_, square=False)
