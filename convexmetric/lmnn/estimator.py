@@ -193,6 +193,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         targets : int array (n, k), optional
             Target neighbours supplied by the user (row i lists i's targets, all of
             i's class); default: the k nearest same-class points.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
         """
         self._validate_params()
         X_raw, y_enc, counts = self._check_data(X, y)
@@ -324,7 +329,18 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         return self.metric_
 
     def transform(self, X):
-        """``X Lᵀ``: the data in the learned metric's Euclidean coordinates."""
+        """Map ``X`` to ``X Lᵀ``, the learned metric's Euclidean coordinates.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m, r)
+            The transformed points.
+        """
         check_is_fitted(self, "components_")
         X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -334,6 +350,16 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         """Predict kNN labels under the learned metric (ties: reduce k until they break).
 
         With ``backend="dask"``: by blocks of test rows on the Dask workers.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The predicted labels.
         """
         Z = self.transform(X)
         kk = self.n_neighbors or self.k
@@ -345,6 +371,16 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         """Predict energy-based labels (§3.5, eq. 15) under the learned metric.
 
         With ``backend="dask"``: by blocks of test rows on the Dask workers.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The labels of least energy.
         """
         check_is_fitted(self, "components_")
         X = validate_data(self, check_new_data(self, X), reset=False, dtype=np.float64)
@@ -357,6 +393,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__)
 
     def loo_error(self):
-        """Leave-one-out kNN error on the training data under the learned metric."""
+        """Compute the leave-one-out kNN error on the training data under the metric.
+
+        Returns
+        -------
+        float
+            The fraction of training points misclassified by their neighbours.
+        """
         check_is_fitted(self, "components_")
         return loo_error(self._X @ self.components_.T, self._y, self.n_neighbors or self.k)

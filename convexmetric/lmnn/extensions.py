@@ -96,6 +96,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         The k of :meth:`predict` (default ``k``).
     random_state : int or None
         Seeds k-means.
+    conic_solver : {"CLARABEL", "SCS"}
+        The conic solver of ``solver="exact"``.
     time_limit : float or None
         Seconds for the large-scale solver (status "user_limit").
     tol : float
@@ -151,7 +153,20 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         self.conic_solver = conic_solver
 
     def fit(self, X, y):
-        """Cluster (labels or k-means), start from single-metric LMNN, learn all metrics."""
+        """Cluster (labels or k-means), start from single-metric LMNN, learn all metrics.
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            Training points.
+        y : array of shape (n,)
+            Their labels.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
         name = type(self).__name__
         check_scalar(self.k, "k", int, min_val=1, owner=name)
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
@@ -220,7 +235,20 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return self
 
     def distances(self, X):
-        """``D̂(x, x_i)`` of eq. (16) to every training point (metric of ``x_i``'s cluster)."""
+        """Compute ``D̂(x, x_i)`` of eq. (16) to every training point ``x_i``.
+
+        The metric is that of ``x_i``'s cluster.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m, n)
+            Squared distances to the training points.
+        """
         check_is_fitted(self, "metrics_")
         X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -231,19 +259,52 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         return D
 
     def predict(self, X):
-        """Predict labels by kNN under the asymmetric distance of eq. (16)."""
+        """Predict labels by kNN under the asymmetric distance of eq. (16).
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The predicted labels.
+        """
         D = self.distances(X)
         return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
 
     def loo_error(self, k=None):
-        """Leave-one-out kNN training error under eq. (16)."""
+        """Compute the leave-one-out kNN training error under eq. (16).
+
+        Parameters
+        ----------
+        k : int, optional
+            Neighbours of the vote (default ``n_neighbors``, else ``k``).
+
+        Returns
+        -------
+        float
+            The fraction of training points misclassified.
+        """
         D = self.distances(self._X)
         kk = k or self.n_neighbors or self.k
         pred = knn_from_distances(D, self._y, kk, exclude=np.arange(len(self._y)))
         return float(np.mean(pred != self._y))
 
     def energy_predict(self, X):
-        """Energy-based labels (eq. 15) with the metrics of eq. (16)."""
+        """Predict energy-based labels (eq. 15) with the metrics of eq. (16).
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The labels of least energy.
+        """
         check_is_fitted(self, "metrics_")
         X = check_new_data(self, X)
         X = validate_data(self, X, reset=False, dtype=np.float64)
@@ -329,7 +390,20 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         return kernels.rbf_kernel(X, Y, gamma=self.gamma_)
 
     def fit(self, X, y):
-        """Learn ``A`` from the training kernel."""
+        """Learn ``A`` from the training kernel.
+
+        Parameters
+        ----------
+        X : array of shape (n, d), or (n, n) for ``kernel="precomputed"``
+            Training points, or their kernel matrix.
+        y : array of shape (n,)
+            Their labels.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
         name = type(self).__name__
         check_scalar(self.k, "k", int, min_val=1, owner=name)
         check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
@@ -379,7 +453,18 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         return self
 
     def kernel_rows(self, X):
-        """Kernel values ``k(x)`` against the training points: an ``(m, n)`` array."""
+        """Compute the kernel values ``k(x)`` against the training points.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
+            New points (or their kernel values, returned as they are).
+
+        Returns
+        -------
+        ndarray of shape (m, n)
+            The kernel rows.
+        """
         check_is_fitted(self, "A_")
         if self.kernel == "precomputed":
             from .._validation import check_matrix
@@ -406,11 +491,33 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         return self._X.T @ self.A_ @ self._X
 
     def transform(self, X):
-        """Map to the coordinates ``k(x) Lᵀ``, where Euclidean distance is the learned one."""
+        """Map to the coordinates ``k(x) Lᵀ``, where Euclidean distance is the learned one.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m, n)
+            The transformed points.
+        """
         return self.kernel_rows(X) @ self.components_.T
 
     def predict(self, X):
-        """Predict kNN labels under the learned feature-space metric (out of sample)."""
+        """Predict kNN labels under the learned feature-space metric (out of sample).
+
+        Parameters
+        ----------
+        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The predicted labels.
+        """
         Zq, Zt = self.transform(X), self._K @ self.components_.T
         D = sqdist(Zq, Zt)
         return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
