@@ -55,9 +55,8 @@ numpydoc_xref_param_type = False
 # The public API (convexmetric.__all__ and its public methods) is validated on every
 # build; a failing check is a warning, and the build runs with -W.  Left out: See Also
 # (SA01), Examples (EX01) and Extended Summary (ES01) sections, which not every method
-# needs, and the Parameters/Returns completeness checks (PR01, RT01) that the data-set
-# generators and sklearn-style methods do not meet yet (see docs/README.md).
-numpydoc_validation_checks = {"all", "SA01", "EX01", "ES01", "PR01", "RT01", "GL08"}
+# needs.
+numpydoc_validation_checks = {"all", "SA01", "EX01", "ES01"}
 numpydoc_validation_exclude = {r"\.__init__$", r"\.get_params$", r"\.set_params$"}
 
 # -- sphinx-gallery ---------------------------------------------------------------------
