@@ -111,20 +111,26 @@ class SSNE(TransformerMixin, BaseEstimator):
         values let the penalty dominate: whole columns of ``W_`` become zero.
     dissimilar : float, default=0.0
         Target similarity of different-label pairs when fitting from labels.
-    n_epochs, batch_size, learning_rate, decay, n_blocks
-        Solver settings (:class:`~convexmetric.ssne.solver.SSNESettings`); ``n_epochs``
-        is the iteration cap (epochs).
-    tol : float, default=1e-5
-        A run ends when the objective changes by less than ``tol`` (relative) for
-        5 epochs in a row.
-    time_limit : float or None
-        Seconds for each run (restart); the best iterate so far is kept.
+    n_epochs : int, default=40
+        The iteration cap (epochs).
+    batch_size : int, default=128
+        Pairs per minibatch.
+    learning_rate, decay : float, default=0.5 and 0.05
+        The step ``learning_rate / (1 + decay·epoch)``.
+    n_blocks : int, default=1
+        Column blocks visited in turn on every minibatch (1: all at once). These five
+        are the solver settings (:class:`~convexmetric.ssne.solver.SSNESettings`).
     n_restarts : int, default=1
         Seeded starts; the lowest objective wins (the problem is non-convex).
     init_scale : float, default=1.0
         Initial W is Gaussian with standard deviation ``init_scale / sqrt(d+1)``.
     max_pairs : int, default=50000
         Pairs drawn from labels (all pairs if there are fewer).
+    tol : float, default=1e-5
+        A run ends when the objective changes by less than ``tol`` (relative) for
+        5 epochs in a row.
+    time_limit : float or None
+        Seconds for each run (restart); the best iterate so far is kept.
     random_state : int, Generator or None
         Seeds the initialisation, the pair sample and the minibatch schedule.
     verbose : {0, 1}, default=0
@@ -212,6 +218,20 @@ class SSNE(TransformerMixin, BaseEstimator):
         * ``fit(X, y)``: ``X`` of shape (n, d), ``y`` labels (pairs via :func:`label_pairs`).
         * ``fit(pairs, s)``: ``pairs`` of shape (Q, 2, d), ``s`` targets in [−1, 1].
         * ``fit(X, s, pairs=idx)``: ``idx`` of shape (Q, 2) indexes rows of ``X``.
+
+        Parameters
+        ----------
+        X : array of shape (n, d), or (Q, 2, d) for pairs of points
+            The points, or the pairs of points.
+        y : array
+            Labels of the rows of ``X``, or the target similarities of the pairs.
+        pairs : int array of shape (Q, 2), optional
+            Index pairs into the rows of ``X`` (``y`` then holds their targets).
+
+        Returns
+        -------
+        SSNE
+            The fitted estimator.
         """
         self._check_params()
         rng = np.random.default_rng(self.random_state)
@@ -296,19 +316,53 @@ class SSNE(TransformerMixin, BaseEstimator):
         return check_new_data(self, X)
 
     def transform(self, X):
-        """``H(X)``: one point on the unit sphere of R^M per row (0 if W_ is all zero)."""
+        """Embed ``X``: ``H(X)``, one point on the unit sphere of R^M per row.
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            The points.
+
+        Returns
+        -------
+        ndarray of shape (n, n_components)
+            Unit rows (zero rows if ``W_`` is all zero).
+        """
         return embed(features(self._check_X(X)), self.W_)[2]
 
     def similarity(self, X, Z):
-        """The learned similarity matrix ``H(X) H(Z)ᵀ`` (eq. 2)."""
+        """Compute the learned similarity matrix ``H(X) H(Z)ᵀ`` (eq. 2).
+
+        Parameters
+        ----------
+        X, Z : arrays of shape (n, d) and (p, d)
+            The two sets of points.
+
+        Returns
+        -------
+        ndarray of shape (n, p)
+            The similarities, in [−1, 1].
+        """
         return self.transform(X) @ self.transform(Z).T
 
     def score(self, X, y):
-        """Minus the mean squared loss of eq. (3) on the label pairs of ``X, y``.
+        """Score by minus the mean squared loss of eq. (3) on the label pairs of ``X, y``.
 
         Targets: ``+1`` for same-label pairs, ``dissimilar`` for the others (as in
         :meth:`fit`; at most ``max_pairs`` pairs, drawn with ``random_state``). Higher is
         better, so ``GridSearchCV`` can use it as is.
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            The points.
+        y : array of shape (n,)
+            Their labels.
+
+        Returns
+        -------
+        float
+            Minus the mean squared loss.
         """
         X = self._check_X(X)
         y = check_labels(y, X.shape[0])
