@@ -76,17 +76,44 @@ ALIASES = {"wdbc": "breast_cancer", "zebra_stripes": "zebra"}
 
 
 def names():
-    """The built-in data set names."""
+    """The built-in data set names.
+
+    Returns
+    -------
+    list of str
+        The names ``load`` accepts (aliases not included).
+    """
     return list(REGISTRY)
 
 
 def describe():
-    """``{name: description}`` for every built-in data set."""
+    """``{name: description}`` for every built-in data set.
+
+    Returns
+    -------
+    dict
+        ``{name: description}``.
+    """
     return {k: v[1] for k, v in REGISTRY.items()}
 
 
 def load(name, *, random_state=0):
-    """Load a built-in data set as ``(X, y)``."""
+    """Load a built-in data set as ``(X, y)``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`names` (or an alias such as ``"wdbc"``).
+    random_state : int, Generator or None
+        Seeds the generated data sets (the shipped ones ignore it).
+
+    Returns
+    -------
+    X : ndarray or sparse matrix
+        The points, one row each.
+    y : ndarray
+        Their labels (``augmented_digits`` also returns its source index).
+    """
     key = ALIASES.get(name, name)
     if key not in REGISTRY:
         raise ValueError(f"Unknown dataset {name!r}; choose one of {', '.join(REGISTRY)}.")
@@ -96,7 +123,25 @@ def load(name, *, random_state=0):
 def split(X, y, *, test_size=0.3, random_state=0, scale=True):
     """The standard split: stratified 70/30, scaler fitted on the training part.
 
-    Returns ``X_train, X_test, y_train, y_test``.
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The points.
+    y : array of shape (n,)
+        Their labels (the split is stratified by them).
+    test_size : float, default=0.3
+        Fraction of the points held out.
+    random_state : int, default=0
+        Seeds the split.
+    scale : bool, default=True
+        Standardise with a ``StandardScaler`` fitted on the training part.
+
+    Returns
+    -------
+    X_train, X_test : ndarray
+        The training and test points.
+    y_train, y_test : ndarray
+        Their labels.
     """
     Xtr, Xte, ytr, yte = train_test_split(
         X, y, test_size=test_size, random_state=random_state, stratify=y
@@ -108,9 +153,26 @@ def split(X, y, *, test_size=0.3, random_state=0, scale=True):
 
 
 def load_split(name, **kw):
-    """``split(*load(name), **kw)``; by source item for the data sets of :data:`GROUPED`
-    (:func:`split_by_source`: no source item on both sides); the data sets of
-    :data:`SPLITS` (MNIST) have their own split, which takes only ``random_state``."""
+    """Load a data set and split it: ``split(*load(name), **kw)``.
+
+    By source item for the data sets of :data:`GROUPED` (:func:`split_by_source`: no
+    source item on both sides); the data sets of :data:`SPLITS` (MNIST) have their own
+    split, which takes only ``random_state``.
+
+    Parameters
+    ----------
+    name : str
+        A name of :func:`names`.
+    **kw
+        Passed to :func:`split` (or :func:`split_by_source`, or the data set's own split).
+
+    Returns
+    -------
+    X_train, X_test : ndarray
+        The training and test points.
+    y_train, y_test : ndarray
+        Their labels.
+    """
     key = ALIASES.get(name, name)
     if key in SPLITS:
         return SPLITS[key](**kw)

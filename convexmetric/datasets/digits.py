@@ -24,15 +24,38 @@ def transformed_digits(
     digits=None,
     random_state=0,
 ):
-    """scikit-learn's 8×8 digits, each randomly rotated and/or scaled (scipy.ndimage).
+    """Rotate and scale scikit-learn's 8×8 digits, each at random (scipy.ndimage).
 
     Every image is padded to 12×12, then resampled (bilinear, ``affine_transform``)
     onto a ``size × size`` grid under a random rotation (uniform in
     ``±max_angle`` degrees) and a random log-uniform scale in ``scale_range`` (a
     factor of 2 by default, as in the paper). ``copies`` transforms are drawn per
     image; ``digits`` keeps only those classes. Pixel vectors are not normalised
-    (Maurer's kernel normalises them). Returns ``(X, y)``, X of shape
-    ``(copies·n, size²)``.
+    (Maurer's kernel normalises them).
+
+    Parameters
+    ----------
+    rotate, scale : bool, default=True
+        Apply the random rotation, the random scale.
+    size : int, default=16
+        Side of the output grid.
+    copies : int, default=1
+        Transformed copies per image.
+    max_angle : float, default=180.0
+        Rotations are uniform in ``±max_angle`` degrees.
+    scale_range : (float, float), default=(0.75, 1.5)
+        Scales are log-uniform in this range.
+    digits : sequence of int or None
+        Keep only these classes.
+    random_state : int, Generator or None
+        Seeds the generator.
+
+    Returns
+    -------
+    X : ndarray of shape (copies·n, size²)
+        The images, one row each.
+    y : ndarray of shape (copies·n,)
+        Their digits.
     """
     from scipy import ndimage
 
@@ -73,17 +96,31 @@ def _shift(imgs, dy, dx):
 
 
 def augmented_digits(random_state=0):
-    """About 60,000 8×8 digits made from scikit-learn's 1,797 by small shifts and rotations.
+    """Make about 60,000 8×8 digits from scikit-learn's 1,797 by small shifts and rotations.
 
     Every source image is rotated about its centre by each angle of
     :data:`AUGMENT_ANGLES` (``scipy.ndimage.rotate``, bilinear, same 8×8 frame, zero
     fill) and each rotation is shifted by every ``(dy, dx) ∈ {−1, 0, 1}²`` pixels (zero
     fill): 45 variants per image. Of these, the untransformed image and 32 others drawn
     with ``random_state`` are kept (:data:`AUGMENT_PER_IMAGE` = 33 per image, 59,301 in
-    all); pixel values stay on the 0–16 scale. Returns ``(X, y, source)``: ``X`` of
-    shape ``(59301, 64)``, the digit labels, and for each row the index of its source
-    image in ``sklearn.datasets.load_digits()``. :func:`load_split` splits by source.
+    all); pixel values stay on the 0–16 scale.  :func:`load_split` splits by source.
 
+    Parameters
+    ----------
+    random_state : int, Generator or None
+        Seeds the choice of the kept variants.
+
+    Returns
+    -------
+    X : ndarray of shape (59301, 64)
+        The images.
+    y : ndarray of shape (59301,)
+        Their digits.
+    source : ndarray of shape (59301,)
+        For each row, the index of its source image in ``sklearn.datasets.load_digits()``.
+
+    Examples
+    --------
     >>> X, y, source = augmented_digits()
     >>> X.shape, int(source.max()) + 1
     ((59301, 64), 1797)
@@ -118,6 +155,24 @@ def split_by_source(X, y, source, *, test_size=0.3, random_state=0, scale=True):
 
     The source ids are split 70/30, stratified by their (single) label; every row goes
     with its source. The scaler is fitted on the training part, as in :func:`split`.
+
+    Parameters
+    ----------
+    X : array of shape (n, d)
+        The points.
+    y : array of shape (n,)
+        Their labels (one label per source).
+    source : array of shape (n,)
+        The source item of each row.
+    test_size, random_state, scale : float, int, bool
+        As in :func:`split`.
+
+    Returns
+    -------
+    X_train, X_test : ndarray
+        The training and test points.
+    y_train, y_test : ndarray
+        Their labels.
     """
     ids, first = np.unique(source, return_index=True)
     tr_ids, _ = train_test_split(

@@ -40,8 +40,34 @@ def zebra_stripes(
     stripe *vertically*, so LDA would return the vertical axis, the best direction,
     contrary to Fig. 2; unbalanced modes move the mean difference horizontally.
 
-    Returns ``(X, y)`` with ``X`` of shape ``(n_samples, 2)`` and ``y`` in {0, 1}.
+    Parameters
+    ----------
+    n_samples : int, default=2000
+        Number of points.
+    n_stripes : int, default=20
+        Stripes per class (``2 * n_stripes`` in all).
+    offset : float, default=20.0
+        Horizontal distance between the two modes.
+    width : float, default=0.2
+        Height of a stripe.
+    spread : float, default=6.0
+        Half-width of a mode.
+    fill : float, default=0.5
+        Fraction of its stripe that a point may fill (the rest is a gap).
+    balance : float, default=0.6
+        Probability that mode 0 holds class 0.
+    random_state : int, Generator or None
+        Seeds the generator.
 
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 2)
+        The points.
+    y : ndarray of shape (n_samples,)
+        Their classes, 0 or 1.
+
+    Examples
+    --------
     >>> X, y = zebra_stripes(200, random_state=0)
     >>> bool(((X[:, 1] + 4) // 0.2 % 2 == y).all())
     True
@@ -61,7 +87,22 @@ def zebra_stripes(
 
 
 def synthetic_classes(n_samples=20000, n_features=20, n_classes=10, *, random_state=0):
-    """Gaussian classes for scale tests (sklearn's ``make_classification``)."""
+    """Gaussian classes for scale tests (sklearn's ``make_classification``).
+
+    Parameters
+    ----------
+    n_samples, n_features, n_classes : int
+        Sizes, as in ``make_classification``.
+    random_state : int, Generator or None
+        Seeds the generator.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features)
+        The points.
+    y : ndarray of shape (n_samples,)
+        Their classes.
+    """
     X, y = _skd.make_classification(
         n_samples=n_samples,
         n_features=n_features,
@@ -98,7 +139,29 @@ def bag_of_features(
     are tf-idf weighted and normalised by ``norm`` (scikit-learn's ``TfidfTransformer``). The
     defaults give a median of about 27 non-zeros per item, as in §5.1.
 
-    Returns ``(X, y)``: ``X`` a CSR matrix of shape ``(n_samples, n_features)``.
+    Parameters
+    ----------
+    n_samples, n_features, n_classes : int, default=1000, 1000 and 10
+        Items, codewords and classes.
+    n_tokens : float, default=14
+        Mean number of tokens an item draws (Poisson).
+    group_size : int, default=10
+        Codewords per group of co-occurring codewords.
+    class_groups : int, default=10
+        Groups each class prefers.
+    class_share : float, default=0.3
+        Probability that a token comes from its class's groups.
+    norm : {"l2", "l1", None}, default="l2"
+        Normalisation of the tf-idf rows.
+    random_state : int, Generator or None
+        Seeds the generator.
+
+    Returns
+    -------
+    X : scipy.sparse.csr_matrix of shape (n_samples, n_features)
+        The tf-idf rows.
+    y : ndarray of shape (n_samples,)
+        Their classes.
     """
     import scipy.sparse as sp
     from sklearn.feature_extraction.text import TfidfTransformer
@@ -136,7 +199,7 @@ def bag_of_features(
 def concentric_circles(
     n_per_circle=36, *, n_arcs=3, arc=40.0, gap=0.75, jitter=0.1, r_inner=1.0, random_state=0
 ):
-    """Arcs of two concentric circles, one class per circle: LMNN Fig. 7 (§5.2).
+    """Generate arcs of two concentric circles, one class per circle: LMNN Fig. 7 (§5.2).
 
     Each circle keeps ``n_arcs`` arcs of ``arc`` degrees centred ``360 / n_arcs``
     degrees apart (``arc = 360 / n_arcs`` gives full circles). An arc is cut into
@@ -160,8 +223,32 @@ def concentric_circles(
     the rotation, hence a multiple of the identity, and errs like Euclidean (100%).
     With two metrics one is shared by two arcs 120° apart and cannot serve both.
 
-    Returns ``(X, y)``, ``X`` of shape ``(2 * n_per_circle, 2)``, inner circle class 0.
+    Parameters
+    ----------
+    n_per_circle : int, default=36
+        Points per circle.
+    n_arcs : int, default=3
+        Arcs per circle.
+    arc : float, default=40.0
+        Degrees of each arc.
+    gap : float, default=0.75
+        Radial gap, in units of the inner angular spacing.
+    jitter : float, default=0.1
+        Angular jitter, as a fraction of a cell.
+    r_inner : float, default=1.0
+        Radius of the inner circle.
+    random_state : int, Generator or None
+        Seeds the generator.
 
+    Returns
+    -------
+    X : ndarray of shape (2 * n_per_circle, 2)
+        The points.
+    y : ndarray of shape (2 * n_per_circle,)
+        0 on the inner circle, 1 on the outer.
+
+    Examples
+    --------
     >>> X, y = concentric_circles(random_state=0)
     >>> X.shape, int(y.sum())
     ((72, 2), 36)
@@ -195,8 +282,24 @@ def overlapping_classes(n=20000, d=20, n_classes=10, *, random_state=0):
     Class centres are drawn from ``N(0, 2²)`` in ``d`` dimensions; every feature gets a
     noise scale drawn uniformly in ``[0.5, 2]`` (shared by all classes), and each point
     is its class centre plus Gaussian noise with those scales. Labels are balanced
-    (``i mod n_classes``, shuffled). Returns ``(X, y)``, ``X`` of shape ``(n, d)``.
+    (``i mod n_classes``, shuffled).
 
+    Parameters
+    ----------
+    n, d, n_classes : int, default=20000, 20 and 10
+        Points, dimensions and classes.
+    random_state : int, Generator or None
+        Seeds the generator.
+
+    Returns
+    -------
+    X : ndarray of shape (n, d)
+        The points.
+    y : ndarray of shape (n,)
+        Their classes.
+
+    Examples
+    --------
     >>> X, y = overlapping_classes(100, 5, 3, random_state=0)
     >>> X.shape, sorted(set(y.tolist()))
     ((100, 5), [0, 1, 2])

