@@ -27,4 +27,5 @@ DATASETS = [
     "names", "describe", "load", "load_split", "split", "split_by_source",
     "zebra_stripes", "concentric_circles", "synthetic_classes", "overlapping_classes",
     "transformed_digits", "augmented_digits", "bag_of_features",
+    "load_mnist", "mnist_split", "augmented_mnist",
 ]  # fmt: skip
