@@ -5,6 +5,16 @@ methods of each estimator (``set_*_request`` and scikit-learn's own methods left
 new public method cannot go undocumented.
 """
 
+_ONLINE = [
+    "fit",
+    "partial_fit",
+    "partial_fit_triplets",
+    "similarity",
+    "score_pairs",
+    "rank",
+    "score",
+]
+
 MEMBERS = {
     "LMNN": ["fit", "transform", "predict", "energy_predict", "loo_error",
              "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
@@ -16,9 +26,9 @@ MEMBERS = {
     "MKPOE": ["fit", "transform", "score"],
     "OperatorSimilarity": ["fit", "transform", "pair_distances", "predict_pairs", "score"],
     "HyperbolicPCA": ["fit", "transform", "pair_distances", "predict_pairs", "score"],
-    "DiagonalAROMA": ["fit", "partial_fit", "similarity", "score_pairs", "rank", "score"],
-    "FactoredAROMA": ["fit", "partial_fit", "similarity", "score_pairs", "rank", "score"],
-    "OASIS": ["fit", "partial_fit", "similarity", "score_pairs", "rank", "score"],
+    "DiagonalAROMA": _ONLINE,
+    "FactoredAROMA": _ONLINE,
+    "OASIS": _ONLINE,
     "SSNE": ["fit", "transform", "similarity", "score"],
     "SolveResult": ["summary"],
 }  # fmt: skip
