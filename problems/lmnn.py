@@ -10,7 +10,7 @@ r"""LMNN's semidefinite program, eq. (14) of Weinberger & Saul (JMLR 2009).
 Eliminating the slack gives the loss ε(M) of eq. (14), evaluated in numpy by
 :func:`objective`. A *triplet* ``(i, j, l)`` is one hinge term: ``j`` a target
 neighbour of ``i`` and ``l`` any point of another class. Note (misprint in the paper):
-§2.1 writes ``M = LᵀL`` while §3 writes ``M = LLᵀ``; with the transformation
+§2.1 writes ``M = LᵀL`` while §2.3 writes ``M = LLᵀ``; with the transformation
 ``x → Lx`` of eq. (1) only ``M = LᵀL`` is consistent, and that is what we use.
 """
 
