@@ -14,7 +14,7 @@ it metric-learn's four methods, with metric-learn's semantics:
 >>> import numpy as np
 >>> from convexmetric import LMNN, datasets
 >>> X, y = datasets.load("iris")
->>> m = LMNN(k=3, max_iter=200).fit(X, y)
+>>> m = LMNN(k=3).fit(X, y)
 >>> pairs = np.stack([X[:5], X[5:10]], axis=1)     # five pairs, shape (5, 2, 4)
 >>> d = m.pair_distance(pairs)
 >>> bool(np.allclose(d, [m.get_metric()(u, v) for u, v in pairs]))

@@ -16,7 +16,7 @@ the previous contents or nothing, never a partial model.
 >>> from convexmetric.model_io import save_model, load_model
 >>> X, y = datasets.load("iris")
 >>> d = os.path.join(tempfile.mkdtemp(), "m")
->>> save_model(LMNN(max_iter=50).fit(X, y), d, provenance={"dataset": "iris"})
+>>> save_model(LMNN().fit(X, y), d, provenance={"dataset": "iris"})
 >>> m = load_model(d)
 >>> m.kind, m.transform(X[:2]).shape, m.predict(X[:2]).tolist()
 ('linear', (2, 4), [0, 0])
