@@ -51,11 +51,17 @@ def hinge_args(Ws, blocks, C):
     """``z = 1 + d(i, j) − d(k, l)`` for every comparison (numpy)."""
     z = np.ones(len(C))
     for W, (F, _) in zip(Ws, blocks):
-        U, V = pair_differences(F, C)
         if np.ndim(W) == 1:
+            U, V = pair_differences(F, C)
             z += (U * U) @ W - (V * V) @ W
+        elif F.shape[0] <= len(C):  # through the items' Gram matrix: n²D, not |C|·D²
+            G = F @ W @ F.T
+            g = np.diag(G)
+            z += g[C.i] + g[C.j] - G[C.i, C.j] - G[C.j, C.i]
+            z -= g[C.k] + g[C.l] - G[C.k, C.l] - G[C.l, C.k]
         else:
-            z += np.einsum("ti,ij,tj->t", U, W, U) - np.einsum("ti,ij,tj->t", V, W, V)
+            U, V = pair_differences(F, C)
+            z += np.sum((U @ W) * U, axis=1) - np.sum((V @ W) * V, axis=1)
     return z
 
 
