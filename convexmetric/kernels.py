@@ -157,11 +157,16 @@ def check_kernel(K, n=None, name="K", *, tol=1e-8):
     from ._validation import check_square_kernel
 
     K = check_square_kernel(K, n, name)
-    scale = max(1.0, float(np.abs(K).max()))
-    lam = float(np.linalg.eigvalsh(0.5 * (K + K.T))[0])
-    if lam < -tol * scale:
+    S = 0.5 * (K + K.T)
+    shift = tol * max(1.0, float(np.abs(K).max()))
+    try:  # λ_min(S) > −shift iff S + shift·I has a Cholesky factor (no eigensolve)
+        np.linalg.cholesky(S + shift * np.eye(len(S)))
+        return S
+    except np.linalg.LinAlgError:
+        lam = float(np.linalg.eigvalsh(S)[0])
+    if lam < -shift:
         raise ValueError(
             f"'{name}' must be positive semidefinite; its smallest eigenvalue is {lam:.3g}. "
             "Use convexmetric.kernels.project_psd(K) for the nearest PSD kernel."
         )
-    return 0.5 * (K + K.T)
+    return S
