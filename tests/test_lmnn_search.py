@@ -1,0 +1,80 @@
+"""The pruned impostor search finds exactly the triplets of the brute-force full check."""
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from convexmetric.lmnn.search import PrunedSearch, leading_axes, pruned_terms
+from convexmetric.lmnn.stream import StreamingEvaluator
+from convexmetric.neighbors import target_neighbors
+from convexmetric.problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
+
+
+def instance(seed, n, d, n_classes, k, rank, rounded):
+    rng = np.random.default_rng(seed)
+    y = rng.permutation(np.arange(n) % n_classes)
+    X = (
+        rng.normal(size=(n, d)) * rng.uniform(0.1, 3.0, d)
+        + 2.0 * rng.normal(size=(n_classes, d))[y]
+    )
+    if rounded:  # ties: repeated distances and points
+        X = np.round(X)
+    L = rng.normal(size=(rank, d)) * rng.choice([0.05, 0.3, 1.0])
+    return X, y, target_neighbors(X, y, k), L
+
+
+def brute(X, y, T, L, **kw):
+    return StreamingEvaluator(X, y, T, 0.5, pull_matrix(X, T), **kw).terms(L)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(12, 90),
+    d=st.integers(1, 7),
+    n_classes=st.integers(2, 4),
+    k=st.integers(1, 3),
+    rank=st.integers(1, 7),
+    rounded=st.booleans(),
+    axes=st.one_of(st.none(), st.integers(1, 7)),
+    block_rows=st.integers(1, 40),
+)
+def test_pruned_equals_brute_force(seed, n, d, n_classes, k, rank, rounded, axes, block_rows):
+    X, y, T, L = instance(seed, n, d, n_classes, k, rank, rounded)
+    axes = None if axes is None else min(axes, rank)
+    expected = brute(X, y, T, L)
+    got = pruned_terms(X @ L.T, y, T, axes=axes, block_rows=block_rows)
+    for a, b in zip(expected, got):  # the same triplets in the same order
+        assert a.dtype == b.dtype == np.int64
+        np.testing.assert_array_equal(a, b)
+    # through hinge_terms' candidate-pair protocol: the same terms and values
+    ref = hinge_terms(L.T @ L, X, T, y, components=L)
+    via = hinge_terms(L.T @ L, X, T, y, components=L, search=PrunedSearch(axes=axes))
+    assert set(zip(*ref[:3])) == set(zip(*via[:3]))
+
+
+def test_collapsed_metric_every_pair():
+    X, y, T, _ = instance(0, 40, 3, 3, 2, 3, False)
+    L = np.zeros((3, 3))  # every differently labelled pair is an impostor
+    expected = brute(X, y, T, L)
+    assert len(expected[0]) == sum(2 * int(np.sum(y != y[i])) for i in range(40))
+    for a, b in zip(expected, pruned_terms(X @ L.T, y, T)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_max_terms_and_stats():
+    X, y, T, L = instance(1, 80, 4, 2, 3, 4, False)
+    total = len(brute(X, y, T, L)[0])
+    assert total > 10
+    with pytest.raises(TooManyTerms):
+        pruned_terms(X @ L.T, y, T, max_terms=total - 1)
+    stats = {}
+    assert len(pruned_terms(X @ L.T, y, T, max_terms=total, axes=2, stats=stats)[0]) == total
+    assert stats["axes"] == 2 and 0.0 <= stats["survivors"] <= 1.0
+
+
+def test_leading_axes():
+    share = np.cumsum([0.5, 0.3, 0.15, 0.05] + [0.0] * 60)
+    assert leading_axes(share, 64) == 8  # at least MIN_AXES
+    assert leading_axes(share[:10], 10) is None  # more than half of d: no pruning
