@@ -37,8 +37,10 @@ and ``tr(C_s C_t M) = (a_s·a_t)(a_tᵀMa_s) − (a_s·b_t)(b_tᵀMa_s) − (b_s
 + (b_s·b_t)(b_tᵀMb_s)`` (``a = x_i − x_j``, ``b = x_i − x_l``): six ``K × d × K``
 products (the third term is the second's transpose), never the ``d² × K`` design
 matrix. It is minimised over ``[0, 1]^K`` by L-BFGS-B with a small ridge towards the
-smoothed multipliers (the system can be under-determined). Whatever the fit, the bound
-above keeps it valid; the better of the two bounds is returned.
+smoothed multipliers (the system can be under-determined), started from the previous
+fit's multipliers of the triplets still at the kink (consecutive stages share most).
+Whatever the fit, the bound above keeps it valid; the better of the two bounds is
+returned.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ class DualCertificate:
 
     ``X`` are the oracle's (possibly whitened) inputs, ``P`` its pull matrix.
     """
+
+    _warm = None  #: (triplet keys, multipliers) of the last crossover fit
 
     def __init__(self, X, P, mu):
         self.X, self.mu = X, mu
@@ -96,12 +100,33 @@ class DualCertificate:
             lam = lam_s.copy()
             lam[K] = 0.0
             S_fix = self.scatter(I, J, L, lam)
+            keys = self._keys(I[K], J[K], L[K])
+            start = self._warm_start(keys, lam_s[K])
             lam[K] = self._fit(M, self.X[I[K]] - self.X[J[K]], self.X[I[K]] - self.X[L[K]],
-                               S_fix, lam_s[K], ridge)  # fmt: skip
+                               S_fix, lam_s[K], ridge, start=start)  # fmt: skip
+            self._warm = (keys, lam[K].copy())
             best = max(best, self.bound(self.scatter(I, J, L, lam), lam.sum(), F))
         return best
 
-    def _fit(self, M, A, B, S_fix, x0, ridge):
+    def _keys(self, I, J, L):
+        n = self.X.shape[0]
+        return (np.asarray(I, np.int64) * n + J) * n + L
+
+    def _warm_start(self, keys, default):
+        """The last fit's multipliers where the kink holds the same triplets, else
+        ``default``: consecutive stages fit nearly the same kink (a warm start)."""
+        start = np.array(default, dtype=float)
+        if self._warm is None:
+            return start
+        old_keys, old_lam = self._warm
+        order = np.argsort(old_keys, kind="stable")
+        pos = np.searchsorted(old_keys, keys, sorter=order)
+        pos = np.minimum(pos, len(order) - 1)
+        hit = old_keys[order[pos]] == keys if len(order) else np.zeros(len(keys), bool)
+        start[hit] = old_lam[order[pos[hit]]]
+        return start
+
+    def _fit(self, M, A, B, S_fix, x0, ridge, start=None):
         mu = self.mu
         AM, BM = A @ M, B @ M
         cross = (A @ B.T) * (AM @ B.T)  # the (b_s·a_t)(a_tᵀMb_s) term is its transpose
@@ -118,7 +143,8 @@ class DualCertificate:
             Hx = H @ x
             return 0.5 * float(x @ Hx) + float(g @ x), Hx + g
 
-        res = minimize(fun, np.clip(x0, 0.0, 1.0), jac=True, method="L-BFGS-B",
+        x_start = x0 if start is None else start
+        res = minimize(fun, np.clip(x_start, 0.0, 1.0), jac=True, method="L-BFGS-B",
                        bounds=[(0.0, 1.0)] * len(x0),
                        options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-15})  # fmt: skip
         return np.clip(res.x, 0.0, 1.0)
