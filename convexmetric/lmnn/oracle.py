@@ -107,7 +107,8 @@ class ActiveSetOracle(ActiveList, Oracle):
         self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
 
     def lower_bound(self, M, sigma, F=None):
-        """A certified lower bound on the optimum of eq. (14) from the dual estimate.
+        """A certified lower bound on the optimum of eq. (14) from the dual estimate
+        (with ``F``, extrapolated along the proximal step, :meth:`_extrapolated`).
 
         For λ ∈ [0, 1]^T, ``S(λ) = (1−μ)ΣC_ij + μ Σ λ_t (C_ij − C_il)`` gives ``f* ≥
         μΣλ/(1 − ν)`` with ``ν = min(0, λ_min(S(λ), S(0)))`` (:mod:`.certificate`). ``F``
@@ -123,8 +124,7 @@ class ActiveSetOracle(ActiveList, Oracle):
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
             S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
             return cert.bound(S1, lam_sum, F)
-        lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
-        bound = cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F)
+        bound, lam = self._extrapolated(cert, z, sigma, F)
         # the crossover (a K×K quadratic programme) pays only near convergence: within
         # max(30·tol, 1e-3) and once the attained value has settled (it fell by at most
         # tol since the last bound: while it still falls by more, F − f* > tol·F is likely
@@ -135,6 +135,35 @@ class ActiveSetOracle(ActiveList, Oracle):
         if settled and tol * abs(F) < F - bound <= max(30 * tol, 1e-3) * abs(F):
             bound = self._crossover(cert, M, z, lam, F, bound, tol)
         return bound
+
+    def _extrapolated(self, cert, z, sigma, F):
+        """``(bound, λ)``: the best bound over ``λ(t) = clip(λ̄ + t·z/σ, 0, 1)`` for ``t = 1``,
+        then, given ``F`` (a solve's stage bound), ``t = 2, 4, …, 32`` while the bound
+        improves (else ``t = 1/2, 1/4``).
+
+        ``t = 1`` is the smoothed stage's own estimate; the proximal iterations move λ̄ by
+        ``z/σ`` a stage, so near convergence a longer step anticipates the next stages'
+        multipliers (every ``λ ∈ [0, 1]`` gives a valid bound). On the MNIST sample the
+        tail's best step was 4: the gap 1.5e-4 of the stage's own multipliers was 9.7e-5.
+        Each try costs one scatter over the listed triplets and one ``d × d`` eigenvalue."""
+
+        def at(t):
+            lam = np.clip(self.mask["lam"] + (t / sigma) * z, 0.0, 1.0)
+            return cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F), lam
+
+        best = at(1.0)
+        if F is None:  # a bare bound (the streaming mode's, compared in the tests)
+            return best
+        for steps in ((2.0, 4.0, 8.0, 16.0, 32.0), (0.5, 0.25)):
+            improved = False
+            for t in steps:
+                cand = at(t)
+                if not cand[0] > best[0]:
+                    break
+                best, improved = cand, True
+            if improved:
+                break
+        return best
 
     def _crossover(self, cert, M, z, lam, F, bound, tol):
         """The crossover's bound, with a back-off: when a crossover closed under a quarter
