@@ -10,9 +10,11 @@
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -272,24 +274,18 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
 
     def _warn_unconverged(self, res):
         """A ConvergenceWarning that names the cause: the iteration cap, or a gap left open."""
-        import warnings
-
-        from sklearn.exceptions import ConvergenceWarning
-
         gap = res.certified_gap
         gap = f"a certified gap of {gap:.2g}" if np.isfinite(gap) else "no certified bound"
         if res.iterations >= self.max_iter:
             msg = (f"LMNN stopped at max_iter={self.max_iter} iterations with {gap} "
                    f"(tol={self.tol:g}); increase 'max_iter'.")  # fmt: skip
         else:
-            msg = (f"LMNN's solver stalled with {gap} above "
-                   f"tol={self.tol:g} after {res.iterations} of max_iter={self.max_iter} "
-                   "iterations; the metric is usable but not certified optimal.")  # fmt: skip
+            msg = (f"LMNN's solver stalled with {gap} above tol={self.tol:g} after {res.iterations}"
+                   f" of max_iter={self.max_iter} iterations: not certified.")  # fmt: skip
         warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
     def _set_metric(self, res, X, y_enc, T, axes):
-        """``components_``, ``metric_`` and ``objective_`` from the solver's ``M``; the
-        result to record (the rectangular solver's with ``reduction="R"``)."""
+        """``components_``, ``metric_``, ``objective_`` from ``M``; the result to record."""
         M = 0.5 * (res.matrix + res.matrix.T)
         Lc = P.components_from_metric(M)
         self.objective_ = float(res.objective)

@@ -1,0 +1,220 @@
+"""Kernel LMNN (Weinberger & Saul, §5.3 and the kernel trick): ``KernelLMNN``."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .. import kernels
+from .._mahalanobis import MahalanobisMixin
+from .._validation import (
+    check_choice,
+    check_new_data,
+    check_scalar,
+)
+from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
+from ..linalg import components_from_metric
+from ..neighbors import sqdist
+from ..problems import lmnn_kernel as PK
+from . import kernel_solver as SK
+from ._shared import _check_common, _check_labels, knn_from_distances, logger
+
+
+class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
+    """Kernel LMNN (§5.3): ``M = Σ A_lm Φ(x_l)Φ(x_m)ᵀ``, everything through kernel values.
+
+    Parameters
+    ----------
+    k, mu : int, float
+        As in :class:`~convexmetric.LMNN`.
+    kernel : {"rbf", "linear", "precomputed"}
+        With ``"precomputed"``, ``fit`` takes the n×n training kernel and
+        ``transform``/``predict`` take m×n kernel values against the training points.
+    gamma : float or None
+        RBF width (default: scikit-learn's "scale").
+    solver, max_iter, n_neighbors, tol, time_limit : str, int, int or None, float, float
+        As in :class:`~convexmetric.LMNN` (``solver`` in {"subgradient", "exact"}).
+    random_state : int or None
+        Accepted for a uniform interface; the fit makes no random choice.
+    verbose : {0, 1}
+        Log the solver's progress (INFO, logger ``convexmetric.lmnn_extensions``).
+
+    Attributes
+    ----------
+    A_ : ndarray of shape (n, n)
+        The PSD matrix.
+    components_ : ndarray
+        Its factor, ``A_ = components_ᵀ components_``.
+    objective_, result_, targets_, n_iter_ : float, SolveResult, ndarray, int
+        As in :class:`~convexmetric.LMNN`.
+
+    ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
+    the distance in the kernel's feature space; ``get_mahalanobis_matrix`` exists for
+    ``kernel="linear"`` only (``M = XᵀAX`` over the training inputs ``X``).
+    """
+
+    def __init__(
+        self,
+        *,
+        k=3,
+        mu=0.5,
+        kernel="rbf",
+        gamma=None,
+        solver="subgradient",
+        max_iter=3000,
+        n_neighbors=None,
+        tol=1e-4,
+        time_limit=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.tol = tol
+        self.time_limit = time_limit
+        self.random_state = random_state
+        self.verbose = verbose
+        self.k = k
+        self.mu = mu
+        self.kernel = kernel
+        self.gamma = gamma
+        self.solver = solver
+        self.max_iter = max_iter
+        self.n_neighbors = n_neighbors
+
+    def _kernel(self, X, Y=None):
+        if self.kernel == "linear":
+            return kernels.linear_kernel(X, Y)
+        return kernels.rbf_kernel(X, Y, gamma=self.gamma_)
+
+    def fit(self, X, y):
+        """Learn ``A`` from the training kernel.
+
+        Parameters
+        ----------
+        X : array of shape (n, d), or (n, n) for ``kernel="precomputed"``
+            Training points, or their kernel matrix.
+        y : array of shape (n,)
+            Their labels.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
+        name = type(self).__name__
+        check_scalar(self.k, "k", int, min_val=1, owner=name)
+        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        check_choice(self.kernel, "kernel", ("rbf", "linear", "precomputed"), owner=name)
+        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
+        if self.gamma is not None:
+            check_scalar(self.gamma, "gamma", float, min_val=0, closed="neither", owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        _check_common(self, name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
+        if self.time_limit is not None:
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
+            )
+        check_verbose(self.verbose, name)
+        if self.kernel == "precomputed":
+            kernels.check_kernel(X, name="X")  # square, symmetric, PSD
+        X, self.classes_, y = _check_labels(self, X, y, self.k)
+        if self.kernel == "precomputed":
+            K = X
+        else:
+            var = float(X.var())
+            self.gamma_ = self.gamma or (1.0 / (X.shape[1] * var) if var > 0 else 1.0)
+            K = self._kernel(X)
+        T = PK.kernel_targets(K, y, self.k)
+        mu = float(self.mu)
+        with logging_to_stderr(logger, self.verbose):
+            if self.solver == "exact":
+                res = SK.solve(K, y, T, mu, exact=True)
+            else:
+                res = SK.solve(
+                    K,
+                    y,
+                    T,
+                    mu,
+                    max_iter=self.max_iter,
+                    tol=float(self.tol),
+                    time_limit=self.time_limit,
+                    callback=progress_callback(logger, self.verbose, name),
+                )
+            log_summary(logger, self.verbose, name, res)
+        self.n_iter_ = res.iterations
+        self.A_ = 0.5 * (res.matrix + res.matrix.T)
+        self.components_ = components_from_metric(self.A_)
+        self.objective_, self.result_, self.targets_ = float(res.objective), res, T
+        self._X, self._K, self._y = X, K, y
+        return self
+
+    def kernel_rows(self, X):
+        """Compute the kernel values ``k(x)`` against the training points.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
+            New points (or their kernel values, returned as they are).
+
+        Returns
+        -------
+        ndarray of shape (m, n)
+            The kernel rows.
+        """
+        check_is_fitted(self, "A_")
+        if self.kernel == "precomputed":
+            from .._validation import check_matrix
+
+            K = check_matrix(X, "X")
+            n = self._K.shape[0]
+            if K.shape[1] != n:
+                raise ValueError(
+                    f"'X' must hold kernel values against the {n} training points, shape "
+                    f"(n_queries, {n}); got shape {K.shape}."
+                )
+            return K
+        X = check_new_data(self, X)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._kernel(X, self._X)
+
+    def _mahalanobis_matrix(self):
+        if self.kernel != "linear":
+            raise ValueError(
+                f"KernelLMNN with kernel={self.kernel!r} learns a metric in the kernel's "
+                "feature space and has no Mahalanobis matrix on the inputs (only "
+                "kernel='linear' has one); pair_distance and get_metric work for every kernel."
+            )
+        return self._X.T @ self.A_ @ self._X
+
+    def transform(self, X):
+        """Map to the coordinates ``k(x) Lᵀ``, where Euclidean distance is the learned one.
+
+        Parameters
+        ----------
+        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m, n)
+            The transformed points.
+        """
+        return self.kernel_rows(X) @ self.components_.T
+
+    def predict(self, X):
+        """Predict kNN labels under the learned feature-space metric (out of sample).
+
+        Parameters
+        ----------
+        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The predicted labels.
+        """
+        Zq, Zt = self.transform(X), self._K @ self.components_.T
+        D = sqdist(Zq, Zt)
+        return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
