@@ -15,7 +15,7 @@ import pytest
 
 from convexmetric.cones import FullSpace, NonnegativeOrthant
 from convexmetric.optim.escape import GapCloser, GapSettings, close_gap, negative_curvature
-from convexmetric.optim.factor import Factored
+from convexmetric.optim.factor import Factored, trimmed
 from convexmetric.optim.fista import FISTA
 from convexmetric.optim.lbfgs import LBFGS
 from convexmetric.optim.linesearch import bracket_search, golden_section, interval_search
@@ -141,6 +141,41 @@ def test_factored_gradient_matches_finite_differences():
     h = 1e-6
     fd = (Factored(Quad()).smooth(L + h * E, 1.0, grad=False) - f) / h
     assert fd == pytest.approx(float(np.sum(G * E)), rel=1e-4)
+
+
+def test_trimmed_factor_keeps_the_metric_and_sheds_negligible_directions():
+    V = np.linalg.qr(rng.normal(size=(5, 5)))[0]
+    w = np.array([0.0, 1e-12, 1e-3, 0.5, 2.0])
+    L = (V * np.sqrt(w)).T  # five rows, numerical rank 3
+    out = trimmed(L, 1e-8)
+    assert out.shape == (3, 5)
+    assert np.allclose(out.T @ out, L.T @ L, atol=1e-11)
+    blocks = trimmed([L, np.zeros((5, 5))], 1e-8)  # lists per block; never empty
+    assert [b.shape[0] for b in blocks] == [3, 1]
+    assert np.allclose(blocks[1], 0.0)
+
+
+def test_begin_stage_may_replace_the_point_and_the_run_goes_on_from_it():
+    seen = []
+
+    class Shrinking(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖² over M = LᵀL; records factor shapes
+        C = np.diag([-1.0, -2.0, 3.0])
+
+        def smooth(self, M, sigma, grad=True, components=None):
+            seen.append(None if components is None else components.shape)
+            f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
+            return (f, self.C + M) if grad else f
+
+        def objective(self, M, components=None):
+            return self.smooth(M, 1.0, grad=False)
+
+    L0 = np.eye(3)
+    res = run_stages(Factored(Shrinking(), rank_tol=1e-8), L0, LBFGS(),
+                     StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
+    # the optimum diag(1, 2, 0) has rank 2: after the first stage the factor has 2 rows
+    shapes = [sh for sh in seen if sh is not None]
+    assert shapes[0] == (3, 3) and shapes[-1] == (2, 3)
+    assert np.allclose(res.matrix.T @ res.matrix, np.diag([1.0, 2.0, 0.0]), atol=1e-6)
 
 
 def test_negative_curvature_and_line_searches():

@@ -21,7 +21,9 @@ method                 what the driver uses it for
                        ``stage.x`` (``stage`` is a :class:`Stage`); default: none
 ``check(x)``           a final check at an apparent optimum: ``True`` if the oracle's
                        approximation was exact there (an active set found nothing new)
-``begin_stage(x, k)``  before stage ``k`` of the staged driver (a full check, say)
+``begin_stage(x, k)``  before stage ``k`` of the staged driver (a full check, say);
+                       may return a replacement point (the same ``M``, a smaller
+                       factor: :func:`.factor.trimmed`), else ``None``
 ``stage_plan(f, n)``   the σ factor and inner iterations of the next stage (an oracle
                        whose mode changes mid-run adapts them); default: as set
 ``escape(stage)``      a new point along negative curvature, or ``None``
@@ -75,12 +77,14 @@ class Oracle:
         """A certified lower bound on the optimum, or ``None`` (default)."""
         return None
 
-    def check(self, x):
+    def check(self, x, components=None):
         """``True`` when the oracle's approximation was exact at ``x`` (default)."""
         return True
 
-    def begin_stage(self, x, index):
-        """Called before every stage of the staged driver (default: nothing)."""
+    def begin_stage(self, x, index, components=None):
+        """Called before every stage of the staged driver; a replacement for ``x``, or
+        ``None`` (default: nothing, ``None``). ``components``: the factor, when called
+        through :class:`.factor.Factored`."""
 
     def stage_plan(self, sigma_factor, iterations):
         """The σ factor and inner iterations of the next stage (default: as set)."""

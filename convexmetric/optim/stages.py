@@ -148,7 +148,8 @@ class _Run:
     def stage(self):
         """One stage and its bound; the run's status if it ends here, else ``None``."""
         s, oracle, counts = self.s, self.oracle, self.counts
-        oracle.begin_stage(self.x, self.index)
+        moved = oracle.begin_stage(self.x, self.index)
+        self.x = self.x if moved is None else moved
         factor, budget = oracle.stage_plan(s.sigma_factor, self._budget())
         self.x, stopped = self.inner.run(oracle, self.x, self.sigma, budget, self.clock, counts)
         counts.stages += 1
