@@ -146,5 +146,5 @@ class DualCertificate:
         x_start = x0 if start is None else start
         res = minimize(fun, np.clip(x_start, 0.0, 1.0), jac=True, method="L-BFGS-B",
                        bounds=[(0.0, 1.0)] * len(x0),
-                       options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-15})  # fmt: skip
+                       options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-10})  # fmt: skip
         return np.clip(res.x, 0.0, 1.0)
