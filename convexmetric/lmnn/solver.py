@@ -7,11 +7,15 @@ stages, each an engine driver (:mod:`convexmetric.optim`):
    decrease, ×0.5 and undo after an increase), by default in the factor ``L``
    (``phase1="components"``: fast and well scaled; ``M = LᵀL`` stays PSD) or on ``M``
    with projection onto the PSD cone (``phase1="metric"``, Alg. 1 verbatim). It stalls
-   about 1e-3 (relative) above the optimum, at the kinks of the hinge.
+   about 1e-3 (relative) above the optimum, at the kinks of the hinge. Before a
+   refinement it only has to find the active set and the scale: it hands over once it
+   gains under 1% in 10 iterations.
 2. **Refinement** (``refine=True``): the staged smoothed driver with L-BFGS in ``L`` at
    a fixed σ = 0.03 with dual recentring after every 50-iteration stage (a proximal
    method of multipliers; σ shrinks ×0.3 at stalls, and per stage when streaming), each
    stage certified by the dual bound of :mod:`.certificate`; it stops once certified.
+   Before every stage the factor drops its eigen-directions below ``rank_tol·λ_max``
+   (``L`` gets fewer rows: a distance costs ``rank`` products, not ``d``).
    ``refine="fista"``: FISTA with continuation on ``M`` over the PSD cone instead.
 3. **Closing the gap** (:func:`convexmetric.optim.escape.close_gap`): a factor descent
    can stop at a Burer–Monteiro saddle, and which one depends on rounding; escapes along
@@ -53,6 +57,8 @@ from .oracle import ActiveSetOracle
 DEFAULT_MEMORY_LIMIT = 1 << 30
 #: the active list's pruning margin during the refinement (see :class:`ActiveSetOracle`)
 REFINE_PRUNE = 0.3
+#: phase 1 hands over to a refinement once it gains less than this in 10 iterations
+HANDOVER_RTOL = 1e-2
 
 
 @dataclass(kw_only=True)
@@ -74,6 +80,7 @@ class LMNNSettings:
     phase1_settings: SubgradientSettings | None = None  #: replaces phase 1's defaults
     refine_settings: object = None  #: StageSettings or a dict of its fields (overrides)
     executor: object = None  #: runs the block functions (local, or Dask)
+    rank_tol: float | None = 1e-8  #: refinement: drop factor directions below rank_tol·λ_max
 
 
 def check_memory_limit(value, owner="LMNN"):
@@ -165,8 +172,12 @@ def _solve(X, y, targets, mu, M0, s):
 
 def _phase1(oracle, M0, s):
     """App. A's subgradient phase; returns its result with ``matrix`` the metric ``M``."""
-    ps = s.phase1_settings or SubgradientSettings(max_iter=s.max_iter, rtol=1e-4, patience=20,
-                                                  step_scale=0.3)  # fmt: skip
+    # before a refinement, phase 1 only finds the active set and the scale: it hands over
+    # once it gains under 1% in 10 iterations (the refinement's L-BFGS does the rest far
+    # faster: on the MNIST sample 50 iterations instead of 220, 15 s less, same result)
+    rtol, patience = (HANDOVER_RTOL, 10) if s.refine else (1e-4, 20)
+    ps = s.phase1_settings or SubgradientSettings(max_iter=s.max_iter, rtol=rtol,
+                                                  patience=patience, step_scale=0.3)  # fmt: skip
     ps.time_limit = s.time_limit
     switched = []
 
@@ -226,7 +237,7 @@ def _refined(oracle, res, s, t0):
             res2 = smoothed_descent(oracle, res.matrix, PSDCone(), rs)
         else:  # smoothed L-BFGS in the factor L (default)
             rs = replace(refine_settings(s, remaining, gap_tol=s.tol), max_iterations=left)
-            res2 = refine(oracle, components_from_metric(res.matrix), rs)
+            res2 = refine(oracle, components_from_metric(res.matrix), rs, s.rank_tol)
         history += res2.history
         iterations += res2.iterations
         status, lower = res2.status, res2.lower_bound
@@ -260,9 +271,12 @@ def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):
     return replace(rs, **(extra or {}))
 
 
-def refine(oracle, L0, settings):
-    """The smoothed L-BFGS refinement in the factor from ``L0``; ``matrix`` is ``M``."""
-    res = run_stages(Factored(oracle), np.array(L0, dtype=float), LBFGS(), settings)
+def refine(oracle, L0, settings, rank_tol=None):
+    """The smoothed L-BFGS refinement in the factor from ``L0``; ``matrix`` is ``M``.
+
+    ``rank_tol``: the factor sheds its eigen-directions below ``rank_tol·λ_max`` before
+    every stage (:func:`convexmetric.optim.factor.trimmed`)."""
+    res = run_stages(Factored(oracle, rank_tol), np.array(L0, dtype=float), LBFGS(), settings)
     L = res.matrix
     res.matrix, res.matrices = L.T @ L, [L.T @ L]
     res.info["components"] = L
@@ -300,7 +314,7 @@ class _Closer(GapCloser):
 
     def restart(self, L0, time_limit):
         rs = replace(refine_settings(self.s, time_limit), max_iterations=self.left)
-        return self._take(refine(self.oracle, L0, rs))
+        return self._take(refine(self.oracle, L0, rs, self.s.rank_tol))
 
     def fallback(self, best, deadline):
         # the dual estimate of a saddle is poor: restart the prox centre at λ̄ = 0 and the
@@ -319,7 +333,8 @@ class _Closer(GapCloser):
         rs = replace(refine_settings(self.s, deadline.remaining(), overrides=False),
                      sigma0=float(r.info.get("final_sigma", 1e-3)),
                      max_iterations=self.left)  # fmt: skip
-        yield self._take(refine(self.oracle, components_from_metric(best().matrix), rs))
+        L0 = components_from_metric(best().matrix)
+        yield self._take(refine(self.oracle, L0, rs, self.s.rank_tol))
 
 
 def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
