@@ -139,3 +139,24 @@ def test_polish_certifies_from_a_rough_point(which, request):
     assert r.status == "optimal" and r.info["certified_gap"] == pytest.approx(gap)
     Ms = o.to_original(r.matrices)
     assert PM.objective(Ms, X, T, y, y, 0.5) == pytest.approx(r.objective, rel=1e-9)
+
+
+def test_distances_from_factors_of_fewer_rows_match_the_metrics(exact):
+    """The factor path (``Z = U Lᵀ``, factors trimmed to their rank) gives the same hinge
+    arguments, objective and gradient as the metric path, also through the whitening."""
+    from convexmetric.optim.factor import Factored, metric, trimmed
+
+    X, y, T, _ = exact
+    rng = np.random.default_rng(1)
+    Ls = trimmed([rng.normal(size=(r, X.shape[1])) for r in (1, 2, 4)], 1e-8)
+    assert [len(L) for L in Ls] == [1, 2, 4]
+    for o in (SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62),):
+        o.full_check(metric(Ls), margin=1e9)
+        z_m, z_f = o.hinge_arguments(metric(Ls)), o.hinge_arguments(metric(Ls), Ls)
+        assert np.allclose(z_m, z_f, rtol=1e-10, atol=1e-10)
+    w = SM.WhitenedOracle(SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62))
+    w.full_check(metric(Ls), margin=1e9)
+    f_m, G_m = w.smooth(metric(Ls), 0.1)
+    f_f, G_f = Factored(w).smooth(Ls, 0.1)
+    assert f_f == pytest.approx(f_m, rel=1e-10)
+    assert all(np.allclose(2 * L @ g, gf) for L, g, gf in zip(Ls, G_m, G_f))

@@ -102,16 +102,27 @@ class MultiMetricOracle(Oracle):
         """A full check at the default margin: True if no new violated triplet."""
         return self.full_check(Ms, margin=self.margin)
 
-    def hinge_arguments(self, Ms):
+    def hinge_arguments(self, Ms, components=None):
+        """``z = 1 + d(i, j) − d(i, l)`` over the active list; with ``components`` (the
+        factors ``L_g``, ``M^g = L_gᵀL_g``, possibly of fewer rows than ``d``) the
+        distances are ``‖Z_a − Z_b‖²`` with ``Z = U L_gᵀ``, else ``(Y_a − Y_b)·(u_a − u_b)``
+        with ``Y = U M^g``."""
         if self.calls % self.check_every == 0:
             self.full_check(Ms)
         self.calls += 1
-        Y = np.empty_like(self.U)
-        for g, (s, e) in enumerate(zip(self.off, self.off[1:])):
-            Y[s:e] = self.U[s:e] @ Ms[g]
-        # (u_a − u_b)ᵀM(u_a − u_b) = (Y_a − Y_b)·(u_a − u_b), Y = U M
         d = np.empty(len(self.pa))
-        d[self.perm] = np.einsum("ij,ij->i", Y[self.a] - Y[self.b], self.Dp)
+        blocks = list(enumerate(zip(self.off, self.off[1:])))
+        if components is None:
+            Y = np.empty_like(self.U)
+            for g, (s, e) in blocks:
+                Y[s:e] = self.U[s:e] @ Ms[g]
+            d[self.perm] = np.einsum("ij,ij->i", Y[self.a] - Y[self.b], self.Dp)
+        else:
+            Z = np.zeros((len(self.U), max(len(Lg) for Lg in components)))
+            for g, (s, e) in blocks:
+                Z[s:e, : len(components[g])] = self.U[s:e] @ components[g].T
+            D = Z[self.a] - Z[self.b]
+            d[self.perm] = np.einsum("ij,ij->i", D, D)
         return 1.0 + d[self.inv_j] - d[self.inv_l]
 
     def gradient(self, w):
@@ -138,15 +149,16 @@ class MultiMetricOracle(Oracle):
         return (1 - self.mu) * float(sum(np.sum(self.P[g] * Ms[g]) for g in range(self.c)))
 
     def __call__(self, Ms, components=None):
-        z = self.hinge_arguments(Ms)
+        z = self.hinge_arguments(Ms, components)
         act = z > 0
         return self._pull(Ms) + self.mu * float(z[act].sum()), self.gradient(act.astype(float))
 
     def smooth(self, Ms, sigma, grad=True, components=None):
         """Smoothed objective: each hinge becomes ``max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²``.
 
-        ``grad=False``: the value only (a line search's trial point)."""
-        z = self.hinge_arguments(Ms)
+        ``grad=False``: the value only (a line search's trial point); ``components``:
+        the factors, if known (:meth:`hinge_arguments`)."""
+        z = self.hinge_arguments(Ms, components)
         lam = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
         phi = lam * z - 0.5 * sigma * (lam - self.lam_bar) ** 2
         f = self._pull(Ms) + self.mu * float(phi.sum())
@@ -285,14 +297,19 @@ class WhitenedOracle(Oracle):
     def check_every(self, value):
         self.base.check_every = value
 
+    def _factors(self, components):
+        """Factors of the original blocks: ``S M Sᵀ = (L Sᵀ)ᵀ(L Sᵀ)``."""
+        return None if components is None else [L @ S.T for S, L in zip(self.S, components)]
+
     def __call__(self, Ms, components=None):
-        f, G = self.base(self.to_original(Ms))
+        f, G = self.base(self.to_original(Ms), self._factors(components))
         return f, self._grads(G)
 
     def smooth(self, Ms, sigma, grad=True, components=None):
+        Ls = self._factors(components)
         if not grad:
-            return self.base.smooth(self.to_original(Ms), sigma, grad=False)
-        f, G = self.base.smooth(self.to_original(Ms), sigma)
+            return self.base.smooth(self.to_original(Ms), sigma, grad=False, components=Ls)
+        f, G = self.base.smooth(self.to_original(Ms), sigma, components=Ls)
         return f, self._grads(G)
 
     def recenter(self, Ms, sigma):

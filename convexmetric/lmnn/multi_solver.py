@@ -158,7 +158,8 @@ def refine_factors(oracle, Ms0, s, time_limit):
                        first_stage=5, rtol=1e-7, stalls=2, gap_tol=gap_tol,
                        time_limit=time_limit, name="multi-smoothed-lbfgs")  # fmt: skip
     Ls = [components_from_metric(M) for M in Ms0]
-    res = run_stages(Factored(oracle), Ls, inner, replace(rs, **extra))
+    rank_tol = extra.pop("rank_tol", 1e-8)  # see convexmetric.optim.factor.trimmed
+    res = run_stages(Factored(oracle, rank_tol), Ls, inner, replace(rs, **extra))
     oracle.base_oracle().exact_stages = 0
     res.matrices = metric(res.matrices)
     res.matrix = np.stack(res.matrices)
