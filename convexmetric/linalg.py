@@ -29,10 +29,20 @@ def pair_scatter(X, a, b, w):
     if len(a) * d * d <= 400_000:  # few pairs: direct sum beats building a sparse matrix
         U = X[a] - X[b]
         return (U.T * w) @ U
-    W = sp.csr_matrix((w, (a, b)), shape=(n, n))
-    SX = W @ X + W.T @ X  # S X with S = W + Wᵀ
-    deg = np.bincount(a, weights=w, minlength=n) + np.bincount(b, weights=w, minlength=n)
-    return X.T @ (X * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
+    # only the rows the pairs touch enter the product (a few changed terms of an
+    # incremental update touch a handful of the n rows)
+    touched = np.zeros(n, bool)
+    touched[a] = touched[b] = True
+    m, Xr = int(touched.sum()), X
+    if m < 0.8 * n:
+        pos = np.cumsum(touched) - 1
+        Xr, a, b = X[touched], pos[a], pos[b]
+    else:
+        m = n
+    W = sp.csr_matrix((w, (a, b)), shape=(m, m))
+    SX = W @ Xr + W.T @ Xr  # S X with S = W + Wᵀ
+    deg = np.bincount(a, weights=w, minlength=m) + np.bincount(b, weights=w, minlength=m)
+    return Xr.T @ (Xr * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
 
 
 def triplet_scatter(X, I, J, L, w):
