@@ -34,9 +34,10 @@ convex quadratic in the kink multipliers ``λ_K``,
     g_t = μ \operatorname{tr}(C_t S_{\rm fix} M),
 
 and ``tr(C_s C_t M) = (a_s·a_t)(a_tᵀMa_s) − (a_s·b_t)(b_tᵀMa_s) − (b_s·a_t)(a_tᵀMb_s)
-+ (b_s·b_t)(b_tᵀMb_s)`` (``a = x_i − x_j``, ``b = x_i − x_l``): six ``K × d × K``
-products (the third term is the second's transpose), never the ``d² × K`` design
-matrix. It is minimised over ``[0, 1]^K`` by L-BFGS-B with a small ridge towards the
++ (b_s·b_t)(b_tᵀMb_s)`` (``a = x_i − x_j``, ``b = x_i − x_l``): three ``K × d × K``
+products and three ``K × r × K`` ones (``aᵀMb = (Na)·(Nb)``, ``M = NᵀN`` of rank ``r``;
+the third term is the second's transpose), in single precision, never the ``d² × K``
+design matrix. It is minimised over ``[0, 1]^K`` by L-BFGS-B with a small ridge towards the
 smoothed multipliers (the system can be under-determined), started from the previous
 fit's multipliers of the triplets still at the kink (consecutive stages share most).
 Whatever the fit, the bound above keeps it valid; the better of the two bounds is
@@ -48,7 +49,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from ..linalg import psd_scaling, triplet_scatter, whitening
+from ..linalg import components_from_metric, psd_scaling, triplet_scatter, whitening
+from ..optim.factor import trimmed
 
 
 class DualCertificate:
@@ -128,10 +130,14 @@ class DualCertificate:
 
     def _fit(self, M, A, B, S_fix, x0, ridge, start=None):
         mu = self.mu
-        AM, BM = A @ M, B @ M
-        cross = (A @ B.T) * (AM @ B.T)  # the (b_s·a_t)(a_tᵀMb_s) term is its transpose
-        H = (A @ A.T) * (AM @ A.T) + (B @ B.T) * (BM @ B.T) - cross - cross.T
-        H = mu * mu * 0.5 * (H + H.T)
+        # aᵀMb = (Na)·(Nb) with M = NᵀN of M's rank: the K×K products cost K²(d + r), not
+        # 2K²d; single precision (the fit only proposes multipliers: the bound is exact)
+        N = trimmed(components_from_metric(M), 1e-10)
+        A32, B32 = A.astype(np.float32), B.astype(np.float32)
+        AN, BN = A32 @ N.T.astype(np.float32), B32 @ N.T.astype(np.float32)
+        cross = (A32 @ B32.T) * (AN @ BN.T)  # the (b_s·a_t)(a_tᵀMb_s) term is its transpose
+        H = (A32 @ A32.T) * (AN @ AN.T) + (B32 @ B32.T) * (BN @ BN.T) - cross - cross.T
+        H = mu * mu * 0.5 * (H + H.T).astype(float)
         Q = S_fix @ M
         g = mu * (np.einsum("ij,jk,ik->i", A, Q, A) - np.einsum("ij,jk,ik->i", B, Q, B))
         scale = max(float(np.abs(H).max()), 1e-300)
