@@ -81,10 +81,14 @@ class MultiMetricOracle(Oracle):
         # the symmetrised pair-weight matrix's entries (a, b) and (b, a), for gradient
         self.sym = (np.concatenate([self.a, self.b]), np.concatenate([self.b, self.a]))
 
-    def full_check(self, Ms, margin=None):
-        """Search all triplets; merge near-violations; True if no new *violated* ones."""
+    def full_check(self, Ms, margin=None, components=None):
+        """Search all triplets; merge near-violations; True if no new *violated* ones.
+
+        ``components``: the factors of ``Ms`` if known (the search is then as wide as
+        their rows, and needs no eigendecomposition)."""
         m = self.margin if margin is None else margin
-        I, J, L, H = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=m)
+        I, J, L, H = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=m,
+                                    components=components)  # fmt: skip
         self.full_checks += 1
         keys = (I * self.n + J) * self.n + L
         new = ~np.isin(keys, self.keys)
@@ -108,7 +112,7 @@ class MultiMetricOracle(Oracle):
         distances are ``‖Z_a − Z_b‖²`` with ``Z = U L_gᵀ``, else ``(Y_a − Y_b)·(u_a − u_b)``
         with ``Y = U M^g``."""
         if self.calls % self.check_every == 0:
-            self.full_check(Ms)
+            self.full_check(Ms, components=components)
         self.calls += 1
         d = np.empty(len(self.pa))
         blocks = list(enumerate(zip(self.off, self.off[1:])))
@@ -220,7 +224,7 @@ class MultiMetricOracle(Oracle):
         first move sees the real objective), the others only between stages."""
         if self._every is None:
             self._every = self.check_every
-        self.full_check(Ms)
+        self.full_check(Ms, components=components)
         self.check_every = 1 if index < self.exact_stages else 1 << 62
 
     def finish(self):
@@ -332,7 +336,7 @@ class WhitenedOracle(Oracle):
         return self.base.check(self.to_original(Ms))
 
     def begin_stage(self, Ms, index, components=None):
-        self.base.begin_stage(self.to_original(Ms), index)
+        self.base.begin_stage(self.to_original(Ms), index, self._factors(components))
 
     def finish(self):
         self.base.finish()
