@@ -32,14 +32,14 @@ today's scikit-learn); pylmnn 1.6.4 with the same pins and ``six`` (pylmnn needs
 imports GPyOpt, used only by its hyper-parameter search, in its ``__init__``: the snippet
 stubs that module). Peers run with one BLAS/OpenMP thread, as our solver does.
 
-Indicative, on the shared 2-core machine under load (2026-11-24, ``--rows sample,digits``):
-sample: ours 95.6 s, objective 11733.44 certified 8.9e-5, 3-NN error 5.0%; metric-learn
-142.5 s, 11854.02, 5.3%; pylmnn 5.0 s, 13523.32, 5.2%; ours with pylmnn's time 11933.14
-(below pylmnn's); Euclidean 6.4%; time ratio ours / metric-learn 0.67. digits: ours 2.76 s
-(1726.12, certified 7.2e-5) vs metric-learn 8.12 s (1742.78), ratio 0.34. augmented
-(``--rows augmented``, 60,000 × 164): 694.6 s, objective 107374.70 certified 4.1e-5, 3-NN
-error 2.6% vs Euclidean 3.5%, peak RSS 1.77 GiB (the child process: data and fit). Quiet
-timings are the lead's to take.
+Measured quietly (no other job on the 2-core machine, 2026-11-25, ``--rows sample,digits``
+then ``--rows augmented``): sample: ours 37.4 s, objective 11733.44 certified 9.2e-5,
+3-NN error 5.0%; metric-learn 137.7 s, 11854.02, 5.3%; pylmnn 4.6 s, 13523.32, 5.2%; ours
+with pylmnn's time 11933.14 (below pylmnn's); Euclidean 6.4%; time ratio ours /
+metric-learn 0.27 (0.67 the day before). digits: ours 1.68 s (1726.13, certified 9.1e-5)
+vs metric-learn 7.48 s (1742.78), ratio 0.22 (was 0.32). augmented (60,000 × 164):
+392.8 s, objective 107375.29 certified 6.2e-5, 3-NN error 2.6% vs Euclidean 3.5%, peak
+RSS 1.80 GiB (the child process: data and fit; the data alone 0.54 GiB).
 """
 
 from __future__ import annotations
