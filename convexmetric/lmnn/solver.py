@@ -56,7 +56,7 @@ from .oracle import ActiveSetOracle
 #: default working-memory budget of the solver (bytes)
 DEFAULT_MEMORY_LIMIT = 1 << 30
 #: the active list's pruning margin during the refinement (see :class:`ActiveSetOracle`)
-REFINE_PRUNE = 0.15
+REFINE_PRUNE = 0.3
 #: phase 1 hands over to a refinement once it gains less than this in 10 iterations
 HANDOVER_RTOL = 1e-2
 
