@@ -33,13 +33,13 @@ imports GPyOpt, used only by its hyper-parameter search, in its ``__init__``: th
 stubs that module). Peers run with one BLAS/OpenMP thread, as our solver does.
 
 Measured quietly (no other job on the 2-core machine, 2026-11-25, ``--rows sample,digits``
-then ``--rows augmented``): sample: ours 37.4 s, objective 11733.44 certified 9.2e-5,
-3-NN error 5.0%; metric-learn 137.7 s, 11854.02, 5.3%; pylmnn 4.6 s, 13523.32, 5.2%; ours
-with pylmnn's time 11933.14 (below pylmnn's); Euclidean 6.4%; time ratio ours /
-metric-learn 0.27 (0.67 the day before). digits: ours 1.68 s (1726.13, certified 9.1e-5)
-vs metric-learn 7.48 s (1742.78), ratio 0.22 (was 0.32). augmented (60,000 × 164):
-392.8 s, objective 107375.29 certified 6.2e-5, 3-NN error 2.6% vs Euclidean 3.5%, peak
-RSS 1.80 GiB (the child process: data and fit; the data alone 0.54 GiB).
+then ``--rows augmented``): sample: ours 43.0 s, objective 11733.44 certified 8.4e-5,
+3-NN error 5.0%; metric-learn 140.0 s, 11854.02, 5.3%; pylmnn 4.9 s, 13523.32, 5.2%; ours
+with pylmnn's time 11958.11 (below pylmnn's); Euclidean 6.4%; time ratio ours /
+metric-learn 0.31 (0.67 the day before). digits: ours 1.83 s (1726.13, certified 8.2e-5)
+vs metric-learn 8.13 s (1742.78), ratio 0.23 (was 0.32). augmented (60,000 × 164):
+403.1 s, objective 107375.29 certified 7.5e-5, 3-NN error 2.6% vs Euclidean 3.5%, peak
+RSS 1.81 GiB (the child process: data and fit; the data alone 0.54 GiB).
 """
 
 from __future__ import annotations
