@@ -122,3 +122,21 @@ def test_phase1_hands_over_early_only_before_a_refinement(wine_instance):
     assert piped.info["phase1_iterations"] < alone.iterations
     assert piped.status == "optimal" and piped.certified_gap <= 1e-4
     assert piped.objective <= alone.objective
+
+
+def test_constant_features_are_solved_without_and_keep_the_start_block(iris_instance):
+    """Features constant over the data carry no distance: the solve on the others is the
+    solve (same objective, bound and metric block), ``M`` keeps ``M0`` there, and the
+    objective of the padded metric on the padded data is the reported one."""
+    X, y, T = iris_instance
+    pad = np.hstack([np.full((len(X), 1), 3.0), X[:, :2], np.zeros((len(X), 2)), X[:, 2:]])
+    keep = np.array([False, True, True, False, False, True, True])
+    M0 = np.eye(7) + 0.1  # a start with cross terms
+    res = S.solve(pad, y, T, 0.5, M0=M0)
+    ref = S.solve(X, y, T, 0.5, M0=M0[np.ix_(keep, keep)])
+    assert res.info["constant_features"] == 3 and res.status == "optimal"
+    assert res.objective == ref.objective and res.lower_bound == ref.lower_bound
+    np.testing.assert_array_equal(res.matrix[np.ix_(keep, keep)], ref.matrix)
+    np.testing.assert_array_equal(res.matrix[np.ix_(~keep, ~keep)], M0[np.ix_(~keep, ~keep)])
+    assert not res.matrix[np.ix_(keep, ~keep)].any()
+    assert P.objective(res.matrix, pad, T, y, 0.5) == pytest.approx(res.objective, rel=1e-10)

@@ -138,6 +138,9 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     """
     s = replace(settings or LMNNSettings(), **overrides)
     s.memory_limit = check_memory_limit(s.memory_limit, owner="solve")
+    varying = np.ptp(X, axis=0) > 0
+    if varying.any() and not varying.all():
+        return _on_varying(X, y, targets, mu, s, M0, varying)
     with one_blas_thread():  # d×d and gather-sized products: threads only cost
         if not s.precondition:
             return _solve(X, y, targets, mu, M0, s)
@@ -147,6 +150,25 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
         res.matrix = S @ res.matrix @ S.T
         res.matrices = [res.matrix]
         res.info["preconditioned"] = True
+    return res
+
+
+def _on_varying(X, y, targets, mu, s, M0, keep):
+    """Solve without the features that are constant over ``X`` (an exact reduction).
+
+    No distance between two of the points has a component there, so eq. (14) and its
+    certificate are those of the problem on the other features; a raw MNIST sample has
+    127 such pixels of 784 (every distance, search and scatter then costs ``(d − 127)``
+    columns, every factor product ``(d − 127)²``). ``M`` keeps ``M0``'s block on them
+    (the identity by default: no evidence moves it) and no cross terms."""
+    d = X.shape[1]
+    M0 = np.eye(d) if M0 is None else np.asarray(M0, dtype=float)
+    res = solve(X[:, keep], y, targets, mu, s, M0=M0[np.ix_(keep, keep)])
+    M = np.zeros((d, d))
+    M[np.ix_(keep, keep)] = res.matrix
+    M[np.ix_(~keep, ~keep)] = M0[np.ix_(~keep, ~keep)]
+    res.matrix, res.matrices = M, [M]
+    res.info["constant_features"] = int(d - keep.sum())
     return res
 
 
