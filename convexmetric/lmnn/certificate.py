@@ -139,7 +139,7 @@ class DualCertificate:
         H = (A32 @ A32.T) * (AN @ AN.T) + (B32 @ B32.T) * (BN @ BN.T) - cross - cross.T
         H = mu * mu * 0.5 * (H + H.T).astype(float)
         Q = S_fix @ M
-        g = mu * (np.einsum("ij,jk,ik->i", A, Q, A) - np.einsum("ij,jk,ik->i", B, Q, B))
+        g = mu * (np.einsum("ij,ij->i", A @ Q, A) - np.einsum("ij,ij->i", B @ Q, B))
         scale = max(float(np.abs(H).max()), 1e-300)
         H, g = H / scale, g / scale
         H[np.diag_indices_from(H)] += ridge
