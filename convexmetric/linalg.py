@@ -17,37 +17,43 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
-def pair_scatter(X, a, b, w):
+def pair_scatter(X, a, b, w, left=None):
     """``Σ_t w_t (x_{a_t} − x_{b_t})(x_{a_t} − x_{b_t})ᵀ`` as ``Xᵀ (D − S) X``.
 
     ``S`` is the symmetrised sparse matrix of pair weights and ``D`` its degree
     matrix. For a handful of pairs the outer products are summed directly.
+    ``left``: ``Z = X Lᵀ`` (``n × r``) for ``L`` times the sum, ``Zᵀ (D − S) X``
+    (``r × d``), without the ``d × d`` matrix: ``nrd`` flops instead of ``nd²``.
     """
     n, d = X.shape
+    Zl = X if left is None else left
     if len(a) == 0:
-        return np.zeros((d, d))
-    if len(a) * d * d <= 400_000:  # few pairs: direct sum beats building a sparse matrix
+        return np.zeros((Zl.shape[1], d))
+    if len(a) * d * Zl.shape[1] <= 400_000:  # few pairs: a direct sum beats a sparse matrix
         U = X[a] - X[b]
-        return (U.T * w) @ U
+        return ((Zl[a] - Zl[b]).T * w) @ U
     # only the rows the pairs touch enter the product (a few changed terms of an
     # incremental update touch a handful of the n rows)
     touched = np.zeros(n, bool)
     touched[a] = touched[b] = True
-    m, Xr = int(touched.sum()), X
+    m, Xr, Zr = int(touched.sum()), X, Zl
     if m < 0.8 * n:
         pos = np.cumsum(touched) - 1
         Xr, a, b = X[touched], pos[a], pos[b]
+        Zr = Xr if left is None else Zl[touched]
     else:
         m = n
     W = sp.csr_matrix((w, (a, b)), shape=(m, m))
     SX = W @ Xr + W.T @ Xr  # S X with S = W + Wᵀ
     deg = np.bincount(a, weights=w, minlength=m) + np.bincount(b, weights=w, minlength=m)
-    return Xr.T @ (Xr * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
+    return Zr.T @ (Xr * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
 
 
-def triplet_scatter(X, I, J, L, w):
-    """``Σ_t w_t (C_{i_t j_t} − C_{i_t l_t})`` through one sparse weight matrix."""
-    return pair_scatter(X, np.concatenate([I, I]), np.concatenate([J, L]), np.concatenate([w, -w]))
+def triplet_scatter(X, I, J, L, w, left=None):
+    """``Σ_t w_t (C_{i_t j_t} − C_{i_t l_t})`` through one sparse weight matrix
+    (``left``: ``Z = X Lᵀ``, for ``L`` times the sum; see :func:`pair_scatter`)."""
+    a, b = np.concatenate([I, I]), np.concatenate([J, L])
+    return pair_scatter(X, a, b, np.concatenate([w, -w]), left)
 
 
 def psd_scaling(S0s, S1s, steps=40):

@@ -139,3 +139,17 @@ def test_zebra_is_seeded_and_striped():
     assert X1[:, 0].std() > 3 * X1[:, 1].std()
     band = np.floor((X1[:, 1] + 4) / 0.2).astype(int)  # 40 stripes of height 0.2
     assert np.array_equal(band % 2, y1)
+
+
+@pytest.mark.parametrize("pairs", [3, 40, 400])  # direct sum, touched rows, all rows
+def test_pair_scatter_times_a_factor(pairs):
+    """``pair_scatter(..., left=X Lᵀ)`` is ``L`` times the ``d × d`` scatter."""
+    from convexmetric.linalg import pair_scatter
+
+    rng = np.random.default_rng(pairs)
+    X, L = rng.standard_normal((60, 9)), rng.standard_normal((4, 9))
+    a, b = rng.integers(0, 60, pairs), rng.integers(0, 60, pairs)
+    w = rng.standard_normal(pairs)
+    full = pair_scatter(X, a, b, w)
+    np.testing.assert_allclose(pair_scatter(X, a, b, w, left=X @ L.T), L @ full, atol=1e-10)
+    assert pair_scatter(X, a[:0], b[:0], w[:0], left=X @ L.T).shape == (4, 9)

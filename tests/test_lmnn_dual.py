@@ -75,3 +75,29 @@ def test_singular_pull_matrix(exact):
     b = cert1.bound(cert1.scatter(I, J, L, lam), lam.sum())
     # that feature separates the classes at no pull cost: the optimum is 0 (to rounding)
     assert 0 <= b <= P.solve(X1, y, T, 0.5, solver="CLARABEL")[1] + 1e-8
+
+
+def test_factor_gradient_is_the_factor_times_the_gradient(wine_instance):
+    """``smooth_factor`` (the terms inside the smoothing through ``Z = X Lᵀ``) gives the
+    value of :meth:`smooth` and ``L`` times its gradient, with a prox centre, and the
+    factor refinement in ``L`` (``∇_L = 2 L ∇_M``) sees exactly that."""
+    from convexmetric.optim.factor import Factored
+
+    X, y, T = wine_instance
+    oracle = S.ActiveSetOracle(X, y, T, 0.5)
+    rng = np.random.default_rng(0)
+    L = rng.standard_normal((5, X.shape[1])) / np.abs(X).max()
+    M = L.T @ L
+    oracle.full_check(M, L)
+    oracle.mask["lam"] = rng.uniform(0, 1, len(oracle.keys)) * (
+        rng.uniform(size=len(oracle.keys)) < 0.5
+    )
+    f, G = oracle.smooth(M, 0.1, components=L)
+    lam = np.clip(oracle.mask["lam"] + oracle.hinge_arguments(M, L) / 0.1, 0, 1)
+    assert ((lam > 0) & (lam < 1)).sum() > 10  # terms inside the smoothing enter
+    f2, LG = oracle.smooth_factor(M, 0.1, L)
+    assert f2 == f
+    np.testing.assert_allclose(LG, L @ G, rtol=1e-9, atol=1e-9 * np.abs(L @ G).max())
+    f3, gL = Factored(oracle).smooth(L, 0.1)
+    assert f3 == f
+    np.testing.assert_allclose(gL, 2 * (L @ G), rtol=1e-9, atol=1e-9 * np.abs(L @ G).max())

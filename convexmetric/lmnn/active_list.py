@@ -294,7 +294,8 @@ class ActiveList:
                 self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
             self._next_check = self.calls + self._interval
         self.calls += 1
-        Z = self.X @ Lc.T
+        self._Z = None  # (kept for the factor gradient, see ActiveSetOracle)
+        Z = self._Z = self.X @ Lc.T
         diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
         Dt = np.einsum("ijk,ijk->ij", diff, diff)
         P_I, P_L = self._pair_I, self._pair_L

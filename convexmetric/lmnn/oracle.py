@@ -75,16 +75,25 @@ class ActiveSetOracle(ActiveList, Oracle):
         streaming mode λ̄ = 0. ``components``: ``L`` with ``M = LᵀL`` if known;
         ``grad=False``: the value only (a line search's trial point).
         """
+        return self._smoothed(M, sigma, grad, components, None)
+
+    def smooth_factor(self, M, sigma, components):
+        """:meth:`smooth`'s value and ``L ∇f_σ`` (``L = components``): the terms strictly
+        inside the smoothing enter as ``Zᵀ(D − S)X`` with ``Z = X Lᵀ`` (``n·r·d`` flops,
+        not the ``n·d²`` of their ``d × d`` sum; the raw MNIST sample's refinement spent
+        40% of its time there)."""
+        return self._smoothed(M, sigma, True, components, components)
+
+    def _smoothed(self, M, sigma, grad, components, left):
         if self.mode == "active_set":
             try:
                 z = self.hinge_arguments(M, components)
             except TooManyTerms:
-                out = self._overflow(M, components, sigma)
-                return out if grad else out[0]
+                return self._times(self._overflow(M, components, sigma), grad, left)
         if self.mode == "streaming":
             out = self._capped(self.stream.evaluate(M, self._components(M, components), sigma,
                                                     cap=self._cap()))  # fmt: skip
-            return out if grad else out[0]
+            return self._times(out, grad, left)
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         phi = lam * z - 0.5 * sigma * (lam - lam_bar) ** 2
@@ -92,10 +101,20 @@ class ActiveSetOracle(ActiveList, Oracle):
         if not grad:
             return f
         sat = lam >= 1.0
-        G = self._counted("smooth", sat).copy()
+        G = (1 - self.mu) * self.C_pull + self.mu * self._counted("smooth", sat)
         part = np.flatnonzero((lam > 0) & ~sat)
-        G += triplet_scatter(self.X, self.I[part], self.J[part], self.L[part], lam[part])
-        return f, (1 - self.mu) * self.C_pull + self.mu * G
+        I, J, L = self.I[part], self.J[part], self.L[part]
+        if left is None:
+            return f, G + self.mu * triplet_scatter(self.X, I, J, L, lam[part])
+        Z = self._Z  # X Lᵀ, from hinge_arguments at this very factor
+        return f, left @ G + self.mu * triplet_scatter(self.X, I, J, L, lam[part], left=Z)
+
+    @staticmethod
+    def _times(out, grad, left):
+        """A dense ``(f, G)`` as :meth:`_smoothed` returns it."""
+        if not grad:
+            return out[0]
+        return out if left is None else (out[0], left @ out[1])
 
     def recenter(self, M, sigma):
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step).

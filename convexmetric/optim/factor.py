@@ -70,13 +70,10 @@ class Factored(Oracle):
         return self.oracle.version
 
     def smooth(self, x, sigma, grad=True):
-        out = self.oracle.smooth(metric(x), sigma, grad=grad, components=x)
         if not grad:
-            return out
-        f, G = out
-        if isinstance(x, list):
-            return f, [2.0 * (L @ g) for L, g in zip(x, G)]
-        return f, 2.0 * (x @ G)
+            return self.oracle.smooth(metric(x), sigma, grad=False, components=x)
+        f, LG = self.oracle.smooth_factor(metric(x), sigma, x)
+        return f, ([2.0 * g for g in LG] if isinstance(x, list) else 2.0 * LG)
 
     def __call__(self, x):
         f, G = self.oracle(metric(x), components=x)

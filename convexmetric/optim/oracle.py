@@ -14,6 +14,10 @@ method                 what the driver uses it for
 ``smooth(x, σ)``       the smoothed objective (each hinge ``max(0, z)`` replaced by
                        ``max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²`` around the prox centre
                        ``λ̄``) and its gradient; ``grad=False``: the value only
+``smooth_factor``      ``smooth``'s value and its gradient times the factor ``L``
+                       (:class:`.factor.Factored`'s gradient is twice it); default:
+                       from ``smooth``; an oracle with distances ``Z = X Lᵀ`` skips
+                       the ``d × d`` gradient
 ``objective(x)``       the exact objective (best points and histories use only this)
 ``recenter(x, σ)``     move the prox centre to the current multipliers (a proximal
                        method of multipliers step); default: nothing
@@ -66,6 +70,14 @@ class Oracle:
 
     def smooth(self, x, sigma, grad=True):
         raise NotImplementedError(f"{type(self).__name__} has no smoothed objective")
+
+    def smooth_factor(self, x, sigma, components):
+        """``(f_σ(x), L ∇f_σ(x))`` with ``components`` the factor ``L`` of ``x = LᵀL`` (or
+        the lists of blocks): default, :meth:`smooth`'s gradient times the factor."""
+        f, G = self.smooth(x, sigma, grad=True, components=components)
+        if isinstance(x, list):
+            return f, [L @ g for L, g in zip(components, G)]
+        return f, components @ G
 
     def objective(self, x):
         raise NotImplementedError(f"{type(self).__name__} has no exact objective")
