@@ -44,9 +44,10 @@ def pair_scatter(X, a, b, w, left=None):
     else:
         m = n
     W = sp.csr_matrix((w, (a, b)), shape=(m, m))
-    SX = W @ Xr + W.T @ Xr  # S X with S = W + Wᵀ
     deg = np.bincount(a, weights=w, minlength=m) + np.bincount(b, weights=w, minlength=m)
-    return Zr.T @ (Xr * deg[:, None] - SX)  # one GEMM: Xᵀ(DX − SX)
+    # D − S is symmetric: the sparse products take the narrower side (Z: r columns)
+    SZ = W @ Zr + W.T @ Zr  # S Z with S = W + Wᵀ
+    return (Zr * deg[:, None] - SZ).T @ Xr  # one GEMM: ((D − S)Z)ᵀX
 
 
 def triplet_scatter(X, I, J, L, w, left=None):
