@@ -296,8 +296,10 @@ class ActiveList:
         self.calls += 1
         self._Z = None  # (kept for the factor gradient, see ActiveSetOracle)
         Z = self._Z = self.X @ Lc.T
-        diff = Z[:, None, :] - Z[self.T]  # n × k target differences, then gathers
-        Dt = np.einsum("ijk,ijk->ij", diff, diff)
+        Dt = np.empty(self.T.shape)  # n × k target distances, one target slot at a time
+        for s in range(self.k):
+            diff = Z - Z[self.T[:, s]]
+            Dt[:, s] = np.einsum("ij,ij->i", diff, diff)
         P_I, P_L = self._pair_I, self._pair_L
         d_il = np.empty(len(P_I))
         step = 1 << 19  # bounded temporaries for long active lists
