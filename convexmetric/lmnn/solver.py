@@ -22,7 +22,9 @@ stages, each an engine driver (:mod:`convexmetric.optim`):
    negative curvature of the Lagrangian's gradient, then FISTA on ``M`` (convex) if the
    gap stays open.
 
-``precondition=True`` solves in coordinates where the pull term is ``tr M``
+Features constant over the data are left out first (:func:`_on_varying`: an exact
+reduction; ``M`` keeps the start's block there). ``precondition=True`` solves in
+coordinates where the pull term is ``tr M``
 (:func:`pull_whitening`): eq. (14) depends on ``M`` only through distances, so
 ``x ↦ Sᵀx`` with ``M = S M' Sᵀ`` is an exact change of variables, and it equalises the
 curvature that badly scaled features give the factor ``L`` (breast_cancer: the solver
