@@ -153,3 +153,14 @@ def test_pair_scatter_times_a_factor(pairs):
     full = pair_scatter(X, a, b, w)
     np.testing.assert_allclose(pair_scatter(X, a, b, w, left=X @ L.T), L @ full, atol=1e-10)
     assert pair_scatter(X, a[:0], b[:0], w[:0], left=X @ L.T).shape == (4, 9)
+
+
+def test_row_distances_in_chunks():
+    from convexmetric.linalg import row_distances
+
+    rng = np.random.default_rng(1)
+    Z = rng.standard_normal((30, 4))
+    a, b = rng.integers(0, 30, 50), rng.integers(0, 30, 50)
+    want = ((Z[a] - Z[b]) ** 2).sum(1)
+    np.testing.assert_allclose(row_distances(Z, a, b, chunk=7), want, rtol=1e-13)
+    assert row_distances(Z, a[:0], b[:0]).shape == (0,)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import components_from_metric
+from ..linalg import components_from_metric, row_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .stream import StreamingEvaluator, plan_blocks
 
@@ -300,12 +300,7 @@ class ActiveList:
         for s in range(self.k):
             diff = Z - Z[self.T[:, s]]
             Dt[:, s] = np.einsum("ij,ij->i", diff, diff)
-        P_I, P_L = self._pair_I, self._pair_L
-        d_il = np.empty(len(P_I))
-        step = 1 << 19  # bounded temporaries for long active lists
-        for s in range(0, len(P_I), step):
-            b = Z[P_I[s : s + step]] - Z[P_L[s : s + step]]
-            d_il[s : s + step] = np.einsum("ij,ij->i", b, b)
+        d_il = row_distances(Z, self._pair_I, self._pair_L)
         z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)

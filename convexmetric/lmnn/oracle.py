@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import components_from_metric, triplet_scatter
+from ..linalg import components_from_metric, row_distances, triplet_scatter
 from ..optim.oracle import Oracle
 from ..problems.lmnn import TooManyTerms
 from .active_list import ActiveList
@@ -242,8 +242,7 @@ class ActiveSetOracle(ActiveList, Oracle):
                 pass
             else:  # the terms' values, in double precision from Z = X Lᵀ
                 Z = self.X @ Lc.T
-                a, b = Z[I] - Z[J], Z[I] - Z[L]
-                h = 1.0 + np.einsum("ij,ij->i", a, a) - np.einsum("ij,ij->i", b, b)
+                h = 1.0 + row_distances(Z, I, J) - row_distances(Z, I, L)
         if h is None:
             return self._streamer().objective(M, Lc)
         return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())

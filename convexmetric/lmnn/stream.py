@@ -40,6 +40,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from ..linalg import row_distances
 from ..problems.lmnn import TooManyTerms
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
@@ -154,7 +155,7 @@ def project(data, L):
 
 
 def _candidates(rows, data, L, rtol):
-    """Step 1 of the module docstring for one block: ``(Z, Z_rows, D_target, ii, ll)``.
+    """Step 1 of the module docstring for one block: ``(Z, D_target, ii, ll)``.
 
     ``(rows[ii], ll)`` are candidate impostor pairs (a superset of those with a positive
     hinge term); ``D_target`` are the exact target distances of the rows."""
@@ -176,7 +177,7 @@ def _candidates(rows, data, L, rtol):
     flat = np.flatnonzero(G > thr[:, None].astype(np.float32))
     del G
     ii, ll = np.divmod(flat, len(P.order))
-    return Z, Zb, Dt, ii, P.order[ll]
+    return Z, Dt, ii, P.order[ll]
 
 
 def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
@@ -188,12 +189,11 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
     :func:`~convexmetric.problems.lmnn.hinge_terms` (same formula, double precision).
     """
     _, y, T = data
-    Z, Zb, Dt, ii, ll = _candidates(rows, data, L, rtol)
+    Z, Dt, ii, ll = _candidates(rows, data, L, rtol)
     out_I, out_J, out_L, count = [], [], [], 0
     for s in range(0, len(ii), chunk):
         ic, lc = ii[s : s + chunk], ll[s : s + chunk]
-        dz = Zb[ic] - Z[lc]
-        H = 1.0 + Dt[ic] - np.einsum("ij,ij->i", dz, dz)[:, None]  # (c, k)
+        H = 1.0 + Dt[ic] - row_distances(Z, rows[ic], lc)[:, None]  # (c, k)
         p, q = np.nonzero(H > 0)
         count += len(p)
         if max_terms is not None and count > max_terms:
@@ -259,14 +259,13 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     """
     X, _, T = data
     d = X.shape[1]
-    Z, Zb, Dt, ii, ll = _candidates(rows, data, L, rtol)
+    Z, Dt, ii, ll = _candidates(rows, data, L, rtol)
     out = {"value": 0.0, "lam": 0.0, "count": 0, "G": np.zeros((d, d)) if grad else None}
     pull_w = np.zeros((len(rows), T.shape[1]))
     for s in range(0, len(ii), chunk):
         # 2. exact hinge arguments in double precision, from the differences
         ic, lc = ii[s : s + chunk], ll[s : s + chunk]
-        dz = Zb[ic] - Z[lc]
-        H = 1.0 + Dt[ic] - np.einsum("ij,ij->i", dz, dz)[:, None]  # (c, k)
+        H = 1.0 + Dt[ic] - row_distances(Z, rows[ic], lc)[:, None]  # (c, k)
         pos = H > 0
         out["count"] += int(np.count_nonzero(pos))
         if sigma is None:
