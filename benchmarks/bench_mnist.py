@@ -32,17 +32,17 @@ today's scikit-learn); pylmnn 1.6.4 with the same pins and ``six`` (pylmnn needs
 imports GPyOpt, used only by its hyper-parameter search, in its ``__init__``: the snippet
 stubs that module). Peers run with one BLAS/OpenMP thread, as our solver does.
 
-Measured quietly (no other job on the 2-core machine, 2026-11-25, ``--rows
-sample,digits,sample784`` then ``--rows augmented``): sample: ours 35.2 s, objective
-11733.44 certified 8.7e-5, 3-NN error 5.0%; metric-learn 141.2 s, 11854.02, 5.3%; pylmnn
-4.7 s, 13523.32, 5.2%; ours with pylmnn's time 11933.14 (below pylmnn's); Euclidean 6.4%;
-time ratio ours / metric-learn 0.25 (0.31 the round before, 0.67 two before). digits:
-ours 1.74 s (1726.13, certified 9.3e-5) vs metric-learn 7.65 s (1742.78), ratio 0.23.
-sample784 (raw pixels): 289.5 s, 6157.84 certified 9.7e-5, 3-NN error 7.4% vs Euclidean
-6.0% (the metric over 784 raw pixels fits the 4,000 training points, PCA first is the
-paper's setup). augmented (60,000 × 164): 380.5 s, objective 107375.29 certified 7.5e-5,
-3-NN error 2.6% vs Euclidean 3.5%, peak RSS 1.67 GiB (the child process: data and fit;
-the data alone 0.54 GiB).
+Measured quietly (no other job on the 2-core machine, 2026-11-25, ``--rows augmented``
+then ``--rows sample,digits,sample784``): sample: ours 30.5 s, objective 11733.44
+certified 8.7e-5, 3-NN error 5.0%; metric-learn 135.7 s, 11854.02, 5.3%; pylmnn 4.9 s,
+13523.32, 5.2%; ours with pylmnn's time 11746.14 (below pylmnn's); Euclidean 6.4%; time
+ratio ours / metric-learn 0.22 (0.31 the round before, 0.67 two before). digits: ours
+1.56 s (1726.13, certified 9.3e-5) vs metric-learn 7.79 s (1742.78), ratio 0.20.
+sample784 (raw pixels): 279.6 s, 6157.84 certified 9.7e-5, 3-NN error 7.4% vs Euclidean
+6.0% (784 raw pixels for 4,000 training points; the paper reduces by PCA first).
+augmented (60,000 × 164): 302.2 s, objective 107375.29 certified 7.5e-5, 3-NN error 2.6%
+vs Euclidean 3.5%, peak RSS 1.48 GiB (the child process: data and fit; the data alone
+0.54 GiB).
 """
 
 from __future__ import annotations
