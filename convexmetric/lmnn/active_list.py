@@ -296,10 +296,8 @@ class ActiveList:
         self.calls += 1
         self._Z = None  # (kept for the factor gradient, see ActiveSetOracle)
         Z = self._Z = self.X @ Lc.T
-        Dt = np.empty(self.T.shape)  # n × k target distances, one target slot at a time
-        for s in range(self.k):
-            diff = Z - Z[self.T[:, s]]
-            Dt[:, s] = np.einsum("ij,ij->i", diff, diff)
+        rows = np.arange(self.n)  # n × k target distances, one target slot at a time
+        Dt = np.stack([row_distances(Z, rows, self.T[:, s]) for s in range(self.k)], axis=1)
         d_il = row_distances(Z, self._pair_I, self._pair_L)
         z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:

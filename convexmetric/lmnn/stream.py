@@ -163,8 +163,7 @@ def _candidates(rows, data, L, rtol):
     P = project(data, L)
     Z = P.Z
     Zb = Z[rows]
-    diff = Zb[:, None, :] - Z[T[rows]]
-    Dt = np.einsum("ijk,ijk->ij", diff, diff)  # (b, k) exact target distances
+    Dt = np.stack([row_distances(Z, rows, T[rows, s]) for s in range(T.shape[1])], axis=1)
     radius = Dt.max(axis=1) + 1.0
     # ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 > (‖z_i‖² − r_i)/2, the ‖z_l‖²/2 column
     # folded into one float32 GEMM, r_i widened (relative rtol, absolute rtol·max‖z‖²)
