@@ -63,3 +63,46 @@ def test_solve_certifies_below_the_optimum(exact):
     res = S.solve(X, y, T, 0.5)
     assert res.status == "optimal" and res.certified_gap <= 1e-4
     assert res.lower_bound <= value * (1 + 1e-9) <= res.objective * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.01])
+def test_ascent_raises_the_bound_and_stays_below_the_optimum(exact, sigma):
+    X, y, T, M_star, value = exact
+    oracle = oracle_at(X, y, T)
+    I, J, L = P.all_triplets(y, T)
+    oracle._merge(I, J, L)
+    z = oracle.hinge_arguments(M_star)
+    F = oracle.objective(M_star)
+    cert = oracle._certificate()
+
+    def bound(lam):
+        return cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
+
+    lam = np.clip(z / sigma, 0, 1)
+    up = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F)
+    assert up.min() >= 0 and up.max() <= 1 and not np.shares_memory(up, lam)
+    assert np.array_equal(up[np.abs(z) >= 0.03], lam[np.abs(z) >= 0.03])  # the kink only
+    assert bound(lam) < bound(up) <= value * (1 + 1e-9)
+    assert (F - bound(up)) < 0.7 * (F - bound(lam))
+    # with a tolerance it stops as soon as the bound is within it
+    loose = (F - bound(up)) / F * 3
+    early = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F, tol=loose)
+    assert bound(up) >= bound(early) >= F * (1 - loose) * (1 - 1e-12)
+
+
+def test_crossover_only_when_the_ascent_falls_short(exact, monkeypatch):
+    X, y, T, M_star, _ = exact
+    oracle = oracle_at(X, y, T)
+    F = oracle.objective(M_star)
+    z = oracle.hinge_arguments(M_star, accepted=True)
+    lam = np.clip(z / 0.03, 0, 1)
+    cert = oracle._certificate()
+    crossed = []
+    monkeypatch.setattr(oracle, "_crossover", lambda *a: crossed.append(1) or a[-2])
+    low = F * (1 - 1e-3)
+    for gain, calls in ((0.9, 0), (0.2, 1)):  # the ascent closes 90% / 20% of what it must
+        monkeypatch.setattr(cert, "ascend", lambda *a, **k: lam)
+        monkeypatch.setattr(cert, "bound", lambda *a, g=gain: low + g * (F * 1e-3 - F * 1e-4))
+        out = oracle._tightened(cert, M_star, z, lam, F, low, 1e-4)
+        assert len(crossed) == calls
+        assert out >= low + gain * (F * 1e-3 - F * 1e-4) - 1e-9
