@@ -24,15 +24,12 @@ whole space).
 
 **Ascent** (:meth:`DualCertificate.ascend`). Near convergence the augmented Lagrangian's
 multipliers already have the right sum (on the MNIST sample ``μΣλ`` is within 3e-6 of
-``F``); the gap is all ``ν``, the smallest generalised eigenvalue, a few times 1e-4 and
-carried by a cluster of about 30 negative eigenvalues. ``B(λ) = μΣλ + F·min(0, ν(λ))``
-(the trace bound) is concave in ``λ``, and ``∂ν/∂λ_t = μ uᵀC_t u`` for ``ν``'s
-eigenvector ``u`` (``S_0``-normalised). The ascent moves the multipliers of the triplets
-near the kink along the average of these supergradients over the cluster's eigenvectors
-(eigenvalues within half of ``ν``: an ε-supergradient; a single eigenvector's step only
-makes the next one the smallest), projected on ``[0, 1]``, with a doubling step. From
-stage multipliers 6e-4 from ``F``, five steps gave 6e-5 and twenty 2e-5 (0.3 s and 1 s;
-the products in single precision, the bound itself exact).
+``F``); the gap is all ``ν``, a few times 1e-4 and carried by a cluster of about 30
+negative eigenvalues. The trace bound ``μΣλ + F·min(0, ν(λ))`` is concave in ``λ``; the
+engine's ascent (:mod:`convexmetric.optim.trace_ascent`) raises it over the multipliers
+of the triplets near the kink. From stage multipliers 6e-4 from ``F``, five steps gave
+6e-5 and twenty 2e-5 (0.3 s and 1 s; the products in single precision, the bound itself
+exact).
 
 **Crossover** (:meth:`DualCertificate.crossover`). The multipliers read off a smoothed
 solve, ``clip(λ̄ + z/σ, 0, 1)``, are poor on the triplets at the kink ``z ≈ 0``, where
@@ -62,6 +59,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from ..linalg import components_from_metric, psd_scaling, triplet_scatter, whitening
+from ..optim import trace_ascent
 from ..optim.factor import trimmed
 
 
@@ -123,17 +121,13 @@ class DualCertificate:
         return best
 
     def ascend(self, I, J, L, z, lam, F, tau=0.03, iterations=40, tol=None, max_kinks=50_000):
-        """Multipliers raising the trace bound ``μΣλ + F·ν(λ)`` from ``lam`` (module docstring).
+        """Multipliers raising the trace bound ``μΣλ + F·ν(λ)`` from ``lam`` (a copy).
 
-        Projected ε-supergradient ascent over the multipliers of the triplets near the kink
-        (``|z| < τ``, at most ``max_kinks``, the nearest): ``B(λ) = μΣλ + F·min(0, ν(λ))`` is
-        concave (``ν`` is the smallest eigenvalue of the whitened ``S(λ)``, affine in ``λ``);
-        the ascent direction is ``μ + Fμ·mean_u uᵀĈ_t u`` over the eigenvectors ``u`` whose
-        eigenvalue is within half of ``ν`` (an ε-supergradient: the smallest eigenvalues of
-        a near-optimal ``S`` cluster, and one eigenvector's step only swaps them), and the
-        step is found by doubling. Stops after ``iterations``, at ``ν ≥ 0``, when no step
-        gains, or once ``F − B ≤ tol·F``. Returns ``λ`` (a copy); :meth:`bound` then
-        certifies it exactly.
+        The ascent of :func:`convexmetric.optim.trace_ascent.ascend` over the multipliers
+        of the triplets near the kink (``|z| < τ``, at most ``max_kinks``, the nearest),
+        in the coordinates where ``S_0`` is the identity; the others stay. It stops
+        after ``iterations`` steps, when no step gains, or once ``F − B ≤ tol·F``;
+        :meth:`bound` then certifies the result exactly.
         """
         K = np.flatnonzero(np.abs(z) < tau)
         if len(K) > max_kinks:
@@ -143,40 +137,13 @@ class DualCertificate:
             return lam
         x = lam[K].copy()
         lam[K] = 0.0
-        mu, T = self.mu, self.T
+        T, rows = self.T, np.arange(len(K))
         A = ((self.X[I[K]] - self.X[J[K]]) @ T).astype(np.float32)
         B = ((self.X[I[K]] - self.X[L[K]]) @ T).astype(np.float32)
-
-        def scatter(rows, v):  # μ Σ v_t Ĉ_t over rows, in single precision
-            v = v.astype(np.float32)
-            return mu * ((A[rows].T * v) @ A[rows] - (B[rows].T * v) @ B[rows]).astype(float)
-
-        S = T.T @ self.scatter(I, J, L, lam) @ T + scatter(slice(None), x)
-        fixed = mu * float(lam.sum())
-
-        def value(S, x):
-            return fixed + mu * float(x.sum()) + F * min(float(np.linalg.eigvalsh(S)[0]), 0.0)
-
-        w, V = np.linalg.eigh(S)
-        b = fixed + mu * float(x.sum()) + F * min(float(w[0]), 0.0)
-        step = 1e-3
-        for _ in range(iterations):
-            if tol is not None and F - b <= tol * abs(F):
-                break
-            moved = None
-            for share in (0.5, 0.0):  # the cluster's average; then the smallest eigenvector
-                g = np.full(len(x), mu)
-                if w[0] < 0:
-                    U = (V[:, w <= share * w[0]]).astype(np.float32)
-                    g += F * mu * ((A @ U) ** 2 - (B @ U) ** 2).mean(axis=1)
-                moved = _step(S, x, g, b, step, scatter, value)
-                if moved is not None:
-                    break
-            if moved is None:
-                break
-            x, S, b, step = moved
-            w, V = np.linalg.eigh(S)
-        lam[K] = x
+        blk = trace_ascent.Block(None, A, rows, B, rows)
+        blk.S = T.T @ self.scatter(I, J, L, lam) @ T + blk.scatter(x, self.mu)
+        const = self.mu * float(lam.sum())
+        lam[K] = trace_ascent.ascend([blk], x, self.mu, F, const, iterations=iterations, tol=tol)
         return lam
 
     def _keys(self, I, J, L):
@@ -223,29 +190,3 @@ class DualCertificate:
                        bounds=[(0.0, 1.0)] * len(x0),
                        options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-10})  # fmt: skip
         return np.clip(res.x, 0.0, 1.0)
-
-
-def _step(S, x, g, b, step, scatter, value):
-    """The projected step of :meth:`DualCertificate.ascend` along ``g`` with the best
-    ``value(S, x)``, by doubling from a quarter of the last step: ``(x, S, value, step)``, or
-    ``None`` when no step gains. ``S(x + tg)`` is ``S + t·scatter(g)`` (one product for the
-    ray) corrected on the rows the box clips."""
-    g = np.where(((x <= 0.0) & (g < 0)) | ((x >= 1.0) & (g > 0)), 0.0, g)
-    top = float(np.abs(g).max())
-    if top == 0.0:
-        return None
-    g = g / top
-    D = scatter(slice(None), g)
-    best, t = None, step / 4
-    while 1e-9 < t <= 4.0:  # (t ≥ 1 moves every free multiplier to a bound)
-        y = np.clip(x + t * g, 0.0, 1.0)
-        clipped = np.flatnonzero(y != x + t * g)
-        S_t = S + t * D + scatter(clipped, (y - x - t * g)[clipped])
-        v = value(S_t, y)
-        if v > (b if best is None else best[2]):
-            best, t = (y, S_t, v, t), 2 * t
-        elif best is not None:
-            break
-        else:
-            t /= 8  # no gain at the first try: a shorter step
-    return best

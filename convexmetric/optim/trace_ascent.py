@@ -1,0 +1,125 @@
+r"""An ascent on the trace bound of a semidefinite dual: multipliers that repair ``ν``.
+
+The certificates of LMNN (one metric or one per cluster) bound the optimum, for every
+``x ∈ [0, 1]^K`` of the multipliers left free, by the *trace bound*
+
+.. math::
+
+    B(x) = c + μ\textstyle\sum_t x_t + F \min\bigl(0, \min_g λ_{\min}(S_g(x)) / s\bigr),
+
+``S_g(x) = S_g(0) + μ Σ_t x_t (a_t a_tᵀ [t \text{ adds to } g] − b_t b_tᵀ [t \text{
+subtracts from } g])`` the blocks of the dual matrix in coordinates where the pull term
+is ``s·I``, ``F`` an attained objective value and ``c`` the fixed multipliers' part.
+``B`` is concave (``λ_min`` of an affine matrix function is), and ``∂λ_min/∂x_t =
+μ((a_t·u)² − (b_t·u)²)`` for the eigenvector ``u``. Near convergence the stages'
+multipliers have the right sum and ``B`` loses only through ``ν``, carried by a cluster
+of nearly equal negative eigenvalues: a step along one eigenvector's supergradient only
+makes the next one the smallest. :func:`ascend` steps along the average of the
+supergradients over the cluster (eigenvalues within half of ``ν``; an ε-supergradient),
+then, if that gains nothing, along the smallest eigenvector's, projected on the box,
+with a doubling step. It only proposes multipliers; the caller's bound certifies them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass
+class Block:
+    """One block of the dual matrix: ``S`` at the starting multipliers (the free ones
+    included), and the free terms' rows (single precision) with their multipliers'
+    indices: ``A[k]`` adds ``μ x[ia[k]] A[k]A[k]ᵀ``, ``B[k]`` subtracts ``μ x[ib[k]] B[k]B[k]ᵀ``."""
+
+    S: np.ndarray
+    A: np.ndarray
+    ia: np.ndarray
+    B: np.ndarray
+    ib: np.ndarray
+
+    def scatter(self, v, mu, rows=None):
+        """``μ Σ v_t (a_t a_tᵀ − b_t b_tᵀ)`` over this block's rows (``rows``: a mask over
+        the multipliers, only those rows)."""
+        A, ia, B, ib = self.A, self.ia, self.B, self.ib
+        if rows is not None:
+            ka, kb = rows[ia], rows[ib]
+            A, ia, B, ib = A[ka], ia[ka], B[kb], ib[kb]
+        va, vb = v[ia].astype(np.float32), v[ib].astype(np.float32)
+        return mu * ((A.T * va) @ A - (B.T * vb) @ B).astype(float)
+
+
+def ascend(blocks, x, mu, F, const, scale=1.0, iterations=40, tol=None):
+    """Raise the trace bound ``B(x)`` from ``x`` (module docstring); returns a new ``x``.
+
+    ``blocks``: :class:`Block` (their ``S`` at ``x``; not modified); ``const``: ``c``;
+    ``scale``: ``s``. Stops after ``iterations`` steps, when no step gains, or once
+    ``F − B ≤ tol·|F|``.
+    """
+    x = np.array(x, dtype=float)
+    S = [blk.S for blk in blocks]
+
+    def value(S, x):
+        nu = min(float(np.linalg.eigvalsh(Sg)[0]) for Sg in S) / scale
+        return const + mu * float(x.sum()) + F * min(nu, 0.0)
+
+    b, step = value(S, x), 1e-3
+    for _ in range(iterations):
+        if tol is not None and F - b <= tol * abs(F):
+            break
+        eig = [np.linalg.eigh(Sg) for Sg in S]
+        nu = min(float(w[0]) for w, _ in eig)
+        moved = None
+        for share in (0.5, 0.0):  # the cluster's average; then the smallest eigenvector
+            g = np.full(len(x), mu)
+            if nu < 0:
+                g += (F * mu / scale) * _cluster_curvature(blocks, eig, share * nu, len(x))
+            moved = _step(blocks, S, x, g, b, step, mu, value)
+            if moved is not None:
+                break
+        if moved is None:
+            break
+        x, S, b, step = moved
+    return x
+
+
+def _cluster_curvature(blocks, eig, level, size):
+    """``mean_u ((a_t·u)² − (b_t·u)²)`` per multiplier over the eigenvectors ``u`` of every
+    block with eigenvalue at most ``level``."""
+    total, count = np.zeros(size), 0
+    for blk, (w, V) in zip(blocks, eig):
+        U = V[:, w <= level].astype(np.float32)
+        if U.shape[1] == 0:
+            continue
+        total += np.bincount(blk.ia, ((blk.A @ U) ** 2).sum(axis=1), size)
+        total -= np.bincount(blk.ib, ((blk.B @ U) ** 2).sum(axis=1), size)
+        count += U.shape[1]
+    return total / max(count, 1)
+
+
+def _step(blocks, S, x, g, b, step, mu, value):
+    """The projected step along ``g`` with the best ``value``, by doubling from a quarter of
+    the last step: ``(x, S, value, step)``, or ``None`` when no step gains. ``S(x + tg)``
+    is ``S + t·scatter(g)`` (one product per block for the ray) corrected on the rows the
+    box clips."""
+    g = np.where(((x <= 0.0) & (g < 0)) | ((x >= 1.0) & (g > 0)), 0.0, g)
+    top = float(np.abs(g).max())
+    if top == 0.0:
+        return None
+    g = g / top
+    D = [blk.scatter(g, mu) for blk in blocks]
+    best, t = None, step / 4
+    while 1e-9 < t <= 4.0:  # (t ≥ 1 moves every free multiplier to a bound)
+        y = np.clip(x + t * g, 0.0, 1.0)
+        fix = y - (x + t * g)
+        clipped = fix != 0
+        S_t = [Sg + t * Dg + blk.scatter(fix, mu, clipped) for Sg, Dg, blk in zip(S, D, blocks)]
+        v = value(S_t, y)
+        if v > (b if best is None else best[2]):
+            best, t = (y, S_t, v, t), 2 * t
+        elif best is not None:
+            break
+        else:
+            t /= 8  # no gain at the first try: a shorter step
+    return best
