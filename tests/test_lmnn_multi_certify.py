@@ -160,3 +160,23 @@ def test_distances_from_factors_of_fewer_rows_match_the_metrics(exact):
     f_f, G_f = Factored(w).smooth(Ls, 0.1)
     assert f_f == pytest.approx(f_m, rel=1e-10)
     assert all(np.allclose(2 * L @ g, gf) for L, g, gf in zip(Ls, G_m, G_f))
+
+
+@pytest.mark.parametrize("which", ["exact", "exact_singular"])
+def test_ascent_raises_the_bound_below_the_exact_optimum(which, request):
+    X, y, T, value = request.getfixturevalue(which)
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    Mx, _, _, _ = PM.solve(X, y, T, 0.5, y, 3, solver="CLARABEL")
+    o.full_check(list(Mx), margin=1e9)  # every triplet listed
+    cert = SP.RangeCertificate(o)
+    F = o.objective(list(Mx))
+    z = o.hinge_arguments(list(Mx))
+    out = o.outside_range()
+    for sigma in (0.3, 0.03):
+        lam = np.clip(z / sigma, 0.0, 1.0)
+        before = cert.bound(lam, F)[0]
+        up = cert.ascend(lam, z, F, tau=0.1)
+        assert up.min() >= 0 and up.max() <= 1 and not up[out].any()
+        assert np.array_equal(up[(np.abs(z) >= 0.1) & ~out], lam[(np.abs(z) >= 0.1) & ~out])
+        after = cert.bound(up, F)[0]
+        assert before < after <= value * (1 + 1e-7)

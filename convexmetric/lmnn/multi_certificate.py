@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..optim import trace_ascent
+
 
 class RangeCertificate:
     """The repaired bound above for a :class:`~.multi_oracle.MultiMetricOracle` ``base``."""
@@ -47,9 +49,39 @@ class RangeCertificate:
             self.V.append(V[:, r])
 
     def multipliers(self, Ms, sigma):
-        """The smoothed dual estimate ``clip(λ̄ + z/σ, 0, 1)`` at ``Ms`` (original coordinates)."""
+        """``(λ, z)``: the smoothed dual estimate ``clip(λ̄ + z/σ, 0, 1)`` at ``Ms``
+        (original coordinates) and the hinge arguments there."""
         z = self.base.hinge_arguments(Ms)
-        return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0)
+        return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0), z
+
+    def ascend(self, lam, z, F, tau=0.03, iterations=40, tol=None):
+        """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascent
+        (:mod:`convexmetric.optim.trace_ascent`) over the triplets near the kink
+        (``|z| < τ``, impostor difference in range), all blocks at once in the coordinates
+        ``B_g`` (where the pull term is ``(1 − μ)I``: the scale of ``ν``)."""
+        base, mu = self.base, self.base.mu
+        lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
+        out = base.outside_range()
+        lam[out] = 0.0
+        K = np.flatnonzero((np.abs(z) < tau) & ~out)
+        if len(K) == 0 or mu >= 1.0:
+            return lam
+        x = lam[K].copy()
+        lam[K] = 0.0
+        I, J, L = base.I[K], base.J[K], base.L[K]
+        gj, gl = base.g[J], base.g[L]
+        blocks = []
+        for g, (B, G) in enumerate(zip(self.B, base.gradient(lam))):
+            ia, ib = np.flatnonzero(gj == g), np.flatnonzero(gl == g)
+            A_g = ((base.X[I[ia]] - base.X[J[ia]]) @ B).astype(np.float32)
+            B_g = ((base.X[I[ib]] - base.X[L[ib]]) @ B).astype(np.float32)
+            blk = trace_ascent.Block(None, A_g, ia, B_g, ib)
+            blk.S = B.T @ (0.5 * (G + G.T)) @ B + blk.scatter(x, mu)
+            blocks.append(blk)
+        const = mu * float(lam.sum())
+        lam[K] = trace_ascent.ascend(blocks, x, mu, F, const, scale=1.0 - mu,
+                                     iterations=iterations, tol=tol)  # fmt: skip
+        return lam
 
     def bound(self, lam, F=None):
         """``(lower bound, ν)`` for multipliers ``lam`` over the listed triplets.

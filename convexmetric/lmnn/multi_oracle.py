@@ -26,6 +26,9 @@ from ..optim.oracle import Oracle
 from ..problems import lmnn_multi as PM
 from .multi_certificate import RangeCertificate
 
+#: the bound's ascent runs when the relative gap is within this (and above ``tol``)
+ASCENT_WINDOW = 3e-2
+
 
 class MultiMetricOracle(Oracle):
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
@@ -40,6 +43,7 @@ class MultiMetricOracle(Oracle):
         self._null = self._cert = None
         self.exact_stages, self._every = 0, None  #: see :meth:`begin_stage`
         self.trace_bound = False  #: :meth:`bound` adds the trace repair (see lower_bound)
+        self.tol = None  #: the solve's certified gap (the bound's ascent stops there)
         self.keys = np.empty(0, np.int64)
         self.lam_bar = np.zeros(0)  # dual prox centre of the smoothed stage, aligned with keys
         self._set(self.keys)
@@ -197,10 +201,18 @@ class MultiMetricOracle(Oracle):
         exactly by :class:`.multi_certificate.RangeCertificate`
         (scaling by ``1/(1 − ν)``, ``ν`` the smallest generalised eigenvalue of
         ``(S_g(λ), (1 − μ)P_g)`` over the blocks), so the bound is valid for any estimate.
-        ``F`` (an attained objective value) adds the trace repair.
+        ``F`` (an attained objective value) adds the trace repair, and when the gap is
+        above :attr:`tol` and within :data:`ASCENT_WINDOW` the multipliers near the kink
+        climb the trace bound first (:meth:`.multi_certificate.RangeCertificate.ascend`).
         """
         cert = self.certificate()
-        return cert.bound(cert.multipliers(Ms, sigma), F)[0]
+        lam, z = cert.multipliers(Ms, sigma)
+        bound = cert.bound(lam, F)[0]
+        tol = self.tol or 0.0
+        if F is not None and tol * abs(F) < F - bound <= ASCENT_WINDOW * abs(F):
+            lam = cert.ascend(lam, z, F, tol=tol)
+            bound = max(bound, cert.bound(lam, F)[0])
+        return bound
 
     def certificate(self):
         """The :class:`.multi_certificate.RangeCertificate` of this oracle (made once)."""
