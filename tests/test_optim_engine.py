@@ -153,6 +153,34 @@ def test_trimmed_factor_keeps_the_metric_and_sheds_negligible_directions():
     blocks = trimmed([L, np.zeros((5, 5))], 1e-8)  # lists per block; never empty
     assert [b.shape[0] for b in blocks] == [3, 1]
     assert np.allclose(blocks[1], 0.0)
+    assert trimmed(out, 1e-8) is out  # no row to shed: the same factor, bit for bit
+
+
+def test_the_stage_objective_is_at_the_trimmed_factor():
+    # the objective after a stage and the next stage's begin_stage see the same factor
+    # (so LMNN's full check there reuses the objective's search)
+    calls = []
+
+    class Recording(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², optimum of rank 2
+        C = np.diag([-1.0, -2.0, 3.0])
+
+        def smooth(self, M, sigma, grad=True, components=None):
+            f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
+            return (f, self.C + M) if grad else f
+
+        def objective(self, M, components=None):
+            calls.append(("objective", components))
+            return self.smooth(M, 1.0, grad=False)
+
+        def begin_stage(self, M, index, components=None):
+            calls.append(("begin", components))
+
+    run_stages(Factored(Recording(), rank_tol=1e-8), np.eye(3), LBFGS(),
+               StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
+    stages = [i for i, (what, _) in enumerate(calls) if what == "begin"]
+    for i in stages[1:]:  # the previous call is the last stage's objective, same factor
+        assert calls[i - 1][0] == "objective" and calls[i - 1][1] is calls[i][1]
+    assert calls[stages[-1]][1].shape == (2, 3)
 
 
 def test_begin_stage_may_replace_the_point_and_the_run_goes_on_from_it():

@@ -45,21 +45,24 @@ def trimmed(x, rank_tol):
     length, so a row near zero regrows only geometrically, and an exactly zero row never.
     Every distance then costs ``rank`` products instead of ``d`` (the MNIST sample's
     optimum has rank 54 of 164). A direction the optimum needs back shows as negative
-    curvature of the Lagrangian's gradient: the escapes add it.
+    curvature of the Lagrangian's gradient: the escapes add it. A factor that loses no
+    row is returned as it is (the same object: its metric, bit for bit).
     """
     if isinstance(x, list):
         return [trimmed(L, rank_tol) for L in x]
     w, V = np.linalg.eigh(x.T @ x)
     keep = w > rank_tol * max(float(w[-1]), 1e-300)
     keep[-1] = True  # never an empty factor
+    if keep.sum() == x.shape[0]:
+        return x
     return (V[:, keep] * np.sqrt(np.maximum(w[keep], 0.0))).T
 
 
 class Factored(Oracle):
     """``oracle`` (over ``M`` or ``[M^g]``) in the factor variables ``L`` or ``[L_g]``.
 
-    ``rank_tol``: at the start of every stage the factor is :func:`trimmed` (``None``:
-    never; the factor keeps its rows).
+    ``rank_tol``: at the start and at the end of every stage the factor is
+    :func:`trimmed` (``None``: never; the factor keeps its rows).
     """
 
     def __init__(self, oracle, rank_tol=None):
@@ -98,6 +101,11 @@ class Factored(Oracle):
             x = trimmed(x, self.rank_tol)
         self.oracle.begin_stage(metric(x), index, components=x)
         return x
+
+    def end_stage(self, x):
+        # trimmed before the stage's exact objective, so that the next stage's full check
+        # (at the same, already trimmed factor) reuses that objective's impostor search
+        return None if self.rank_tol is None else trimmed(x, self.rank_tol)
 
     def stage_plan(self, sigma_factor, iterations):
         return self.oracle.stage_plan(sigma_factor, iterations)
