@@ -221,3 +221,14 @@ def check_square_kernel(K, n=None, name="K"):
     if not np.allclose(K, K.T, atol=1e-8 * scale):
         raise ValueError(f"'{name}' must be symmetric.")
     return K
+
+
+def check_memory_limit(value, owner="LMNN"):
+    """Validate a ``memory_limit``: a positive int (bytes) or None; return it."""
+    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)
+                         and value >= 1):  # fmt: skip
+        return None if value is None else int(value)
+    raise ValueError(
+        f"The 'memory_limit' parameter of {owner} must be an int in the range [1, inf) "
+        f"(bytes) or None. Got {value!r} instead."
+    )

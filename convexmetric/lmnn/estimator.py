@@ -25,6 +25,7 @@ from .._validation import (
     check_indices,
     check_labels,
     check_matrix,
+    check_memory_limit,
     check_new_data,
     check_scalar,
 )
@@ -35,7 +36,6 @@ from .dask_executor import check_backend, executor_for
 from .exact import solve_working_set
 from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 from .reduction import leading_components, pca_axes, solve_rectangular
-from .solver import check_memory_limit
 from .solver import solve as solve_large_scale
 
 logger = logging.getLogger("convexmetric.lmnn")
