@@ -106,31 +106,3 @@ def test_crossover_only_when_the_ascent_falls_short(exact, monkeypatch):
         out = oracle._tightened(cert, M_star, z, lam, F, low, 1e-4)
         assert len(crossed) == calls
         assert out >= low + gain * (F * 1e-3 - F * 1e-4) - 1e-9
-
-
-def test_the_refinement_starts_from_phase_one_factor_and_reuses_its_search(exact, monkeypatch):
-    X, y, T, M_star, _ = exact
-    L = np.linalg.cholesky(M_star + 1e-3 * np.eye(len(M_star))).T
-    res = S.SolveResult(matrix=L.T @ L, objective=1.0, status="optimal", iterations=1,
-                        seconds=0.0, solver="subgradient", info={"components": L})  # fmt: skip
-    assert S._start_factor(res) is L  # its metric bit for bit: the memoised search holds
-    res.matrix = res.matrix + 1e-9 * np.eye(len(L))  # (a point phase 1 replaced)
-    out = S._start_factor(res)
-    assert np.allclose(out.T @ out, res.matrix, atol=1e-12)
-    # in a solve, the refinement's first exact objective is at phase 1's last checked point
-    searches = []
-    orig = S.ActiveSetOracle._search
-
-    def counted(self, M, components, limit):
-        hit = self._memo is not None and np.array_equal(self._memo[0], M)
-        searches.append(hit)
-        return orig(self, M, components, limit)
-
-    monkeypatch.setattr(S.ActiveSetOracle, "_search", counted)
-    calls = []
-    real = S.refine
-    monkeypatch.setattr(
-        S, "refine", lambda o, L0, *a: calls.append(len(searches)) or real(o, L0, *a)
-    )
-    S.solve(X, y, T, 0.5)
-    assert searches[calls[0]]  # the first search of the refinement: a memo hit

@@ -250,7 +250,7 @@ def _refined(oracle, res, s, t0):
             res2 = smoothed_descent(oracle, res.matrix, PSDCone(), rs)
         else:  # smoothed L-BFGS in the factor L (default)
             rs = replace(refine_settings(s, remaining, gap_tol=s.tol), max_iterations=left)
-            res2 = refine(oracle, _start_factor(res), rs, s.rank_tol)
+            res2 = refine(oracle, components_from_metric(res.matrix), rs, s.rank_tol)
         history += res2.history
         iterations += res2.iterations
         status, lower = res2.status, res2.lower_bound
@@ -268,14 +268,6 @@ def _refined(oracle, res, s, t0):
                        iterations=iterations, seconds=time.perf_counter() - t0,
                        solver="+".join(stages), history=history, lower_bound=lower,
                        info=info)  # fmt: skip
-
-
-def _start_factor(res):
-    """Phase 1's own factor when it is that of ``res.matrix`` (the refinement's first
-    objective then reuses phase 1's last search: 11 s at n = 60,000), else ``M``'s."""
-    L = res.info.get("components")
-    same = L is not None and np.array_equal(L.T @ L, res.matrix)
-    return L if same else components_from_metric(res.matrix)
 
 
 def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):
