@@ -156,13 +156,13 @@ def test_trimmed_factor_keeps_the_metric_and_sheds_negligible_directions():
     assert trimmed(out, 1e-8) is out  # no row to shed: the same factor, bit for bit
 
 
-def test_the_stage_objective_is_at_the_trimmed_factor():
+def test_a_factor_that_sheds_nothing_reaches_begin_stage_as_it_is():
     # the objective after a stage and the next stage's begin_stage see the same factor
     # (so LMNN's full check there reuses the objective's search)
     calls = []
 
-    class Recording(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², optimum of rank 2
-        C = np.diag([-1.0, -2.0, 3.0])
+    class Recording(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², optimum of full rank
+        C = np.diag([-1.0, -2.0, -3.0])
 
         def smooth(self, M, sigma, grad=True, components=None):
             f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
@@ -180,7 +180,7 @@ def test_the_stage_objective_is_at_the_trimmed_factor():
     stages = [i for i, (what, _) in enumerate(calls) if what == "begin"]
     for i in stages[1:]:  # the previous call is the last stage's objective, same factor
         assert calls[i - 1][0] == "objective" and calls[i - 1][1] is calls[i][1]
-    assert calls[stages[-1]][1].shape == (2, 3)
+    assert calls[stages[-1]][1].shape == (3, 3)
 
 
 def test_begin_stage_may_replace_the_point_and_the_run_goes_on_from_it():

@@ -46,7 +46,8 @@ def trimmed(x, rank_tol):
     Every distance then costs ``rank`` products instead of ``d`` (the MNIST sample's
     optimum has rank 54 of 164). A direction the optimum needs back shows as negative
     curvature of the Lagrangian's gradient: the escapes add it. A factor that loses no
-    row is returned as it is (the same object: its metric, bit for bit).
+    row is returned as it is (the same object: its metric bit for bit, so LMNN's full
+    check at the stage's start reuses the search of the last stage's objective).
     """
     if isinstance(x, list):
         return [trimmed(L, rank_tol) for L in x]
@@ -61,8 +62,8 @@ def trimmed(x, rank_tol):
 class Factored(Oracle):
     """``oracle`` (over ``M`` or ``[M^g]``) in the factor variables ``L`` or ``[L_g]``.
 
-    ``rank_tol``: at the start and at the end of every stage the factor is
-    :func:`trimmed` (``None``: never; the factor keeps its rows).
+    ``rank_tol``: at the start of every stage the factor is :func:`trimmed` (``None``:
+    never; the factor keeps its rows).
     """
 
     def __init__(self, oracle, rank_tol=None):
@@ -101,11 +102,6 @@ class Factored(Oracle):
             x = trimmed(x, self.rank_tol)
         self.oracle.begin_stage(metric(x), index, components=x)
         return x
-
-    def end_stage(self, x):
-        # trimmed before the stage's exact objective, so that the next stage's full check
-        # (at the same, already trimmed factor) reuses that objective's impostor search
-        return None if self.rank_tol is None else trimmed(x, self.rank_tol)
 
     def stage_plan(self, sigma_factor, iterations):
         return self.oracle.stage_plan(sigma_factor, iterations)

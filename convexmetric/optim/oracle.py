@@ -98,10 +98,6 @@ class Oracle:
         ``None`` (default: nothing, ``None``). ``components``: the factor, when called
         through :class:`.factor.Factored`."""
 
-    def end_stage(self, x):
-        """Called after every stage's inner run, before its exact objective, bound and
-        recentring; a replacement for ``x``, or ``None`` (default: nothing, ``None``)."""
-
     def stage_plan(self, sigma_factor, iterations):
         """The σ factor and inner iterations of the next stage (default: as set)."""
         return sigma_factor, iterations
