@@ -4,7 +4,7 @@ A full check of LMNN (:mod:`.active_list`) needs every triplet ``(i, j, l)`` wit
 active hinge, ``1 + ‖z_i − z_j‖² − ‖z_i − z_l‖² > 0`` (``j`` a target of ``i``, ``l`` of
 another class), i.e. every differently labelled pair with ``‖z_i − z_l‖² < r_i = 1 +
 max_j ‖z_i − z_j‖²``. The brute-force check (:func:`.stream.terms_block`) compares every
-row block with all rows in ``d`` dimensions (one float32 GEMM with ``d + 1`` columns).
+differently labelled pair once in ``d`` dimensions (float32 GEMMs with ``d + 1`` columns).
 
 Here the rows are first rotated onto the principal axes of ``Z`` (``Zr = (Z − z̄) V``: a
 rotation, so distances are unchanged), and a pair is dropped when its *partial* squared
@@ -19,22 +19,22 @@ computed in double precision from the differences of ``Z``, by the brute force's
 **Exactness.** The radius is widened as in the brute force (relative ``rtol``, absolute
 ``rtol · (1 + max ‖z‖²)``), which covers float32 rounding and the rotation's; every pair
 the brute force finds with an active hinge survives, and its hinge arguments are computed
-bit for bit as there. Row blocks, column order and chunks are the brute force's, so the
-triplets come in the brute force's order too (``tests/test_lmnn_search.py`` checks
-equality on random data and metrics).
+bit for bit as there (``tests/test_lmnn_search.py`` checks that both find the same
+triplets on random data and metrics; the brute force visits each pair once, this search
+each row's pairs, so the order differs).
 
-**What it buys: nothing yet, on this machine.** It is not sub-quadratic: every pair is
-still compared, in ``p`` dimensions (``O(n² p)`` instead of ``O(n² d)``), and at ``d = 164``
-the brute force is not bound by its GEMM but by the pass over the ``b × n`` block that
-compares and gathers (float32 GEMMs run at tens of GFlop/s). Measured (CPU seconds, one
-thread, 2026-11-24, under load), at a metric from a short LMNN fit: MNIST sample 4,000 ×
-164, brute force 0.07 s, pruned 0.10 s (40 axes, 0.29% of pairs survive); augmented MNIST
-20,000 × 164, 1.6 s vs 3.0 s (the survivors' exact filter, 3× the brute force's
-candidates, costs more than the smaller GEMM saves). Bounds that skip whole blocks prune
-little at ``d = 164``: cells of 4–64 rows by bisection (as ball trees are built), with
-triangle bounds in the leading 16 axes and in the rest, left 43–91% of the pairs on the
-sample and 56–82% on augmented MNIST. So the full checks keep the brute force; this
-search is opt-in (``search=PrunedSearch()`` where a callable search is accepted, e.g.
+**What it buys: nothing yet, on this machine.** It is not sub-quadratic: every pair is still
+compared, in ``p`` dimensions (``O(n² p)`` instead of ``O(n² d)``), but each pair of every
+row (the brute force visits each unordered pair once, by symmetry), and the survivors need
+an exact filter. Measured (CPU seconds, one thread, 2026-11-24, under load, before the brute
+force used the symmetry), at a metric from a short LMNN fit: MNIST sample 4,000 × 164, brute
+force 0.07 s, pruned 0.10 s (40 axes, 0.29% of pairs survive); augmented MNIST 20,000 × 164,
+1.6 s vs 3.0 s (the survivors' exact filter, 3× the brute force's candidates, costs more
+than the smaller GEMM saves). Bounds that skip whole blocks prune little at ``d = 164``:
+cells of 4–64 rows by bisection (as ball trees are built), with triangle bounds in the
+leading 16 axes and in the rest, left 43–91% of the pairs on the sample and 56–82% on
+augmented MNIST. So the full checks keep the brute force; this search is opt-in
+(``search=PrunedSearch()`` where a callable search is accepted, e.g.
 :class:`~.active_list.ActiveList`) and is kept, with its exactness test, as the base for a
 sub-quadratic one.
 """
@@ -73,7 +73,7 @@ def pruned_terms(Z, y, targets, *, axes=None, block_rows=512, max_terms=None, ch
                  rtol=RTOL, stats=None):  # fmt: skip
     """The triplets ``(I, J, L)`` (int64) with an active hinge at ``Z = X Lᵀ``.
 
-    Equal (same triplets, same order) to the brute-force full check,
+    The triplets of the brute-force full check (in another order),
     :meth:`.stream.StreamingEvaluator.terms`. ``axes``: the leading principal axes to
     prune with (default :func:`leading_axes`; all ``d`` axes make it a brute force in
     rotated coordinates). Past ``max_terms`` triplets raises

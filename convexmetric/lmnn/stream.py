@@ -22,9 +22,13 @@ certificate (:meth:`~convexmetric.lmnn.oracle.ActiveSetOracle.lower_bound`).
 
 The block function :func:`hinge_block` is pure: a function of the row indices, the data
 (``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
-:func:`terms_block`, the full check of the active-set mode: the same candidate step,
-returning the block's violated triplets ``(i, j, l)``. An *executor* maps them over the
-blocks: :class:`LocalExecutor` runs in this process; a distributed executor (Dask,
+:func:`terms_block`, the full check of the active-set mode, returning violated triplets
+``(i, j, l)``. It uses the symmetry of distances: a block of class ``a`` is compared with
+the classes after ``a`` only, and each candidate pair ``{p, q}`` is tested both ways (``p``
+within ``q``'s radius, ``q`` within ``p``'s): every differently labelled pair once, half the
+float32 products of comparing each row with all other classes (MNIST 60,000 × 164, one
+thread: 6.0 s instead of 11.3 s a check, the same triplets). An *executor* maps them over
+the blocks: :class:`LocalExecutor` runs in this process; a distributed executor (Dask,
 :mod:`.dask_executor`) ships the data once (``scatter``) and runs ``map_blocks`` /
 ``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
 float32 search matrix, computed once per process (:func:`project`).
@@ -121,6 +125,7 @@ class Projection(NamedTuple):
     order: np.ndarray
     ranges: dict  #: class → (first, end) of its rows in ``order``
     scale: float  #: ``max ‖z‖² + 1``
+    Dt: np.ndarray  #: (n, k) exact target distances ``‖z_i − z_j‖²``
 
 
 #: the last projection computed in this process (one entry: a block function reuses it
@@ -134,7 +139,7 @@ def project(data, L):
     Every block of one evaluation calls this with the same ``data.X`` and an equal
     ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
     matrix, the others reuse it."""
-    X, y, _ = data
+    X, y, T = data
     last = _LAST[0]
     if last is not None and last.X is X and last.L.shape == L.shape and np.array_equal(last.L, L):
         return last
@@ -148,8 +153,10 @@ def project(data, L):
     B[:, :-1] = Z[order]
     B[:, -1] = -0.5 * sq[order]
     ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
+    rows = np.arange(len(y))
+    Dt = np.stack([row_distances(Z, rows, T[:, s]) for s in range(T.shape[1])], axis=1)
     proj = Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
-                      float(sq.max(initial=0.0)) + 1.0)  # fmt: skip
+                      float(sq.max(initial=0.0)) + 1.0, Dt)  # fmt: skip
     _LAST[0] = proj
     return proj
 
@@ -179,8 +186,36 @@ def _candidates(rows, data, L, rtol):
     return Z, Dt, ii, P.order[ll]
 
 
+def _pairs(rows, data, L, rtol):
+    """The candidate pairs ``(a, b)`` of a full check's block: ``a ∈ rows`` (one class),
+    ``b`` of the classes after it (in sorted order); a superset of the pairs with
+    ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + max_j ‖z − z_j‖²``, widened as in
+    :func:`_candidates`). Every differently labelled pair is some block's exactly once:
+    half the products of comparing each row with all the other classes."""
+    y = data.y
+    P = project(data, L)
+    c1 = P.ranges[y[rows[0]].item()][1]
+    cols = P.order[c1:]
+    if len(cols) == 0:
+        e = np.empty(0, np.intp)
+        return e, e
+    wide = (P.Dt.max(axis=1) + 1.0) * (1 + rtol) + rtol * P.scale
+    A = np.ones((len(rows), P.Z.shape[1] + 1), np.float32)
+    A[:, :-1] = P.Z[rows]
+    G = A @ P.B[c1:].T  # z_a·z_b − ‖z_b‖²/2 = (‖z_a‖² − ‖z_a − z_b‖²)/2
+    half = 0.5 * P.sq[rows]
+    hit = G > (half - 0.5 * wide[rows]).astype(np.float32)[:, None]  # within r_a
+    G += (0.5 * wide[cols]).astype(np.float32)
+    hit |= G > half.astype(np.float32)[:, None]  # within r_b
+    del G
+    ii, ll = np.divmod(np.flatnonzero(hit), len(cols))
+    return rows[ii], cols[ll]
+
+
 def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
-    """The violated triplets ``(i, j, l)`` (``z_ijl > 0``) with ``i ∈ rows``: a full check.
+    """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`): a full
+    check, each differently labelled pair ``{a, b}`` tested both ways (``i = a, l = b``
+    and ``i = b, l = a``).
 
     Returns a dict with int arrays ``I, J, L`` (int32 while ``n < 2³¹``: they travel),
     ``count`` and ``overflow``: past ``max_terms`` triplets the block stops and returns
@@ -188,19 +223,20 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
     :func:`~convexmetric.problems.lmnn.hinge_terms` (same formula, double precision).
     """
     _, y, T = data
-    Z, Dt, ii, ll = _candidates(rows, data, L, rtol)
+    P = project(data, L)
+    aa, bb = _pairs(rows, data, L, rtol)
     out_I, out_J, out_L, count = [], [], [], 0
-    for s in range(0, len(ii), chunk):
-        ic, lc = ii[s : s + chunk], ll[s : s + chunk]
-        H = 1.0 + Dt[ic] - row_distances(Z, rows[ic], lc)[:, None]  # (c, k)
-        p, q = np.nonzero(H > 0)
-        count += len(p)
-        if max_terms is not None and count > max_terms:
-            return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
-        i = rows[ic[p]]
-        out_I.append(i)
-        out_J.append(T[i, q])
-        out_L.append(lc[p])
+    for s in range(0, len(aa), chunk):
+        a, b = aa[s : s + chunk], bb[s : s + chunk]
+        dist = row_distances(P.Z, a, b)
+        for i, l in ((a, b), (b, a)):
+            p, q = np.nonzero(1.0 + P.Dt[i] - dist[:, None] > 0)  # (c, k)
+            count += len(p)
+            if max_terms is not None and count > max_terms:
+                return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
+            out_I.append(i[p])
+            out_J.append(T[i[p], q])
+            out_L.append(l[p])
     kind = np.int32 if len(y) < 2**31 else np.int64
     I, J, L_ = (np.concatenate(a).astype(kind, copy=False) if a else np.empty(0, kind)
                 for a in (out_I, out_J, out_L))  # fmt: skip
