@@ -87,3 +87,37 @@ def test_leading_axes():
     share = np.cumsum([0.5, 0.3, 0.15, 0.05] + [0.0] * 60)
     assert leading_axes(share, 64) == 8  # at least MIN_AXES
     assert leading_axes(share[:10], 10) is None  # more than half of d: no pruning
+
+
+def test_nearby_metric_is_answered_by_the_last_search():
+    """A full check at ``M'`` near the last searched ``M`` (``2δ`` under the kept margin)
+    takes its triplets from the last search's near ones: exactly the brute force's at
+    ``M'``, though they differ from those at ``M``; farther away it searches again."""
+    from convexmetric.lmnn.active_list import MEMO_MARGIN, ActiveList
+
+    X, y, T, L = instance(3, 90, 5, 3, 3, 5, False)
+    # scale the metric so that one triplet sits at the kink (z = 1e-9 at M)
+    I, J, Ls, _ = hinge_terms(L.T @ L, X, T, y, components=L)
+    Z = X @ L.T
+    gap = np.sum((Z[I] - Z[Ls]) ** 2, axis=1) - np.sum((Z[I] - Z[J]) ** 2, axis=1)
+    L = L * np.sqrt((1 - 1e-9) / gap[np.argmax(gap)])
+    lst = ActiveList(X, y, T, 0.5)
+    M = L.T @ L
+    lst._search(M, L, None)
+    searches = lst.stream.checks
+    rng = np.random.default_rng(0)
+    changed = 0
+    for _ in range(20):
+        D = rng.normal(size=M.shape)
+        D = D + D.T
+        D *= 0.45 * MEMO_MARGIN / (np.abs(np.linalg.eigvalsh(D)).max() * lst._reach)
+        L2 = np.linalg.cholesky(M + D + 1e-9 * np.eye(5)).T  # another factor
+        got = lst._search(L2.T @ L2, L2, None)
+        expected = brute(X, y, T, L2)
+        assert set(zip(*got)) == set(zip(*expected))
+        changed += set(zip(*expected)) != set(zip(*brute(X, y, T, L)))
+    assert lst.stream.checks == searches  # no new search
+    assert changed > 0  # the kink moved: the recall is not the old answer
+    far = 2.0 * M
+    lst._search(far, None, None)
+    assert lst.stream.checks == searches + 1

@@ -33,6 +33,8 @@ from .stream import StreamingEvaluator, plan_blocks
 BYTES_PER_TERM = 256
 #: streaming trial evaluations above this multiple of the best value seen return inf
 STREAM_CAP = 4.0
+#: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`)
+MEMO_MARGIN = 1e-3
 
 
 class ActiveList:
@@ -78,7 +80,9 @@ class ActiveList:
         self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         self._new_terms = 0  #: triplets the last full check added to the list
         self.handover = 0.0  #: see :meth:`check`
-        self._memo = None  #: (M, terms) of the last search (see :meth:`_search`)
+        self._memo = None  #: (M, terms, margin) of the last search (see :meth:`_search`)
+        C = X - X.mean(axis=0)
+        self._reach = 4.0 * float(np.einsum("ij,ij->i", C, C).max(initial=0.0))  # ≥ ‖x_i − x_l‖²
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -179,24 +183,59 @@ class ActiveList:
         return not changed
 
     def _search(self, M, components, limit):
-        """The violated triplets ``(I, J, L)`` at ``M`` (all of them: a full search),
-        remembered: the drivers often ask for the exact objective and then a full check
-        at the same point (one search on large data costs hundreds of evaluations).
-        Brute-force searches run as the executor's block map (:mod:`.stream`), tree
-        searches in this process."""
-        memo = self._memo
-        if memo is not None and np.array_equal(memo[0], M):
-            if limit is not None and len(memo[1][0]) > limit:
-                raise TooManyTerms(f"more than {limit} candidate hinge terms")
-            return memo[1]
-        if self.search in (None, "brute"):
-            out = self._streamer().terms(self._components(M, components), limit)
-        else:
-            out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
-                              components=components, search=self.search,
-                              max_terms=limit)[:3]  # fmt: skip
-        self._memo = (np.array(M, copy=True), out)
+        """The violated triplets ``(I, J, L)`` at ``M`` (all of them: a full search).
+
+        Remembered: the drivers often ask for the exact objective and then a full check
+        at the same point, or at the same metric in another factor (trimmed before a
+        stage: eigen-directions below ``rank_tol·λ_max`` dropped), and one search on large
+        data costs hundreds of evaluations. A brute-force search keeps the triplets with
+        ``z > −m`` (``m =`` :data:`MEMO_MARGIN`). At another ``M'``, every distance moves
+        by at most ``δ = ‖M' − M‖₂ · max ‖x_i − x_l‖²``, so every ``z`` by ``2δ``: when
+        ``2δ < m`` the triplets violated at ``M'`` are among the kept ones, and their
+        exact values decide. Brute-force searches run as the executor's block map
+        (:mod:`.stream`), tree searches in this process (remembered at ``M`` itself)."""
+        Lc = self._components(M, components)
+        out = self._recall(M, Lc)
+        if out is None:
+            if self.search in (None, "brute"):
+                margin, near = self._near(Lc, limit)
+                self._memo = (np.array(M, copy=True), near, margin)
+                out = self._violated(near, Lc) if margin else near
+            else:
+                out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
+                                  components=Lc, search=self.search,
+                                  max_terms=limit)[:3]  # fmt: skip
+                self._memo = (np.array(M, copy=True), out, 0.0)
+        if limit is not None and len(out[0]) > limit:
+            raise TooManyTerms(f"more than {limit} candidate hinge terms")
         return out
+
+    def _near(self, Lc, limit):
+        """``(margin, terms)`` of a brute-force search: the triplets with ``z > −margin``,
+        or (when those are more than ``limit``) the violated ones alone (``margin = 0``)."""
+        try:
+            return MEMO_MARGIN, self._streamer().terms(Lc, limit, margin=MEMO_MARGIN)
+        except TooManyTerms:
+            return 0.0, self._streamer().terms(Lc, limit)
+
+    def _recall(self, M, Lc):
+        """The last search's violated triplets at ``M`` if it decides them, else None."""
+        if self._memo is None:
+            return None
+        M0, near, margin = self._memo
+        if np.array_equal(M0, M):
+            return self._violated(near, Lc) if margin else near
+        if not margin or M0.shape != M.shape:
+            return None
+        delta = float(np.abs(np.linalg.eigvalsh(M - M0)).max()) * self._reach
+        return self._violated(near, Lc) if 2.0 * delta < margin else None
+
+    def _violated(self, terms, Lc):
+        """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (double precision)."""
+        I, J, L = terms
+        Z = self.X @ Lc.T
+        keep = 1.0 + row_distances(Z, I, J) - row_distances(Z, I, L) > 0
+        return I[keep], J[keep], L[keep]
 
     def check(self, M, components=None):
         """The final check of App. A.1 (called by the driver at apparent convergence).

@@ -186,11 +186,11 @@ def _candidates(rows, data, L, rtol):
     return Z, Dt, ii, P.order[ll]
 
 
-def _pairs(rows, data, L, rtol):
+def _pairs(rows, data, L, rtol, margin=0.0):
     """The candidate pairs ``(a, b)`` of a full check's block: ``a ∈ rows`` (one class),
     ``b`` of the classes after it (in sorted order); a superset of the pairs with
-    ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + max_j ‖z − z_j‖²``, widened as in
-    :func:`_candidates`). Every differently labelled pair is some block's exactly once:
+    ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + margin + max_j ‖z − z_j‖²``, widened as
+    in :func:`_candidates`). Every differently labelled pair is some block's exactly once:
     half the products of comparing each row with all the other classes."""
     y = data.y
     P = project(data, L)
@@ -199,7 +199,7 @@ def _pairs(rows, data, L, rtol):
     if len(cols) == 0:
         e = np.empty(0, np.intp)
         return e, e
-    wide = (P.Dt.max(axis=1) + 1.0) * (1 + rtol) + rtol * P.scale
+    wide = (P.Dt.max(axis=1) + (1.0 + margin)) * (1 + rtol) + rtol * P.scale
     A = np.ones((len(rows), P.Z.shape[1] + 1), np.float32)
     A[:, :-1] = P.Z[rows]
     G = A @ P.B[c1:].T  # z_a·z_b − ‖z_b‖²/2 = (‖z_a‖² − ‖z_a − z_b‖²)/2
@@ -212,10 +212,10 @@ def _pairs(rows, data, L, rtol):
     return rows[ii], cols[ll]
 
 
-def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
+def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0):
     """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`): a full
     check, each differently labelled pair ``{a, b}`` tested both ways (``i = a, l = b``
-    and ``i = b, l = a``).
+    and ``i = b, l = a``); with ``margin``, the triplets with ``z_ijl > −margin``.
 
     Returns a dict with int arrays ``I, J, L`` (int32 while ``n < 2³¹``: they travel),
     ``count`` and ``overflow``: past ``max_terms`` triplets the block stops and returns
@@ -224,13 +224,13 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5):
     """
     _, y, T = data
     P = project(data, L)
-    aa, bb = _pairs(rows, data, L, rtol)
+    aa, bb = _pairs(rows, data, L, rtol, margin)
     out_I, out_J, out_L, count = [], [], [], 0
     for s in range(0, len(aa), chunk):
         a, b = aa[s : s + chunk], bb[s : s + chunk]
         dist = row_distances(P.Z, a, b)
         for i, l in ((a, b), (b, a)):
-            p, q = np.nonzero(1.0 + P.Dt[i] - dist[:, None] > 0)  # (c, k)
+            p, q = np.nonzero((1.0 + margin) + P.Dt[i] - dist[:, None] > 0)  # (c, k)
             count += len(p)
             if max_terms is not None and count > max_terms:
                 return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
@@ -368,12 +368,14 @@ class StreamingEvaluator:
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = self.checks = 0
 
-    def terms(self, L, max_terms=None):
+    def terms(self, L, max_terms=None, margin=0.0):
         """The violated triplets at ``M = LᵀL``: int64 arrays ``(I, J, L)`` (a full check
-        of the active-set mode, by blocks). Past ``max_terms`` raises :class:`TooManyTerms`."""
+        of the active-set mode, by blocks); with ``margin``, those with ``z > −margin``.
+        Past ``max_terms`` raises :class:`TooManyTerms`."""
         self.checks += 1
+        kw = {"margin": margin} if margin else {}
         parts = self.executor.map_terms(terms_block, self.blocks, self.data, L,
-                                        max_terms=max_terms, chunk=self.chunk)  # fmt: skip
+                                        max_terms=max_terms, chunk=self.chunk, **kw)  # fmt: skip
         if not parts:
             e = np.empty(0, np.int64)
             return e, e, e
