@@ -87,6 +87,25 @@ def test_staged_lbfgs_certifies_the_exact_optimum():
     assert min(res.history) >= res.lower_bound  # exact values only
 
 
+def test_a_certified_run_ends_without_the_final_check():
+    class Unsure(SVM):  # its final check always finds something new
+        checks = 0
+
+        def check(self, x, components=None):
+            self.checks += 1
+            return False
+
+    oracle = Unsure(A)
+    res = run_stages(oracle, np.zeros(5), LBFGS(), stages(gap_tol=1e-6))
+    assert res.status == "optimal" and res.certified_gap <= 1e-6
+    assert oracle.checks == 0
+    # uncertified (stalls end the run), the check decides: never passing, the run goes on
+    # to its last stage
+    oracle = Unsure(A)
+    res = run_stages(oracle, np.zeros(5), LBFGS(), stages(gap_tol=None, stalls=1, max_stages=6))
+    assert oracle.checks > 0 and res.info["stages"] == 6
+
+
 def test_fista_continuation_over_a_cone():
     f_star = exact(nonneg=True)
     s = SmoothingSettings(sigma0=0.1, sigma_min=1e-9, gap_tol=1e-7, stalls=10)

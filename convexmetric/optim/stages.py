@@ -185,6 +185,10 @@ class _Run:
 
     def _converged(self, factor):
         s = self.s
+        if s.gap_tol is not None and certified_gap(self.best_f, self.low) <= s.gap_tol:
+            # a proof (an exact value and a valid bound): the final check is for runs that
+            # stop without one (a new term found there would only reopen a certified run)
+            return "optimal"
         last = s.max_stages is not None and self.index + 1 >= s.max_stages
         done = _done(s, self.best_f, self.low, self.stalled, self.sigma, factor)
         if (done or last) and (self.oracle.check(self.best_x) or last):
