@@ -101,7 +101,7 @@ def test_refinement_sheds_the_factor_rows_the_optimum_does_not_use(wine_instance
     X, y, T = wine_instance
     L0 = np.eye(X.shape[1])
     out = {}
-    for tol in (None, 1e-8):
+    for tol in (None, 1e-8, 1e-3):
         oracle = S.ActiveSetOracle(X, y, T, 0.5)
         oracle.tol = 1e-4
         rs = S.refine_settings(S.LMNNSettings(), None, gap_tol=1e-4)
@@ -111,6 +111,8 @@ def test_refinement_sheds_the_factor_rows_the_optimum_does_not_use(wine_instance
     for res in out.values():
         assert res.certified_gap <= 1e-4
     assert out[1e-8].objective == pytest.approx(out[None].objective, rel=2e-4)
+    assert out[1e-3].info["components"].shape[0] <= out[1e-8].info["components"].shape[0]
+    assert out[1e-3].objective == pytest.approx(out[None].objective, rel=2e-4)
 
 
 def test_phase1_hands_over_early_only_before_a_refinement(wine_instance):

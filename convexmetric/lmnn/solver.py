@@ -15,7 +15,12 @@ stages, each an engine driver (:mod:`convexmetric.optim`):
    method of multipliers; σ shrinks ×0.3 at stalls, and per stage when streaming), each
    stage certified by the dual bound of :mod:`.certificate`; it stops once certified.
    Before every stage the factor drops its eigen-directions below ``rank_tol·λ_max``
-   (``L`` gets fewer rows: a distance costs ``rank`` products, not ``d``).
+   (``L`` gets fewer rows: a distance costs ``rank`` products, not ``d``). The default
+   1e-3 sheds what phase 1's subgradient steps left behind at once (after phase 1 on
+   MNIST 60,000 × 164, 103 of 164 eigenvalues are above 1e-3·λ_max, 139 above 1e-4,
+   all above 1e-8; the optimum has 52–53): against 1e-8, the certified fit took 0.73×
+   the time on the MNIST sample, 0.82× on digits, 0.79× on raw 784 pixels, 0.87× at
+   60,000 points, at equal or lower objectives (every one certified to 1e-4).
    ``refine="fista"``: FISTA with continuation on ``M`` over the PSD cone instead.
 3. **Closing the gap** (:func:`convexmetric.optim.escape.close_gap`): a factor descent
    can stop at a Burer–Monteiro saddle, and which one depends on rounding; escapes along
@@ -82,7 +87,7 @@ class LMNNSettings:
     phase1_settings: SubgradientSettings | None = None  #: replaces phase 1's defaults
     refine_settings: object = None  #: StageSettings or a dict of its fields (overrides)
     executor: object = None  #: runs the block functions (local, or Dask)
-    rank_tol: float | None = 1e-8  #: refinement: drop factor directions below rank_tol·λ_max
+    rank_tol: float | None = 1e-3  #: refinement: drop factor directions below rank_tol·λ_max
 
 
 def pull_whitening(X, targets, rtol=1e-8):

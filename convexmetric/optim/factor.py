@@ -40,14 +40,17 @@ def trimmed(x, rank_tol):
     """The factor (or factors) of ``metric(x)`` without its eigen-directions below
     ``rank_tol·λ_max``: ``L' = Λ_k^{1/2} V_kᵀ`` over the kept eigenpairs, fewer rows.
 
-    ``M`` moves by at most ``rank_tol·λ_max`` per dropped direction. Such a direction is
-    all but frozen anyway: ``∇_L = 2L∇_M`` scales each eigen-row of ``L`` by its own
-    length, so a row near zero regrows only geometrically, and an exactly zero row never.
-    Every distance then costs ``rank`` products instead of ``d`` (the MNIST sample's
-    optimum has rank 54 of 164). A direction the optimum needs back shows as negative
-    curvature of the Lagrangian's gradient: the escapes add it. A factor that loses no
-    row is returned as it is (the same object: its metric bit for bit, so LMNN's full
-    check at the stage's start reuses the search of the last stage's objective).
+    ``M`` moves by at most ``rank_tol·λ_max`` per dropped direction. A small direction
+    is nearly frozen anyway: ``∇_L = 2L∇_M`` scales each eigen-row of ``L`` by its own
+    length, so a row near zero regrows only geometrically, and an exactly zero row never;
+    and at an optimum, dropping a direction of eigenvalue ``ε`` changes the value by
+    ``O(ε²)`` (the gradient vanishes on its range). Every distance then costs ``rank``
+    products instead of ``d`` (the MNIST sample's optimum has rank 54 of 164). A
+    direction the optimum needs back shows as negative curvature of the Lagrangian's
+    gradient: the escapes add it; the certificate judges the result either way. A factor
+    that loses no row is returned as it is (the same object: its metric bit for bit, so
+    LMNN's full check at the stage's start reuses the search of the last stage's
+    objective).
     """
     if isinstance(x, list):
         return [trimmed(L, rank_tol) for L in x]
