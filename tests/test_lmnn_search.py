@@ -121,3 +121,18 @@ def test_nearby_metric_is_answered_by_the_last_search():
     far = 2.0 * M
     lst._search(far, None, None)
     assert lst.stream.checks == searches + 1
+
+
+@pytest.mark.parametrize("group", [1, 3, 7])
+def test_brute_force_by_row_groups_finds_every_triplet(monkeypatch, group):
+    """The full check compares rows by groups (sorted by radius) against a per-column
+    threshold: with groups of every size it finds exactly hinge_terms' triplets."""
+    from convexmetric.lmnn import stream
+
+    monkeypatch.setattr(stream, "GROUP_ROWS", group)
+    for seed in range(12):
+        X, y, T, L = instance(seed, 70, 4, 3, 3, 4, seed % 3 == 0)
+        got = brute(X, y, T, L)
+        ref = hinge_terms(L.T @ L, X, T, y, components=L)
+        assert len(set(zip(*got))) == len(got[0])
+        assert set(zip(*got)) == set(zip(*ref[:3]))

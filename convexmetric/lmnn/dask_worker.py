@@ -67,10 +67,13 @@ def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
     ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
     set reported at check ``base`` if this worker holds it, else all (``full``). Stores
     the set reported now."""
-    from .stream import collect_terms
+    from .stream import _SCRATCH, collect_terms
 
     data, group = _entry(token, g)
-    part = collect_terms(fn, group, data, *args, **kwargs)
+    try:
+        part = collect_terms(fn, group, data, *args, **kwargs)
+    finally:
+        _SCRATCH.clear()  # the group's block buffers (see stream._scratch)
     if part["overflow"]:
         return {**part, "size": 0}
     n, k = data.targets.shape
