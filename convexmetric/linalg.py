@@ -17,6 +17,21 @@ def components_from_metric(M):
     return (V * np.sqrt(np.maximum(w, 0.0))).T
 
 
+def target_distances(Z, T, chunk=1 << 14):
+    """``D[i, s] = ‖z_i − z_{T[i, s]}‖²`` (n × k), the values of :func:`row_distances`
+    over the pairs ``(i, T[i, s])``, without gathering the rows ``i`` themselves (a
+    chunk of them is a slice of ``Z``)."""
+    n, k = T.shape
+    out = np.empty((n, k))
+    for s in range(0, n, chunk):
+        Zc = Z[s : s + chunk]
+        for q in range(k):
+            diff = Z[T[s : s + chunk, q]]
+            diff -= Zc  # the negated difference: the same squares
+            out[s : s + chunk, q] = np.einsum("ij,ij->i", diff, diff)
+    return out
+
+
 def row_distances(Z, a, b, chunk=1 << 14):
     """``‖z_a − z_b‖²`` for every pair ``(a_t, b_t)`` of rows of ``Z``, in chunks.
 

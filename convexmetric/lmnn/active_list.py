@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import components_from_metric, row_distances
+from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .stream import StreamingEvaluator, plan_blocks
 
@@ -81,6 +81,7 @@ class ActiveList:
         self._new_terms = 0  #: triplets the last full check added to the list
         self.handover = 0.0  #: see :meth:`check`
         self._memo = None  #: (M, terms, margin) of the last search (see :meth:`_search`)
+        self._Z = None  #: ``X Lᵀ`` of the last evaluation (a buffer, see :meth:`_project`)
         C = X - X.mean(axis=0)
         self._reach = 4.0 * float(np.einsum("ij,ij->i", C, C).max(initial=0.0))  # ≥ ‖x_i − x_l‖²
         if search == "auto":
@@ -333,15 +334,21 @@ class ActiveList:
                 self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
             self._next_check = self.calls + self._interval
         self.calls += 1
-        self._Z = None  # (kept for the factor gradient, see ActiveSetOracle)
-        Z = self._Z = self.X @ Lc.T
-        rows = np.arange(self.n)  # n × k target distances, one target slot at a time
-        Dt = np.stack([row_distances(Z, rows, self.T[:, s]) for s in range(self.k)], axis=1)
+        Z = self._Z = self._project(Lc)  # (kept for the factor gradient, ActiveSetOracle)
+        Dt = target_distances(Z, self.T)
         d_il = row_distances(Z, self._pair_I, self._pair_L)
         z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
+
+    def _project(self, Lc):
+        """``Z = X Lcᵀ`` into a buffer reused from call to call (a fresh ``n × r`` array
+        pays its page faults at every evaluation: at n = 60,000 a quarter of the GEMM)."""
+        shape = (self.n, Lc.shape[0])
+        if self._Z is None or self._Z.shape != shape:
+            self._Z = np.empty(shape)
+        return np.matmul(self.X, Lc.T, out=self._Z)
 
     def _check_cap(self):
         """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``

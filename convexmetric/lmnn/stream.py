@@ -45,7 +45,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..linalg import row_distances
+from ..linalg import row_distances, target_distances
 from ..problems.lmnn import TooManyTerms
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
@@ -160,8 +160,7 @@ def project(data, L):
     B[:, r] = -0.5 * sq[order]
     B[:, r + 1] = 1.0
     ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
-    rows = np.arange(len(y))
-    Dt = np.stack([row_distances(Z, rows, T[:, s]) for s in range(T.shape[1])], axis=1)
+    Dt = target_distances(Z, T)
     proj = Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
                       float(sq.max(initial=0.0)) + 1.0, Dt)  # fmt: skip
     _LAST[0] = proj
