@@ -202,6 +202,36 @@ def test_a_factor_that_sheds_nothing_reaches_begin_stage_as_it_is():
     assert calls[stages[-1]][1].shape == (3, 3)
 
 
+def test_the_stage_objective_is_at_the_trimmed_factor():
+    # with an optimum of rank 2, the stage's exact objective is taken at the factor the
+    # next stage starts from (trimmed at the stage's end: end_stage), so LMNN's full check
+    # there reuses the objective's search even when the factor sheds rows
+    calls = []
+
+    class Recording(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², optimum diag(1, 2, 0)
+        C = np.diag([-1.0, -2.0, 3.0])
+
+        def smooth(self, M, sigma, grad=True, components=None):
+            f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
+            return (f, self.C + M) if grad else f
+
+        def objective(self, M, components=None):
+            calls.append(("objective", components))
+            return self.smooth(M, 1.0, grad=False)
+
+        def begin_stage(self, M, index, components=None):
+            calls.append(("begin", components))
+
+    res = run_stages(Factored(Recording(), rank_tol=1e-8), np.eye(3), LBFGS(),
+                     StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
+    stages = [i for i, (what, _) in enumerate(calls) if what == "begin"]
+    assert len(stages) == 3
+    for i in stages[1:]:
+        assert calls[i - 1][0] == "objective" and calls[i - 1][1] is calls[i][1]
+    assert calls[stages[-1]][1].shape == (2, 3)
+    assert res.objective == pytest.approx(-2.5, abs=1e-8)
+
+
 def test_begin_stage_may_replace_the_point_and_the_run_goes_on_from_it():
     seen = []
 

@@ -65,8 +65,8 @@ def trimmed(x, rank_tol):
 class Factored(Oracle):
     """``oracle`` (over ``M`` or ``[M^g]``) in the factor variables ``L`` or ``[L_g]``.
 
-    ``rank_tol``: at the start of every stage the factor is :func:`trimmed` (``None``:
-    never; the factor keeps its rows).
+    ``rank_tol``: at the start and at the end of every stage the factor is
+    :func:`trimmed` (``None``: never; the factor keeps its rows).
     """
 
     def __init__(self, oracle, rank_tol=None):
@@ -105,6 +105,11 @@ class Factored(Oracle):
             x = trimmed(x, self.rank_tol)
         self.oracle.begin_stage(metric(x), index, components=x)
         return x
+
+    def end_stage(self, x):
+        # trimmed before the stage's exact objective, so that the next stage's full check
+        # (at the same, already trimmed factor) reuses that objective's impostor search
+        return None if self.rank_tol is None else trimmed(x, self.rank_tol)
 
     def stage_plan(self, sigma_factor, iterations):
         return self.oracle.stage_plan(sigma_factor, iterations)

@@ -28,6 +28,9 @@ method                 what the driver uses it for
 ``begin_stage(x, k)``  before stage ``k`` of the staged driver (a full check, say);
                        may return a replacement point (the same ``M``, a smaller
                        factor: :func:`.factor.trimmed`), else ``None``
+``end_stage(x)``       after a stage's inner run, before its exact objective and bound:
+                       a replacement point (the factor trimmed, so that the next
+                       stage's full check reuses the objective's search), or ``None``
 ``stage_plan(f, n)``   the σ factor and inner iterations of the next stage (an oracle
                        whose mode changes mid-run adapts them); default: as set
 ``escape(stage)``      a new point along negative curvature, or ``None``
@@ -97,6 +100,10 @@ class Oracle:
         """Called before every stage of the staged driver; a replacement for ``x``, or
         ``None`` (default: nothing, ``None``). ``components``: the factor, when called
         through :class:`.factor.Factored`."""
+
+    def end_stage(self, x):
+        """Called after every stage's inner run, before its exact objective, bound and
+        recentring; a replacement for ``x``, or ``None`` (default: nothing, ``None``)."""
 
     def stage_plan(self, sigma_factor, iterations):
         """The σ factor and inner iterations of the next stage (default: as set)."""

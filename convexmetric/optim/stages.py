@@ -152,6 +152,8 @@ class _Run:
         self.x = self.x if moved is None else moved
         factor, budget = oracle.stage_plan(s.sigma_factor, self._budget())
         self.x, stopped = self.inner.run(oracle, self.x, self.sigma, budget, self.clock, counts)
+        settled = oracle.end_stage(self.x)
+        self.x = self.x if settled is None else settled
         counts.stages += 1
         f = float(oracle.objective(self.x))
         self.history.append(f)
