@@ -37,18 +37,17 @@ imports GPyOpt, used only by its hyper-parameter search, in its ``__init__``: th
 stubs that module). Peers run with one BLAS/OpenMP thread, as our solver does.
 
 Measured quietly (no other job on the 2-core machine, 2026-11-25, ``--rows augmented``
-then ``--rows sample,digits,sample784``): sample: ours 12.5 s, objective 11733.82
-certified 9.9e-5, 3-NN error 5.0%; metric-learn 140.1 s, 11854.02, 5.3%; pylmnn 5.0 s,
-13523.32, 5.2%; ours with pylmnn's time 11743.18 (below pylmnn's); Euclidean 6.4%; time
-ratio ours / metric-learn 0.089 (0.22 the round before, 0.31 and 0.67 before that: the
-certificate's ascent on the trace bound now closes the gap the stages' multipliers leave).
-digits: ours 1.37 s (1726.11, certified 8.9e-5) vs metric-learn 8.06 s (1742.78), ratio
-0.17 (0.156 in an earlier run of this round). sample784 (raw pixels): 171.3 s, 6158.05
-certified 9.1e-5, 3-NN error 7.4% vs Euclidean 6.0% (784 raw pixels for 4,000 training
-points; the paper reduces by PCA first). augmented (60,000 × 164): 290.8 s, objective
-107375.29 certified 7.2e-5, 3-NN error 2.6% vs Euclidean 3.5%, peak RSS 1.55 GiB (the
-child process: data and fit; 1.48–1.57 GiB over this round's runs; the fit alone peaks
-at 0.88 GiB in phase 1, measured in-process after the data's temporaries are freed).
+then ``--rows sample,digits,sample784``): sample: ours 8.8 s, objective 11733.79
+certified 9.8e-5, 3-NN error 5.0%; metric-learn 138.5 s, 11854.02, 5.3%; pylmnn 4.7 s,
+13523.32, 5.2%; ours with pylmnn's time 11738.91 (below pylmnn's); Euclidean 6.4%; time
+ratio ours / metric-learn 0.064 (0.089 the round before, 0.22, 0.31 and 0.67 before
+that). digits: ours 1.08 s (1726.13, certified 9.2e-5) vs metric-learn 8.04 s
+(1742.78), ratio 0.134. sample784 (raw pixels): 136.9 s, 6157.94 certified 9.8e-5, 3-NN
+error 7.4% vs Euclidean 6.0% (784 raw pixels for 4,000 training points; the paper
+reduces by PCA first). augmented (60,000 × 164): 122.8 s, objective 107376.04 certified
+9.1e-5, 3-NN error 2.6% vs Euclidean 3.5%; the fit's peak RSS 0.89 GiB, the whole
+child's 1.53 GiB (its peak is in scoring the result over all triplets, then in the
+Euclidean 3-NN error; the round before: 290.8 s).
 """
 
 from __future__ import annotations
