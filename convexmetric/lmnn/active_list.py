@@ -17,7 +17,7 @@ matrix are then computed exactly over all triplets by row blocks. The streaming
 smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
 list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
 Arrays proportional to the data are not in the budget: ``X`` itself, and per process
-``Z = X Lᵀ`` with its float32 search copy (:func:`.stream.project`), together
+``Z = X Lᵀ`` with its float32 search copy (:func:`.blocks.project`), together
 about 1.5× the size of ``X``.
 """
 

@@ -1,7 +1,7 @@
 """Dask distributed as the engine of LMNN's block map (issue 12).
 
 :mod:`.stream` maps pure block functions over row blocks of the data: the full
-checks of the active-set mode (:func:`~.stream.terms_block`: a block's violated
+checks of the active-set mode (:func:`~.full_check.terms_block`: a block's violated
 triplets), exact objectives and, in the streaming mode, the value, gradient and
 certificate sums (:func:`~.stream.hinge_block`). An *executor* runs the map:
 :class:`~.stream.LocalExecutor` in this process, :class:`DaskExecutor` on the
@@ -142,7 +142,7 @@ class DaskExecutor:
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
-        """Send ``data`` (a :class:`~.stream.StreamData`) to every worker's store.
+        """Send ``data`` (a :class:`~.blocks.StreamData`) to every worker's store.
 
         Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
         so that it can be sent again after a worker failure."""
@@ -173,8 +173,8 @@ class DaskExecutor:
         return self._retrying(data, blocks, lambda: self._run(group_sums, fn, data, args, kwargs))
 
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
-        """The triplets of :func:`~.stream.terms_block` over ``blocks``, per task
-        (:func:`~.stream.collect_terms` over its group of blocks).
+        """The triplets of :func:`~.full_check.terms_block` over ``blocks``, per task
+        (:func:`~.full_check.collect_terms` over its group of blocks).
 
         Deltas: a task sends the keys of its violated triplets added and removed since
         the set it reported at this executor's last completed check (the whole set if

@@ -63,11 +63,11 @@ def chunk_task(fn, token, chunk, **kwargs):
 
 
 def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
-    """``fn`` (:func:`~.stream.terms_block`) over group ``g``, as triplet keys
+    """``fn`` (:func:`~.full_check.terms_block`) over group ``g``, as triplet keys
     ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
     set reported at check ``base`` if this worker holds it, else all (``full``). Stores
     the set reported now."""
-    from .stream import _SCRATCH, collect_terms
+    from .full_check import _SCRATCH, collect_terms
 
     data, group = _entry(token, g)
     try:

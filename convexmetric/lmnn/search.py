@@ -3,7 +3,7 @@ r"""Exact impostor search pruned by partial distances on the principal axes of `
 A full check of LMNN (:mod:`.active_list`) needs every triplet ``(i, j, l)`` with an
 active hinge, ``1 + ‖z_i − z_j‖² − ‖z_i − z_l‖² > 0`` (``j`` a target of ``i``, ``l`` of
 another class), i.e. every differently labelled pair with ``‖z_i − z_l‖² < r_i = 1 +
-max_j ‖z_i − z_j‖²``. The brute-force check (:func:`.stream.terms_block`) compares every
+max_j ‖z_i − z_j‖²``. The brute-force check (:func:`.full_check.terms_block`) compares every
 differently labelled pair once in ``d`` dimensions (float32 GEMMs with ``d + 1`` columns).
 
 Here the rows are first rotated onto the principal axes of ``Z`` (``Zr = (Z − z̄) V``: a
@@ -46,7 +46,7 @@ import numpy as np
 from ..problems.lmnn import TooManyTerms
 from .stream import row_blocks
 
-#: relative widening of the radius, as in the brute force (:func:`.stream.terms_block`)
+#: relative widening of the radius, as in the brute force (:func:`.full_check.terms_block`)
 RTOL = 1e-5
 #: the leading axes kept: the fewest holding this share of the variance of ``Z`` ...
 VARIANCE_SHARE = 0.95

@@ -22,17 +22,13 @@ certificate (:meth:`~convexmetric.lmnn.oracle.ActiveSetOracle.lower_bound`).
 
 The block function :func:`hinge_block` is pure: a function of the row indices, the data
 (``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
-:func:`terms_block`, the full check of the active-set mode, returning violated triplets
-``(i, j, l)``. It uses the symmetry of distances: a block of class ``a`` is compared with
-the classes after ``a`` only, and each candidate pair ``{p, q}`` is tested both ways (``p``
-within ``q``'s radius, ``q`` within ``p``'s): every differently labelled pair once, half the
-float32 products of comparing each row with all other classes (MNIST 60,000 × 164 at a
-metric of phase 1, one thread: 5.2 s instead of 11.3 s a check, with the block buffers of
-:func:`_scratch`; the same triplets). An *executor* maps them over the blocks:
-:class:`LocalExecutor` runs in this process; a distributed executor (Dask,
-:mod:`.dask_executor`) ships the data once (``scatter``) and runs ``map_blocks`` /
-``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
-float32 search matrix, computed once per process (:func:`project`).
+:func:`~.full_check.terms_block`, the full check of the active-set mode, returning violated
+triplets ``(i, j, l)`` (each differently labelled pair once, by symmetry:
+:mod:`.full_check`). An *executor* maps them over the blocks: :class:`LocalExecutor` runs in
+this process; a distributed executor (Dask, :mod:`.dask_executor`) ships the data once
+(``scatter``) and runs ``map_blocks`` / ``map_terms`` on its workers. Every block of one
+evaluation shares ``Z = X Lᵀ`` and the float32 search matrix, computed once per process
+(:func:`~.blocks.project`).
 
 Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
 :func:`plan_blocks` sizes both from the budget.
@@ -40,26 +36,20 @@ Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk ·
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import numpy as np
 import scipy.sparse as sp
 
-from ..linalg import row_distances, target_distances
+from ..linalg import row_distances
 from ..problems.lmnn import TooManyTerms
-
-#: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
-BYTES_PER_BLOCK_CELL = 16
-#: rows of a full check's block compared in one pass (:func:`_pairs`)
-GROUP_ROWS = 64
-
-
-class StreamData(NamedTuple):
-    """The data a block function reads: inputs ``X`` (n, d), labels ``y``, targets (n, k)."""
-
-    X: np.ndarray
-    y: np.ndarray
-    targets: np.ndarray
+from .blocks import (  # noqa: F401 (the block helpers, importable from here as before)
+    BYTES_PER_BLOCK_CELL,
+    Projection,
+    StreamData,
+    plan_blocks,
+    project,
+    row_blocks,
+)
+from .full_check import _SCRATCH, collect_terms, terms_block
 
 
 class LocalExecutor:
@@ -91,82 +81,6 @@ class LocalExecutor:
         return [part]
 
 
-def plan_blocks(n, d, k, memory_limit):
-    """``(block_rows, chunk)`` so that one block's working memory stays within the budget.
-
-    Half the budget goes to the ``block_rows × n`` distance block, an eighth to one
-    chunk of candidate triplets. ``memory_limit=None`` gives 512 rows and 2¹⁸ pairs.
-    """
-    if memory_limit is None:
-        return 512, 1 << 18
-    rows = int(memory_limit // 2 // (BYTES_PER_BLOCK_CELL * max(n, 1)))
-    chunk = int(memory_limit // 8 // (8 * (2 * d + 6 * k + 8)))
-    return max(8, min(rows, 1024)), max(256, min(chunk, 1 << 18))
-
-
-def row_blocks(y, block_rows):
-    """Blocks of at most ``block_rows`` row indices, each within one class (sorted by ``y``).
-
-    A block of one class compares against the other classes only (no same-class mask).
-    """
-    order = np.argsort(y, kind="stable")
-    ys = np.asarray(y)[order]
-    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
-    ends = np.r_[starts[1:], len(ys)]
-    return [order[s : min(e, s + block_rows)] for a, e in zip(starts, ends)
-            for s in range(a, e, block_rows)]  # fmt: skip
-
-
-class Projection(NamedTuple):
-    """``Z = X Lᵀ`` and the search matrices of the candidate step, shared by all blocks."""
-
-    X: np.ndarray
-    L: np.ndarray
-    Z: np.ndarray
-    sq: np.ndarray  #: ‖z_i‖²
-    B: np.ndarray  #: float32 ``[z_l, −‖z_l‖²/2, 1]``, rows sorted by class (``order``)
-    order: np.ndarray
-    ranges: dict  #: class → (first, end) of its rows in ``order``
-    scale: float  #: ``max ‖z‖² + 1``
-    Dt: np.ndarray  #: (n, k) exact target distances ``‖z_i − z_j‖²``
-
-
-#: the last projection computed in this process (one entry: a block function reuses it
-#: for every block of one evaluation, in this process or in one Dask task)
-_LAST: list = [None]
-#: the buffers of :func:`_scratch`
-_SCRATCH: dict = {}
-
-
-def project(data, L):
-    """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
-
-    Every block of one evaluation calls this with the same ``data.X`` and an equal
-    ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
-    matrix, the others reuse it."""
-    X, y, T = data
-    last = _LAST[0]
-    if last is not None and last.X is X and last.L.shape == L.shape and np.array_equal(last.L, L):
-        return last
-    Z = X @ L.T
-    sq = np.einsum("ij,ij->i", Z, Z)
-    order = np.argsort(y, kind="stable")
-    ys = np.asarray(y)[order]
-    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
-    ends = np.r_[starts[1:], len(ys)]
-    r = Z.shape[1]
-    B = np.empty((len(order), r + 2), np.float32)
-    B[:, :r] = Z[order]
-    B[:, r] = -0.5 * sq[order]
-    B[:, r + 1] = 1.0
-    ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
-    Dt = target_distances(Z, T)
-    proj = Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
-                      float(sq.max(initial=0.0)) + 1.0, Dt)  # fmt: skip
-    _LAST[0] = proj
-    return proj
-
-
 def _candidates(rows, data, L, rtol):
     """Step 1 of the module docstring for one block: ``(Z, D_target, ii, ll)``.
 
@@ -191,104 +105,6 @@ def _candidates(rows, data, L, rtol):
     del G
     ii, ll = np.divmod(flat, len(P.order))
     return Z, Dt, ii, P.order[ll]
-
-
-def _pairs(rows, data, L, rtol, margin=0.0):
-    """The candidate pairs ``(a, b)`` of a full check's block: ``a ∈ rows`` (one class),
-    ``b`` of the classes after it (in sorted order); a superset of the pairs with
-    ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + margin + max_j ‖z − z_j‖²``, widened as
-    in :func:`_candidates`). Every differently labelled pair is some block's exactly once:
-    half the products of comparing each row with all the other classes.
-
-    One float32 GEMM gives ``−‖z_a − z_b‖²/2``; the rows, sorted by radius, go by groups
-    of :data:`GROUP_ROWS`, each compared in one pass with ``max(r_group, r_b)`` (a
-    per-column threshold), and the few hits are then tested with ``max(r_a, r_b)``. The
-    block's matrices live in buffers reused from block to block (:func:`_scratch`)."""
-    y = data.y
-    P = project(data, L)
-    c1 = P.ranges[y[rows[0]].item()][1]
-    cols = P.order[c1:]
-    if len(cols) == 0:
-        e = np.empty(0, np.intp)
-        return e, e
-    wide = (P.Dt.max(axis=1) + (1.0 + margin)) * (1 + rtol) + rtol * P.scale
-    rows = rows[np.argsort(wide[rows], kind="stable")]
-    r = P.Z.shape[1]
-    A = np.empty((len(rows), r + 2), np.float32)
-    A[:, :r] = P.Z[rows]
-    A[:, r] = 1.0
-    A[:, r + 1] = -0.5 * P.sq[rows]
-    G = np.matmul(A, P.B[c1:].T, out=_scratch("G", (len(rows), len(cols)), np.float32))
-    hit = _scratch("hit", G.shape, bool)  # G = −‖z_a − z_b‖²/2 above:
-    half = (-0.5 * wide).astype(np.float32)
-    hc = half[cols]
-    for s in range(0, len(rows), GROUP_ROWS):
-        g = slice(s, s + GROUP_ROWS)
-        np.greater(G[g], np.minimum(half[rows[g]].min(), hc), out=hit[g])
-    flat = np.flatnonzero(hit)
-    ii, ll = np.divmod(flat, len(cols))
-    keep = G.ravel()[flat] > np.minimum(half[rows[ii]], hc[ll])
-    return rows[ii[keep]], cols[ll[keep]]
-
-
-def _scratch(name, shape, dtype):
-    """A buffer of ``shape`` reused by the blocks of one full check (a fresh array of
-    ``block_rows × n`` floats costs its page faults each time: at n = 60,000 as much as
-    the GEMM that fills it); :meth:`StreamingEvaluator.terms` releases them."""
-    size = int(np.prod(shape))
-    buf = _SCRATCH.get(name)
-    if buf is None or buf.size < size or buf.dtype != dtype:
-        buf = _SCRATCH[name] = np.empty(size, dtype)
-    return buf[:size].reshape(shape)
-
-
-def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0):
-    """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`): a full
-    check, each differently labelled pair ``{a, b}`` tested both ways (``i = a, l = b``
-    and ``i = b, l = a``); with ``margin``, the triplets with ``z_ijl > −margin``.
-
-    Returns a dict with int arrays ``I, J, L`` (int32 while ``n < 2³¹``: they travel),
-    ``count`` and ``overflow``: past ``max_terms`` triplets the block stops and returns
-    ``overflow=True`` without arrays. The values ``z`` are those of
-    :func:`~convexmetric.problems.lmnn.hinge_terms` (same formula, double precision).
-    """
-    _, y, T = data
-    P = project(data, L)
-    aa, bb = _pairs(rows, data, L, rtol, margin)
-    out_I, out_J, out_L, count = [], [], [], 0
-    for s in range(0, len(aa), chunk):
-        a, b = aa[s : s + chunk], bb[s : s + chunk]
-        dist = row_distances(P.Z, a, b)
-        for i, l in ((a, b), (b, a)):
-            p, q = np.nonzero((1.0 + margin) + P.Dt[i] - dist[:, None] > 0)  # (c, k)
-            count += len(p)
-            if max_terms is not None and count > max_terms:
-                return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
-            out_I.append(i[p])
-            out_J.append(T[i[p], q])
-            out_L.append(l[p])
-    kind = np.int32 if len(y) < 2**31 else np.int64
-    I, J, L_ = (np.concatenate(a).astype(kind, copy=False) if a else np.empty(0, kind)
-                for a in (out_I, out_J, out_L))  # fmt: skip
-    return {"I": I, "J": J, "L": L_, "count": count, "overflow": False}
-
-
-def collect_terms(fn, blocks, data, *args, max_terms=None, **kwargs):
-    """``fn`` (:func:`terms_block`) over ``blocks`` in order, triplets concatenated; stops
-    with ``overflow=True`` once more than ``max_terms`` were found in all."""
-    parts, left, count = [], max_terms, 0
-    for rows in blocks:
-        part = fn(rows, data, *args, max_terms=left, **kwargs)
-        count += part["count"]
-        if part["overflow"]:
-            return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
-        parts.append(part)
-        left = None if left is None else left - part["count"]
-    if not parts:
-        e = np.empty(0, np.int32)
-        return {"I": e, "J": e, "L": e, "count": 0, "overflow": False}
-    out = {key: np.concatenate([p[key] for p in parts]) for key in ("I", "J", "L")}
-    return {**out, "count": count, "overflow": False}
 
 
 def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None):

@@ -1,0 +1,100 @@
+"""What LMNN's block functions share: the data, the row blocks, the projection ``Z = X Lᵀ``.
+
+The block functions of :mod:`.stream` (streamed sums) and :mod:`.full_check` (the full
+check's triplets) are pure functions of a block of rows, the data
+(:class:`StreamData`) and the components ``L``; every block of one evaluation reads the
+same :class:`Projection`, computed once per process (:func:`project`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ..linalg import target_distances
+
+#: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
+BYTES_PER_BLOCK_CELL = 16
+
+
+class StreamData(NamedTuple):
+    """The data a block function reads: inputs ``X`` (n, d), labels ``y``, targets (n, k)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    targets: np.ndarray
+
+
+def plan_blocks(n, d, k, memory_limit):
+    """``(block_rows, chunk)`` so that one block's working memory stays within the budget.
+
+    Half the budget goes to the ``block_rows × n`` distance block, an eighth to one
+    chunk of candidate triplets. ``memory_limit=None`` gives 512 rows and 2¹⁸ pairs.
+    """
+    if memory_limit is None:
+        return 512, 1 << 18
+    rows = int(memory_limit // 2 // (BYTES_PER_BLOCK_CELL * max(n, 1)))
+    chunk = int(memory_limit // 8 // (8 * (2 * d + 6 * k + 8)))
+    return max(8, min(rows, 1024)), max(256, min(chunk, 1 << 18))
+
+
+def row_blocks(y, block_rows):
+    """Blocks of at most ``block_rows`` row indices, each within one class (sorted by ``y``).
+
+    A block of one class compares against the other classes only (no same-class mask).
+    """
+    order = np.argsort(y, kind="stable")
+    ys = np.asarray(y)[order]
+    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
+    ends = np.r_[starts[1:], len(ys)]
+    return [order[s : min(e, s + block_rows)] for a, e in zip(starts, ends)
+            for s in range(a, e, block_rows)]  # fmt: skip
+
+
+class Projection(NamedTuple):
+    """``Z = X Lᵀ`` and the search matrices of the candidate step, shared by all blocks."""
+
+    X: np.ndarray
+    L: np.ndarray
+    Z: np.ndarray
+    sq: np.ndarray  #: ‖z_i‖²
+    B: np.ndarray  #: float32 ``[z_l, −‖z_l‖²/2, 1]``, rows sorted by class (``order``)
+    order: np.ndarray
+    ranges: dict  #: class → (first, end) of its rows in ``order``
+    scale: float  #: ``max ‖z‖² + 1``
+    Dt: np.ndarray  #: (n, k) exact target distances ``‖z_i − z_j‖²``
+
+
+#: the last projection computed in this process (one entry: a block function reuses it
+#: for every block of one evaluation, in this process or in one Dask task)
+_LAST: list = [None]
+
+
+def project(data, L):
+    """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
+
+    Every block of one evaluation calls this with the same ``data.X`` and an equal
+    ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
+    matrix, the others reuse it."""
+    X, y, T = data
+    last = _LAST[0]
+    if last is not None and last.X is X and last.L.shape == L.shape and np.array_equal(last.L, L):
+        return last
+    Z = X @ L.T
+    sq = np.einsum("ij,ij->i", Z, Z)
+    order = np.argsort(y, kind="stable")
+    ys = np.asarray(y)[order]
+    starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
+    ends = np.r_[starts[1:], len(ys)]
+    r = Z.shape[1]
+    B = np.empty((len(order), r + 2), np.float32)
+    B[:, :r] = Z[order]
+    B[:, r] = -0.5 * sq[order]
+    B[:, r + 1] = 1.0
+    ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
+    Dt = target_distances(Z, T)
+    proj = Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
+                      float(sq.max(initial=0.0)) + 1.0, Dt)  # fmt: skip
+    _LAST[0] = proj
+    return proj
