@@ -175,56 +175,49 @@ def test_trimmed_factor_keeps_the_metric_and_sheds_negligible_directions():
     assert trimmed(out, 1e-8) is out  # no row to shed: the same factor, bit for bit
 
 
+class Recording(Oracle):
+    """``f(M) = ⟨C, M⟩ + ½‖M‖²`` (optimum ``max(−C, 0)``), recording the factor that
+    every exact objective and every ``begin_stage`` sees."""
+
+    def __init__(self, C):
+        self.C, self.calls = C, []
+
+    def smooth(self, M, sigma, grad=True, components=None):
+        f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
+        return (f, self.C + M) if grad else f
+
+    def objective(self, M, components=None):
+        self.calls.append(("objective", components))
+        return self.smooth(M, 1.0, grad=False)
+
+    def begin_stage(self, M, index, components=None):
+        self.calls.append(("begin", components))
+
+
+def recorded_stages(C):
+    """Three stages on :class:`Recording` (``rank_tol`` 1e-8): the result, the calls and
+    the indices of the ``begin_stage`` calls among them."""
+    oracle = Recording(C)
+    res = run_stages(Factored(oracle, rank_tol=1e-8), np.eye(3), LBFGS(),
+                     StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
+    calls = oracle.calls
+    return res, calls, [i for i, (what, _) in enumerate(calls) if what == "begin"]
+
+
 def test_a_factor_that_sheds_nothing_reaches_begin_stage_as_it_is():
     # the objective after a stage and the next stage's begin_stage see the same factor
-    # (so LMNN's full check there reuses the objective's search)
-    calls = []
-
-    class Recording(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², optimum of full rank
-        C = np.diag([-1.0, -2.0, -3.0])
-
-        def smooth(self, M, sigma, grad=True, components=None):
-            f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
-            return (f, self.C + M) if grad else f
-
-        def objective(self, M, components=None):
-            calls.append(("objective", components))
-            return self.smooth(M, 1.0, grad=False)
-
-        def begin_stage(self, M, index, components=None):
-            calls.append(("begin", components))
-
-    run_stages(Factored(Recording(), rank_tol=1e-8), np.eye(3), LBFGS(),
-               StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
-    stages = [i for i, (what, _) in enumerate(calls) if what == "begin"]
+    # (so LMNN's full check there reuses the objective's search); optimum of full rank
+    _, calls, stages = recorded_stages(np.diag([-1.0, -2.0, -3.0]))
     for i in stages[1:]:  # the previous call is the last stage's objective, same factor
         assert calls[i - 1][0] == "objective" and calls[i - 1][1] is calls[i][1]
     assert calls[stages[-1]][1].shape == (3, 3)
 
 
 def test_the_stage_objective_is_at_the_trimmed_factor():
-    # with an optimum of rank 2, the stage's exact objective is taken at the factor the
-    # next stage starts from (trimmed at the stage's end: end_stage), so LMNN's full check
-    # there reuses the objective's search even when the factor sheds rows
-    calls = []
-
-    class Recording(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², optimum diag(1, 2, 0)
-        C = np.diag([-1.0, -2.0, 3.0])
-
-        def smooth(self, M, sigma, grad=True, components=None):
-            f = float(np.sum(self.C * M) + 0.5 * np.sum(M * M))
-            return (f, self.C + M) if grad else f
-
-        def objective(self, M, components=None):
-            calls.append(("objective", components))
-            return self.smooth(M, 1.0, grad=False)
-
-        def begin_stage(self, M, index, components=None):
-            calls.append(("begin", components))
-
-    res = run_stages(Factored(Recording(), rank_tol=1e-8), np.eye(3), LBFGS(),
-                     StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
-    stages = [i for i, (what, _) in enumerate(calls) if what == "begin"]
+    # with an optimum of rank 2, diag(1, 2, 0), the stage's exact objective is taken at the
+    # factor the next stage starts from (trimmed at the stage's end: end_stage), so LMNN's
+    # full check there reuses the objective's search even when the factor sheds rows
+    res, calls, stages = recorded_stages(np.diag([-1.0, -2.0, 3.0]))
     assert len(stages) == 3
     for i in stages[1:]:
         assert calls[i - 1][0] == "objective" and calls[i - 1][1] is calls[i][1]
