@@ -191,7 +191,7 @@ class ActiveList:
         stage: eigen-directions below ``rank_tol·λ_max`` dropped), and one search on large
         data costs hundreds of evaluations. A brute-force search keeps the triplets with
         ``z > −m`` (``m =`` :data:`MEMO_MARGIN`). At another ``M'``, every distance moves
-        by at most ``δ = ‖M' − M‖₂ · max ‖x_i − x_l‖²``, so every ``z`` by ``2δ``: when
+        by at most ``δ = ‖M' − M‖_F · max ‖x_i − x_l‖²``, so every ``z`` by ``2δ``: when
         ``2δ < m`` the triplets violated at ``M'`` are among the kept ones, and their
         exact values decide. Brute-force searches run as the executor's block map
         (:mod:`.stream`), tree searches in this process (remembered at ``M`` itself)."""
@@ -228,7 +228,7 @@ class ActiveList:
             return self._violated(near, Lc) if margin else near
         if not margin or M0.shape != M.shape:
             return None
-        delta = float(np.abs(np.linalg.eigvalsh(M - M0)).max()) * self._reach
+        delta = float(np.linalg.norm(M - M0)) * self._reach  # ‖·‖_F ≥ ‖·‖₂: O(d²), no eigh
         return self._violated(near, Lc) if 2.0 * delta < margin else None
 
     def _violated(self, terms, Lc):

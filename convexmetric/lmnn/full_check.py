@@ -31,7 +31,7 @@ def _pairs(rows, data, L, rtol, margin=0.0):
     """The candidate pairs ``(a, b)`` of a full check's block: ``a ∈ rows`` (one class),
     ``b`` of the classes after it (in sorted order); a superset of the pairs with
     ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + margin + max_j ‖z − z_j‖²``, widened as
-    in :func:`_candidates`). Every differently labelled pair is some block's exactly once:
+    in :func:`.stream._candidates`). Every differently labelled pair is some block's exactly once:
     half the products of comparing each row with all the other classes.
 
     One float32 GEMM gives ``−‖z_a − z_b‖²/2``; the rows, sorted by radius, go by groups
@@ -68,7 +68,7 @@ def _pairs(rows, data, L, rtol, margin=0.0):
 def _scratch(name, shape, dtype):
     """A buffer of ``shape`` reused by the blocks of one full check (a fresh array of
     ``block_rows × n`` floats costs its page faults each time: at n = 60,000 as much as
-    the GEMM that fills it); :meth:`StreamingEvaluator.terms` releases them."""
+    the GEMM that fills it); :meth:`.stream.StreamingEvaluator.terms` releases them."""
     size = int(np.prod(shape))
     buf = _SCRATCH.get(name)
     if buf is None or buf.size < size or buf.dtype != dtype:
