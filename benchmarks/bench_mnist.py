@@ -44,10 +44,10 @@ ratio ours / metric-learn 0.064 (0.089 the round before, 0.22, 0.31 and 0.67 bef
 that). digits: ours 1.08 s (1726.13, certified 9.2e-5) vs metric-learn 8.04 s
 (1742.78), ratio 0.134. sample784 (raw pixels): 136.9 s, 6157.94 certified 9.8e-5, 3-NN
 error 7.4% vs Euclidean 6.0% (784 raw pixels for 4,000 training points; the paper
-reduces by PCA first). augmented (60,000 × 164): 122.8 s, objective 107376.04 certified
-9.1e-5, 3-NN error 2.6% vs Euclidean 3.5%; the fit's peak RSS 0.89 GiB, the whole
-child's 1.53 GiB (its peak is in scoring the result over all triplets, then in the
-Euclidean 3-NN error; the round before: 290.8 s).
+reduces by PCA first). augmented (60,000 × 164): 117.9 s (122.8 s in an earlier run of
+this round), objective 107376.04 certified 9.1e-5, 3-NN error 2.6% vs Euclidean 3.5%;
+the fit's peak RSS 0.89 GiB, the whole child's 1.49–1.53 GiB (its peak is in scoring the
+result over all triplets, then in the Euclidean 3-NN error; the round before: 290.8 s).
 """
 
 from __future__ import annotations
