@@ -36,6 +36,10 @@ import numpy as np
 
 from ..optim import trace_ascent
 
+#: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) runs from the
+#: supergradient ascent's result when its gap is within this multiple of ``tol``
+SOFT_WINDOW = 5.0
+
 
 class RangeCertificate:
     """The repaired bound above for a :class:`~.multi_oracle.MultiMetricOracle` ``base``."""
@@ -58,7 +62,11 @@ class RangeCertificate:
         """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascent
         (:mod:`convexmetric.optim.trace_ascent`) over the triplets near the kink
         (``|z| < τ``, impostor difference in range), all blocks at once in the coordinates
-        ``B_g`` (where the pull term is ``(1 − μ)I``: the scale of ``ν``)."""
+        ``B_g`` (where the pull term is ``(1 − μ)I``: the scale of ``ν``); with ``tol``,
+        the smooth ascent goes on from its result when that is within
+        :data:`SOFT_WINDOW`·``tol`` (digits to 1e-3: the supergradient steps stall at
+        2.9e-3 from a stage's end 4.4e-4 above the optimum, the smooth ascent certifies
+        7.9e-4 there in 0.3 s; before it, two more stages of 0.7 s each)."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
         out = base.outside_range()
@@ -79,8 +87,15 @@ class RangeCertificate:
             blk.S = B.T @ (0.5 * (G + G.T)) @ B + blk.scatter(x, mu)
             blocks.append(blk)
         const = mu * float(lam.sum())
-        lam[K] = trace_ascent.ascend(blocks, x, mu, F, const, scale=1.0 - mu,
-                                     iterations=iterations, tol=tol)  # fmt: skip
+        first = trace_ascent.ascend(blocks, x, mu, F, const, scale=1.0 - mu,
+                                    iterations=iterations, tol=tol)  # fmt: skip
+        lam[K] = (
+            first
+            if tol is None
+            else trace_ascent.smooth_ascend(
+                blocks, x, mu, F, const, scale=1.0 - mu, tol=tol, start=first, window=SOFT_WINDOW
+            )
+        )
         return lam
 
     def bound(self, lam, F=None):

@@ -17,7 +17,10 @@ of nearly equal negative eigenvalues: a step along one eigenvector's supergradie
 makes the next one the smallest. :func:`ascend` steps along the average of the
 supergradients over the cluster (eigenvalues within half of ``ν``; an ε-supergradient),
 then, if that gains nothing, along the smallest eigenvector's, projected on the box,
-with a doubling step. It only proposes multipliers; the caller's bound certifies them.
+with a doubling step. :func:`smooth_ascend` goes on from there where those steps stall:
+L-BFGS-B on a smooth concave minorant of ``B`` (the soft minimum of all the blocks'
+eigenvalues), with the smoothing narrowed over a few rounds. Both only propose
+multipliers; the caller's bound certifies them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import minimize
 
 
 @dataclass
@@ -123,3 +127,93 @@ def _step(blocks, S, x, g, b, step, mu, value):
         else:
             t /= 8  # no gain at the first try: a shorter step
     return best
+
+
+def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, window=None,
+                  rounds=4, iterations=30):  # fmt: skip
+    r"""Raise the trace bound by L-BFGS-B on a smooth concave minorant; returns a new ``x``.
+
+    :func:`ascend` follows one supergradient at a time, and stalls where the smallest
+    eigenvalues of several blocks must rise together. Here ``min(0, λ_min)`` over all
+    blocks is replaced by the soft minimum ``m_ε = −ε log(1 + Σ_{g,i} e^{−λ_{g,i}/ε})``,
+    which is concave in ``x`` (a spectral function of an affine matrix function) and
+    below ``min(0, λ_min)`` (the sum is at least each of its terms), so
+
+    .. math::
+
+        B_ε(x) = c + μ\textstyle\sum_t x_t + F m_ε(S(x))/s \le B(x)
+
+    for ``F ≥ 0``; its gradient is ``μ + (Fμ/s) Σ p_{g,i}((a_t·u_{g,i})² − (b_t·u_{g,i})²)``
+    with the softmax weights ``p``. ``rounds`` maximisations over the box, ``iterations``
+    L-BFGS-B steps each, with ``ε`` from ``0.3·max(|λ_min|, (F − B)s/F)`` (the eigenvalue
+    that would carry the whole gap) down by ×0.3 per round; after
+    each round the exact ``B`` decides (the best ``x`` is kept), and the ascent stops once
+    ``F − B ≤ tol·|F|``. Arguments as in :func:`ascend` (the blocks' ``S`` at ``x``);
+    ``start``: the first point (default ``x``; :func:`ascend`'s result, say);
+    ``window``: return ``start`` as it is unless ``F − B(start) ≤ window·tol·|F|`` (a
+    bound far from ``F`` is the stages' to close, not the certificate's).
+    """
+    x0 = np.array(x, dtype=float)
+    if F <= 0 or len(x0) == 0:
+        return x0
+    model = _SoftModel(blocks, x0, mu, F, const, scale)
+    best_x = x0 if start is None else np.clip(np.asarray(start, dtype=float), 0.0, 1.0)
+    best = model.exact(best_x)
+    if tol is not None and window is not None and F - best > window * tol * abs(F):
+        return best_x
+    eps = 0.3 * max(abs(model.lowest(best_x)), (F - best) * scale / F)
+    box = [(0.0, 1.0)] * len(x0)
+    for _ in range(rounds):
+        if eps == 0.0 or (tol is not None and F - best <= tol * abs(F)):
+            break
+        res = minimize(model.negative, best_x, args=(eps,), jac=True, method="L-BFGS-B",
+                       bounds=box, options={"maxiter": iterations, "maxcor": 10})  # fmt: skip
+        value = model.exact(res.x)
+        if value > best:
+            best_x, best = res.x, value
+        eps *= 0.3
+    return best_x
+
+
+class _SoftModel:
+    """The matrices ``S_g(x)`` of :func:`smooth_ascend`: one stacked product per block."""
+
+    def __init__(self, blocks, x0, mu, F, const, scale):
+        self.x0, self.mu, self.F, self.const, self.scale = x0, mu, F, const, scale
+        self.S0 = [blk.S for blk in blocks]
+        self.C = [np.vstack([blk.A, blk.B]).astype(float) for blk in blocks]
+        self.idx = [np.concatenate([blk.ia, blk.ib]) for blk in blocks]
+        self.sign = [np.r_[np.ones(len(blk.ia)), -np.ones(len(blk.ib))] for blk in blocks]
+
+    def matrices(self, x):
+        dv = x - self.x0
+        out = []
+        for S0, C, idx, sign in zip(self.S0, self.C, self.idx, self.sign):
+            out.append(S0 + self.mu * ((C.T * (sign * dv[idx])) @ C))
+        return out
+
+    def lowest(self, x):
+        return min(float(np.linalg.eigvalsh(S)[0]) for S in self.matrices(x))
+
+    def exact(self, x):
+        """The trace bound ``B(x)`` of the model's matrices."""
+        nu = min(self.lowest(x), 0.0) / self.scale
+        return self.const + self.mu * float(x.sum()) + self.F * nu
+
+    def negative(self, x, eps):
+        """``(−B_ε(x), −∇B_ε(x))``."""
+        eig = [np.linalg.eigh(S) for S in self.matrices(x)]
+        lo = min(0.0, min(float(w[0]) for w, _ in eig))
+        e = [np.exp(-(w - lo) / eps) for w, _ in eig]
+        total = np.exp(lo / eps) + sum(float(v.sum()) for v in e)  # the 1 of m_ε, shifted
+        soft = lo - eps * np.log(total)
+        curv = np.zeros(len(x))
+        for (_w, V), v, C, idx, sign in zip(eig, e, self.C, self.idx, self.sign):
+            p = v / total
+            keep = p > 1e-10
+            if keep.any():
+                U = V[:, keep] * np.sqrt(p[keep])
+                curv += np.bincount(idx, sign * ((C @ U) ** 2).sum(axis=1), len(x))
+        value = self.const + self.mu * float(x.sum()) + self.F * soft / self.scale
+        grad = self.mu + (self.F * self.mu / self.scale) * curv
+        return -value, -grad
