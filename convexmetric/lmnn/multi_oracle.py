@@ -40,7 +40,7 @@ class MultiMetricOracle(Oracle):
         self.n = X.shape[0]
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
         self.check_every, self.margin, self.prune = check_every, margin, prune
-        self._null = self._cert = None
+        self._null = self._cert = self._D = None
         self.exact_stages, self._every = 0, None  #: see :meth:`begin_stage`
         self.trace_bound = False  #: :meth:`bound` adds the trace repair (see lower_bound)
         self.tol = None  #: the solve's certified gap (the bound's ascent stops there)
@@ -79,6 +79,7 @@ class MultiMetricOracle(Oracle):
             off.append(off[-1] + len(p))
         # stacked block rows; pair p of block g joins rows a, b of U (in order of prow)
         self.off, self.perm = off, np.concatenate(self.prow)
+        self.pair_off = np.cumsum([0] + [len(r) for r in self.prow])
         self.U = self.X[np.concatenate(pts)]
         self.a, self.b = np.concatenate(a), np.concatenate(b)
         self.Dp = self.U[self.a] - self.U[self.b]
@@ -131,6 +132,7 @@ class MultiMetricOracle(Oracle):
                 Z[s:e, : len(components[g])] = self.U[s:e] @ components[g].T
             D = Z[self.a] - Z[self.b]
             d[self.perm] = np.einsum("ij,ij->i", D, D)
+            self._D = (components, D)  # for smooth_factor at this very factor
         return 1.0 + d[self.inv_j] - d[self.inv_l]
 
     def gradient(self, w):
@@ -171,6 +173,26 @@ class MultiMetricOracle(Oracle):
         phi = lam * z - 0.5 * sigma * (lam - self.lam_bar) ** 2
         f = self._pull(Ms) + self.mu * float(phi.sum())
         return (f, self.gradient(lam)) if grad else f
+
+    def smooth_factor(self, Ms, sigma, components):
+        """:meth:`smooth`'s value and ``[L_g ∇_g f_σ]`` (``L_g = components[g]``).
+
+        ``L_g Σ_p ω_p δ_p δ_pᵀ = (D_g)ᵀ diag(ω) Δ_g``: the pair differences ``D = Z_a − Z_b``
+        of the distances just computed (``pairs × r``) against ``Δ = U_a − U_b``
+        (``pairs × d``), ``pairs·r·d`` flops with no ``d × d`` sum and no sparse matrix
+        (digits: 1.3 ms against 1.9 ms an evaluation)."""
+        z = self.hinge_arguments(Ms, components)
+        lam = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
+        phi = lam * z - 0.5 * sigma * (lam - self.lam_bar) ** 2
+        f = self._pull(Ms) + self.mu * float(phi.sum())
+        D, P = self._D[1], len(self.pa)
+        w = (np.bincount(self.inv_j, lam, P) - np.bincount(self.inv_l, lam, P))[self.perm]
+        out = []
+        for g, (s, e) in enumerate(zip(self.pair_off, self.pair_off[1:])):
+            Lg = components[g]
+            Dw = D[s:e, : len(Lg)] * w[s:e, None]
+            out.append((1 - self.mu) * (Lg @ self.P[g]) + self.mu * (Dw.T @ self.Dp[s:e]))
+        return f, out
 
     def recenter(self, Ms, sigma):
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step)."""
@@ -327,6 +349,11 @@ class WhitenedOracle(Oracle):
             return self.base.smooth(self.to_original(Ms), sigma, grad=False, components=Ls)
         f, G = self.base.smooth(self.to_original(Ms), sigma, components=Ls)
         return f, self._grads(G)
+
+    def smooth_factor(self, Ms, sigma, components):
+        """``L'_g ∇'_g = L'_g S_gᵀ ∇_g S_g = (L_g ∇_g) S_g`` with ``L_g = L'_g S_gᵀ``."""
+        f, LG = self.base.smooth_factor(self.to_original(Ms), sigma, self._factors(components))
+        return f, [G @ S for G, S in zip(LG, self.S)]
 
     def recenter(self, Ms, sigma):
         self.base.recenter(self.to_original(Ms), sigma)
