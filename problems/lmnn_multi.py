@@ -22,7 +22,6 @@ import cvxpy as cp
 import numpy as np
 
 from ..linalg import components_from_metric
-from ..neighbors import sqdist
 from .common import solve_problem
 from .lmnn import all_triplets
 
@@ -35,12 +34,15 @@ def pull_matrices(X, targets, clusters, n_clusters):
     return np.stack([U[gj == g].T @ U[gj == g] for g in range(n_clusters)])
 
 
-def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, components=None):
+def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, components=None,
+                rtol=1e-9):  # fmt: skip
     """Hinge terms ``1 + D̂(i, j) − D̂(i, l) > −margin`` at the metrics ``Ms``: ``(I, J, L, H)``.
 
-    Searched cluster by cluster: for the points ``l`` of cluster ``g`` every query
-    ``i`` is compared under ``M^g`` in row blocks (memory ``O(block · n_g)``); the
-    values are recomputed from differences in double precision.
+    Searched cluster by cluster: the points ``l`` of cluster ``g`` against every query
+    ``i`` of another label under ``M^g``, in row blocks (memory ``O(block · n_g)``).
+    Candidates come from one product per block with widened radii (:func:`_augmented`:
+    a superset), and their values are recomputed from differences. A cluster of one
+    label (clusters = classes) is compared only with the queries of other labels.
     """
     Ls = [components_from_metric(M) for M in Ms] if components is None else components
     n, k = targets.shape
@@ -58,13 +60,15 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
         if len(idx) == 0:
             continue
         Z = X @ Lg.T
-        Zg = Z[idx]
-        for s in range(0, n, block_size):
-            D = sqdist(Z[s : s + block_size], Zg)
-            D[y[s : s + block_size, None] == y[idx][None, :]] = np.inf
-            thr = radius[s : s + block_size] * (1 + 1e-9) + 1e-9
-            ii, ll = np.nonzero(D < thr[:, None])
-            I, L = ii + s, idx[ll]
+        A, B, half = _augmented(Z, idx, radius, rtol)
+        mixed = len(np.unique(y[idx])) > 1
+        rows = np.arange(n) if mixed else np.flatnonzero(y != y[idx[0]])
+        for s in range(0, len(rows), block_size):
+            r = rows[s : s + block_size]
+            ii, ll = np.nonzero(A[r] @ B.T > half[r, None])
+            I, L = r[ii], idx[ll]
+            if mixed:
+                I, L = I[y[I] != y[L]], L[y[I] != y[L]]
             dd = Z[I] - Z[L]
             H = 1.0 + Dt[I] - np.einsum("ij,ij->i", dd, dd)[:, None]
             p, q = np.nonzero(H > -margin)
@@ -74,6 +78,24 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
         e = np.empty(0, np.int64)
         return e, e, e, np.empty(0)
     return tuple(np.concatenate(v) for v in out)
+
+
+def _augmented(Z, cols, radius, rtol):
+    """``A``, ``B`` with ``A_i·B_l = −‖z_i − z_l‖²/2`` for ``l ∈ cols`` (``A_i = [z_i, 1,
+    −‖z_i‖²/2]``, ``B_l = [z_l, −‖z_l‖²/2, 1]``, ``z`` centred), and ``−r_i/2`` with the
+    radius widened by ``rtol`` (relative) and by the product's rounding bound (absolute).
+
+    Double precision: a metric in the original coordinates of nearly constant features
+    has eigenvalues of 10⁶ and more (digits), where a float32 product cancels whole radii."""
+    Z = Z - Z.mean(axis=0)
+    sq = np.einsum("ij,ij->i", Z, Z)
+    r = Z.shape[1]
+    A = np.empty((len(Z), r + 2))
+    A[:, :r], A[:, r], A[:, r + 1] = Z, 1.0, -0.5 * sq
+    B = np.empty((len(cols), r + 2))
+    B[:, :r], B[:, r], B[:, r + 1] = Z[cols], -0.5 * sq[cols], 1.0
+    rounding = 4 * (r + 2) * np.finfo(float).eps * (1.0 + float(sq.max(initial=0.0)))
+    return A, B, -0.5 * (radius * (1 + rtol) + rounding)
 
 
 def objective(Ms, X, targets, y, clusters, mu):
