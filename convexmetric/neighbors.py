@@ -51,18 +51,25 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
 def k_smallest(D, k):
     """Per row, the columns of the ``k`` smallest entries, nearest first, ties by column:
     what a stable ``argsort(D, axis=1)[:, :k]`` gives, with a partition instead of a sort
-    (a class of 4,000 points: the sort was most of the time)."""
-    kth = np.partition(D, k - 1, axis=1)[:, k - 1 : k]
-    mask = D <= kth
+    (a class of 4,000 points: the sort was most of the time). The partition's first ``k``
+    columns are that set unless the ``(k + 1)``-th value ties the ``k``-th; those rows (and
+    rows with NaN) take the stable sort."""
+    if k >= D.shape[1]:
+        return np.argsort(D, axis=1, kind="stable")[:, :k]
+    part = np.argpartition(D, k, axis=1)
+    cols = part[:, :k]
+    vals = np.take_along_axis(D, cols, axis=1)
+    after = np.take_along_axis(D, part[:, k : k + 1], axis=1)[:, 0]
+    tied = ~(after > vals.max(axis=1))
     out = np.empty((D.shape[0], k), dtype=np.int64)
-    tied = mask.sum(axis=1) != k  # ties at the k-th value: the stable sort decides
     if tied.any():
         out[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
     easy = np.flatnonzero(~tied)
-    if len(easy):
-        cols = np.nonzero(mask[easy])[1].reshape(len(easy), k)  # increasing column order
-        order = np.argsort(np.take_along_axis(D[easy], cols, axis=1), axis=1, kind="stable")
-        out[easy] = np.take_along_axis(cols, order, axis=1)
+    if len(easy):  # by value, ties by column: a stable sort of the columns sorted first
+        by_col = np.argsort(cols[easy], axis=1)
+        c = np.take_along_axis(cols[easy], by_col, axis=1)
+        v = np.take_along_axis(vals[easy], by_col, axis=1)
+        out[easy] = np.take_along_axis(c, np.argsort(v, axis=1, kind="stable"), axis=1)
     return out
 
 
