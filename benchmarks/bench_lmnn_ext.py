@@ -6,11 +6,11 @@ times of one full impostor search (all hinge terms of eq. 14 at M = I) on a
 digits test set; then ``MultiMetricLMNN(k=3, mu=0.5)`` (§5.2) on the digits standard
 split at tol 1e-3 and 1e-4: fit time, objective, lower bound, certified gap.
 
-Measured quiet on this 2-core machine (2026-11-23), multi-metric rows: tol 1e-3 fit
-12.4–13.8 s (single-metric start 1.6–1.8 s, solver 10.8–12.0 s, 746 evaluations, 131
-of them in the polish), objective 210.3765, certified gap 7.3e-4; tol 1e-4 fit 20.3–21.8 s
-(1,420 evaluations), gap 6.5e-5. Before the per-block row products and the later
-hand-over to the polish: 30.8 s (1,463 evaluations) and 82.8 s.
+Measured quiet on this 2-core machine (2026-11-25), multi-metric rows (``... multi`` runs
+only them): the single-metric default fit 1.13 s; tol 1e-3 fit 5.1 s (single-metric start
+0.8 s, solver 4.3 s, 375 evaluations), objective 210.4444, certified gap 7.8e-4, 4.5× the
+single-metric fit; tol 1e-4 fit 7.2 s (675 evaluations), gap 9.2e-5, 6.4×. The release
+before (same run): 6.7 s (5.9×) and 9.9 s (8.7×); on 2026-11-23: 12.4–13.8 s and 20.3–21.8 s.
 """
 
 from __future__ import annotations
