@@ -39,35 +39,33 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
     """Hinge terms ``1 + D̂(i, j) − D̂(i, l) > −margin`` at the metrics ``Ms``: ``(I, J, L, H)``.
 
     Searched cluster by cluster: the points ``l`` of cluster ``g`` against every query
-    ``i`` of another label under ``M^g``, in row blocks (memory ``O(block · n_g)``).
-    Candidates come from one product per block with widened radii (:func:`_augmented`:
-    a superset), and their values are recomputed from differences. A cluster of one
-    label (clusters = classes) is compared only with the queries of other labels.
+    ``i`` of another label under ``M^g``, in blocks of consecutive rows (memory
+    ``O(block · n_g)``). Candidates come from one product per block with widened radii
+    (:func:`_augmented`: a superset), and their values are recomputed from differences.
+    A cluster of one label (clusters = classes) excludes the queries of its label by
+    their radius.
     """
     Ls = [components_from_metric(M) for M in Ms] if components is None else components
-    n, k = targets.shape
-    diff = X[:, None, :] - X[targets]
-    gt = clusters[targets]
-    Dt = np.empty((n, k))
-    for g, Lg in enumerate(Ls):
-        sel = gt == g
-        Zd = diff[sel] @ Lg.T
-        Dt[sel] = np.einsum("ij,ij->i", Zd, Zd)
+    n = targets.shape[0]
+    Dt = _target_distances(Ls, X, targets, clusters)
     radius = Dt.max(axis=1) + 1.0 + margin
+    cols = np.cumsum([0] + [len(Lg) for Lg in Ls])
+    Zall = X @ np.concatenate(Ls).T  # every cluster's projection in one product
     out = [[], [], [], []]
-    for g, Lg in enumerate(Ls):
+    for g in range(len(Ls)):
         idx = np.flatnonzero(clusters == g)
         if len(idx) == 0:
             continue
-        Z = X @ Lg.T
+        Z = Zall[:, cols[g] : cols[g + 1]]
         A, B, half = _augmented(Z, idx, radius, rtol)
-        mixed = len(np.unique(y[idx])) > 1
-        rows = np.arange(n) if mixed else np.flatnonzero(y != y[idx[0]])
-        for s in range(0, len(rows), block_size):
-            r = rows[s : s + block_size]
-            ii, ll = np.nonzero(A[r] @ B.T > half[r, None])
-            I, L = r[ii], idx[ll]
-            if mixed:
+        labels = np.unique(y[idx])
+        if len(labels) == 1:
+            half[y == labels[0]] = np.inf  # no query of the cluster's own label
+        for s in range(0, n, block_size):
+            e = min(s + block_size, n)
+            hits = np.flatnonzero(A[s:e] @ B.T > half[s:e, None])
+            I, L = hits // len(idx) + s, idx[hits % len(idx)]
+            if len(labels) > 1:
                 I, L = I[y[I] != y[L]], L[y[I] != y[L]]
             dd = Z[I] - Z[L]
             H = 1.0 + Dt[I] - np.einsum("ij,ij->i", dd, dd)[:, None]
@@ -78,6 +76,22 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
         e = np.empty(0, np.int64)
         return e, e, e, np.empty(0)
     return tuple(np.concatenate(v) for v in out)
+
+
+def _target_distances(Ls, X, targets, clusters):
+    """``D̂(i, j)`` for every target ``j`` of every ``i``: an ``(n, k)`` array, from the
+    differences (grouped by the target's cluster) times ``L_{g(j)}ᵀ``."""
+    n, k = targets.shape
+    gt = clusters[targets].ravel()
+    order = np.argsort(gt, kind="stable")
+    ends = np.searchsorted(gt[order], np.arange(len(Ls) + 1))
+    src = order // k
+    diff = X[src] - X[targets.ravel()[order]]
+    Dt = np.empty(n * k)
+    for g, Lg in enumerate(Ls):
+        Zd = diff[ends[g] : ends[g + 1]] @ Lg.T
+        Dt[order[ends[g] : ends[g + 1]]] = np.einsum("ij,ij->i", Zd, Zd)
+    return Dt.reshape(n, k)
 
 
 def _augmented(Z, cols, radius, rtol):
