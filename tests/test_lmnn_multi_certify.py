@@ -165,6 +165,32 @@ def test_distances_from_factors_of_fewer_rows_match_the_metrics(exact):
                    for L, g, gf in zip(Ls, G_m, G_f))  # fmt: skip
 
 
+def test_objective_at_factors_is_exact_and_its_search_serves_the_next_check(exact, monkeypatch):
+    """The objective from factors (one search at the list's margin) equals the exact
+    objective; a full check at the same factors reuses that search and lists what a
+    fresh search lists; other factors search again."""
+    from convexmetric.optim.factor import Factored, metric
+
+    X, y, T, _ = exact
+    rng = np.random.default_rng(2)
+    Ls = [rng.normal(size=(2, X.shape[1])) for _ in range(3)]
+    calls = []
+    search = PM.hinge_terms
+    monkeypatch.setattr(PM, "hinge_terms", lambda *a, **k: calls.append(1) or search(*a, **k))
+    for oracle in (SM.MultiMetricOracle(X, y, T, 0.5, y, 3),):
+        fresh = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
+        f = Factored(SM.WhitenedOracle(oracle)).objective(Ls)
+        want = PM.objective(SM.WhitenedOracle(oracle).to_original(metric(Ls)), X, T, y, y, 0.5)
+        assert f == pytest.approx(want, rel=1e-10)
+        n = len(calls)
+        Factored(SM.WhitenedOracle(oracle)).begin_stage(Ls, 5)
+        assert len(calls) == n  # reused
+        fresh.full_check(SM.WhitenedOracle(fresh).to_original(metric(Ls)))
+        assert np.array_equal(np.sort(oracle.keys), np.sort(fresh.keys))
+        Factored(SM.WhitenedOracle(oracle)).begin_stage([2 * L for L in Ls], 5)
+        assert len(calls) == n + 2  # (and the fresh oracle's own search)
+
+
 @pytest.mark.parametrize("which", ["exact", "exact_singular"])
 def test_ascent_raises_the_bound_below_the_exact_optimum(which, request):
     X, y, T, value = request.getfixturevalue(which)

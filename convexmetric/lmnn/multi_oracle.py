@@ -39,7 +39,7 @@ class MultiMetricOracle(Oracle):
         self.n = X.shape[0]
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
         self.check_every, self.margin, self.prune = check_every, margin, prune
-        self._null = self._cert = self._Z = None
+        self._null = self._cert = self._Z = self._last = None
         self.exact_stages, self._every = 0, None  #: see :meth:`begin_stage`
         self.trace_bound = False  #: :meth:`bound` adds the trace repair (see lower_bound)
         self.tol = None  #: the solve's certified gap (the bound's ascent stops there)
@@ -72,8 +72,7 @@ class MultiMetricOracle(Oracle):
         ``components``: the factors of ``Ms`` if known (the search is then as wide as
         their rows, and needs no eigendecomposition)."""
         m = self.margin if margin is None else margin
-        I, J, L, H = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=m,
-                                    components=components)  # fmt: skip
+        I, J, L, H = self._search(Ms, m, components)
         self.full_checks += 1
         keys = (I * self.n + J) * self.n + L
         new = ~np.isin(keys, self.keys)
@@ -89,7 +88,24 @@ class MultiMetricOracle(Oracle):
 
     def check(self, Ms, components=None):
         """A full check at the default margin: True if no new violated triplet."""
-        return self.full_check(Ms, margin=self.margin)
+        return self.full_check(Ms, margin=self.margin, components=components)
+
+    def _search(self, Ms, margin, components):
+        """:func:`~convexmetric.problems.lmnn_multi.hinge_terms` at ``margin``; the last
+        search at given factors is kept, and a search at the same factors and a margin
+        no wider reuses it (the stage's exact objective, then the next stage's check)."""
+        last = self._last
+        if (components is not None and last is not None and margin <= last[0]
+                and len(last[1]) == len(components)
+                and all(np.array_equal(a, b) for a, b in zip(last[1], components))):  # fmt: skip
+            I, J, L, H = last[2]
+            keep = H > -margin
+            return I[keep], J[keep], L[keep], H[keep]
+        out = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=margin,
+                             components=components)  # fmt: skip
+        if components is not None:
+            self._last = (margin, [np.array(Lg) for Lg in components], out)
+        return out
 
     def hinge_arguments(self, Ms, components=None):
         """``z = 1 + d(i, j) − d(i, l)`` over the active list; with ``components`` (the
@@ -158,8 +174,13 @@ class MultiMetricOracle(Oracle):
         self.lam_bar = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
 
     def objective(self, Ms, components=None):
-        """The multi-metric objective over all triplets (exact)."""
-        return PM.objective(Ms, self.X, self.T, self.y, self.g, self.mu)
+        """The multi-metric objective over all triplets (exact); with ``components`` from
+        a search at the list's margin, which the next full check at the same factors
+        reuses (:meth:`_search`)."""
+        if components is None:
+            return PM.objective(Ms, self.X, self.T, self.y, self.g, self.mu)
+        H = self._search(Ms, self.margin, components)[3]
+        return self._pull(Ms) + self.mu * float(H[H > 0].sum())
 
     def lower_bound(self, Ms, sigma, F=None):
         """A certified lower bound on the optimum from the dual estimate at ``Ms``.
@@ -317,7 +338,7 @@ class WhitenedOracle(Oracle):
         self.base.recenter(self.to_original(Ms), sigma)
 
     def objective(self, Ms, components=None):
-        return self.base.objective(self.to_original(Ms))
+        return self.base.objective(self.to_original(Ms), self._factors(components))
 
     def lower_bound(self, Ms, sigma, F=None):
         return self.base.lower_bound(self.to_original(Ms), sigma, F)
@@ -330,7 +351,7 @@ class WhitenedOracle(Oracle):
         return self.base.full_check(self.to_original(Ms), margin)
 
     def check(self, Ms, components=None):
-        return self.base.check(self.to_original(Ms))
+        return self.base.check(self.to_original(Ms), self._factors(components))
 
     def begin_stage(self, Ms, index, components=None):
         self.base.begin_stage(self.to_original(Ms), index, self._factors(components))
