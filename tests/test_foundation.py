@@ -164,3 +164,21 @@ def test_row_distances_in_chunks():
     want = ((Z[a] - Z[b]) ** 2).sum(1)
     np.testing.assert_allclose(row_distances(Z, a, b, chunk=7), want, rtol=1e-13)
     assert row_distances(Z, a[:0], b[:0]).shape == (0,)
+
+
+def test_distances_do_not_depend_on_the_chunk():
+    """The default chunk (by bytes: 64 rows or more) gives the same values, bit for bit,
+    as one chunk or chunks of 7, for pairs and for targets."""
+    from convexmetric.linalg import row_distances, target_distances
+
+    rng = np.random.default_rng(2)
+    Z = rng.standard_normal((3000, 300)) * 1e3
+    a, b = rng.integers(0, 3000, 5000), rng.integers(0, 3000, 5000)
+    T = rng.integers(0, 3000, (3000, 3))
+    one = row_distances(Z, a, b, chunk=len(a))
+    assert np.array_equal(row_distances(Z, a, b), one)
+    assert np.array_equal(row_distances(Z, a, b, chunk=7), one)
+    Dt = target_distances(Z, T, chunk=len(Z))
+    assert np.array_equal(target_distances(Z, T), Dt)
+    assert np.array_equal(target_distances(Z, T, chunk=7), Dt)
+    assert np.array_equal(Dt[:, 1], row_distances(Z, np.arange(3000), T[:, 1]))
