@@ -31,6 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._memory import settle_heap
 from .._threads import one_blas_thread
 from ..cones import ProductCone, PSDCone
 from ..linalg import components_from_metric
@@ -68,6 +69,7 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
     coordinates either way (the change of variables keeps values).
     """
     s = replace(settings or MultiSettings(), **overrides)
+    settle_heap()  # see convexmetric._memory
     with one_blas_thread():  # d×d blocks and gathers: threads cost, and change the rounding
         return _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
 

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._memory import settle_heap
 from .._threads import one_blas_thread
 from .._validation import check_memory_limit
 from ..cones import FullSpace, PSDCone
@@ -139,6 +140,7 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     varying = np.ptp(X, axis=0) > 0
     if varying.any() and not varying.all():
         return _on_varying(X, y, targets, mu, s, M0, varying)
+    settle_heap()  # temporaries from the heap, whatever the process freed before
     with one_blas_thread():  # d×d and gather-sized products: threads only cost
         if not s.precondition:
             return _solve(X, y, targets, mu, M0, s)
