@@ -12,7 +12,8 @@ after some imports. :func:`settle_heap` allocates and frees one 31 MiB block, wh
 allocator in the state the largest temporaries would leave it in anyway, so a solve's
 speed no longer depends on the process's history. It changes no setting (``mallopt``
 would freeze the threshold for the whole process) and costs two system calls; with
-another allocator it is one allocation.
+another allocator, or with the thresholds fixed by a ``MALLOC_*`` variable (Dask's
+workers run with ``MALLOC_TRIM_THRESHOLD_``), it is one allocation.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """settle_heap: after it, a solve's few-MiB temporaries come from the heap (glibc)."""
 
+import os
 import subprocess
 import sys
 
@@ -25,7 +26,11 @@ print(int(libc.mallinfo2().hblkhd - before >= 4 << 20))  # 1: a fresh mapping
 
 
 def _mapped(mode):
-    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True)
+    # glibc's own defaults: a MALLOC_* variable (Dask's nanny sets MALLOC_TRIM_THRESHOLD_
+    # in this process for its workers) fixes the thresholds, and settle_heap then does nothing
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    out = subprocess.run([sys.executable, "-c", PROBE, mode], capture_output=True, text=True,
+                         env=env)  # fmt: skip
     if out.returncode != 0:
         pytest.skip("no glibc mallinfo2 here: " + out.stderr.strip()[-200:])
     return out.stdout.strip() == "1"
