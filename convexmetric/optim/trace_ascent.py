@@ -129,8 +129,11 @@ def _step(blocks, S, x, g, b, step, mu, value):
     return best
 
 
-def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, window=None,
-                  rounds=4, iterations=30):  # fmt: skip
+#: rounds of :func:`smooth_ascend` (``ε`` shrinks ×0.3 per round) and L-BFGS-B steps in each
+SOFT_ROUNDS, SOFT_ITERATIONS = 4, 30
+
+
+def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, window=None):
     r"""Raise the trace bound by L-BFGS-B on a smooth concave minorant; returns a new ``x``.
 
     :func:`ascend` follows one supergradient at a time, and stalls where the smallest
@@ -144,11 +147,12 @@ def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, wind
         B_ε(x) = c + μ\textstyle\sum_t x_t + F m_ε(S(x))/s \le B(x)
 
     for ``F ≥ 0``; its gradient is ``μ + (Fμ/s) Σ p_{g,i}((a_t·u_{g,i})² − (b_t·u_{g,i})²)``
-    with the softmax weights ``p``. ``rounds`` maximisations over the box, ``iterations``
-    L-BFGS-B steps each, with ``ε`` from ``0.3·max(|λ_min|, (F − B)s/F)`` (the eigenvalue
-    that would carry the whole gap) down by ×0.3 per round; after
-    each round the exact ``B`` decides (the best ``x`` is kept), and the ascent stops once
-    ``F − B ≤ tol·|F|``. Arguments as in :func:`ascend` (the blocks' ``S`` at ``x``);
+    with the softmax weights ``p``. :data:`SOFT_ROUNDS` maximisations over the box,
+    :data:`SOFT_ITERATIONS` L-BFGS-B steps each, with ``ε`` from
+    ``0.3·max(|λ_min|, (F − B)s/F)`` (the eigenvalue that would carry the whole gap)
+    down by ×0.3 per round; after each round the exact ``B`` decides (the best ``x`` is
+    kept), and the ascent stops once ``F − B ≤ tol·|F|``. Arguments as in :func:`ascend`
+    (the blocks' ``S`` at ``x``);
     ``start``: the first point (default ``x``; :func:`ascend`'s result, say);
     ``window``: return ``start`` as it is unless ``F − B(start) ≤ window·tol·|F|`` (a
     bound far from ``F`` is the stages' to close, not the certificate's).
@@ -163,11 +167,11 @@ def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, wind
         return best_x
     eps = 0.3 * max(abs(model.lowest(best_x)), (F - best) * scale / F)
     box = [(0.0, 1.0)] * len(x0)
-    for _ in range(rounds):
+    for _ in range(SOFT_ROUNDS):
         if eps == 0.0 or (tol is not None and F - best <= tol * abs(F)):
             break
         res = minimize(model.negative, best_x, args=(eps,), jac=True, method="L-BFGS-B",
-                       bounds=box, options={"maxiter": iterations, "maxcor": 10})  # fmt: skip
+                       bounds=box, options={"maxiter": SOFT_ITERATIONS, "maxcor": 10})  # fmt: skip
         value = model.exact(res.x)
         if value > best:
             best_x, best = res.x, value
