@@ -36,18 +36,18 @@ today's scikit-learn); pylmnn 1.6.4 with the same pins and ``six`` (pylmnn needs
 imports GPyOpt, used only by its hyper-parameter search, in its ``__init__``: the snippet
 stubs that module). Peers run with one BLAS/OpenMP thread, as our solver does.
 
-Measured quietly (no other job on the 2-core machine, 2026-11-25, ``--rows augmented``
-then ``--rows sample,digits,sample784``): sample: ours 8.8 s, objective 11733.79
-certified 9.8e-5, 3-NN error 5.0%; metric-learn 138.5 s, 11854.02, 5.3%; pylmnn 4.7 s,
-13523.32, 5.2%; ours with pylmnn's time 11738.91 (below pylmnn's); Euclidean 6.4%; time
-ratio ours / metric-learn 0.064 (0.089 the round before, 0.22, 0.31 and 0.67 before
-that). digits: ours 1.08 s (1726.13, certified 9.2e-5) vs metric-learn 8.04 s
-(1742.78), ratio 0.134. sample784 (raw pixels): 136.9 s, 6157.94 certified 9.8e-5, 3-NN
-error 7.4% vs Euclidean 6.0% (784 raw pixels for 4,000 training points; the paper
-reduces by PCA first). augmented (60,000 × 164): 117.9 s (122.8 s in an earlier run of
-this round), objective 107376.04 certified 9.1e-5, 3-NN error 2.6% vs Euclidean 3.5%;
-the fit's peak RSS 0.89 GiB, the whole child's 1.49–1.53 GiB (its peak is in scoring the
-result over all triplets, then in the Euclidean 3-NN error; the round before: 290.8 s).
+Measured quietly (no other job on the 2-core machine, 2026-11-25, second round,
+``--rows sample,digits,sample784`` then ``--rows augmented``): sample: ours 6.57 s,
+objective 11733.79 certified 9.8e-5, 3-NN error 5.0%; metric-learn 143.2 s, 11854.02,
+5.3%; pylmnn 4.84 s, 13523.32, 5.2%; ours with pylmnn's time 11734.04 (below pylmnn's);
+Euclidean 6.4%; time ratio ours / metric-learn 0.046 (0.064 and 0.065 the rounds before,
+0.089, 0.22, 0.31 and 0.67 before that). digits: ours 0.96 s (1726.13, certified 9.2e-5)
+vs metric-learn 7.42 s (1742.78), ratio 0.130. sample784 (raw pixels): 116.7 s, 6157.94
+certified 9.8e-5, 3-NN error 7.4% vs Euclidean 6.0% (784 raw pixels for 4,000 training
+points; the paper reduces by PCA first). augmented (60,000 × 164): 107.7 s (the round
+before: 117.9–119.5 s), objective 107376.04 certified 9.1e-5, 3-NN error 2.6% vs
+Euclidean 3.5%; the fit's peak RSS 0.89 GiB, the whole child's 1.51 GiB (its peak is in
+scoring the result over all triplets, then in the Euclidean 3-NN error).
 """
 
 from __future__ import annotations
