@@ -18,6 +18,8 @@ Impostors ``l`` are still defined by the labels (``y_l ≠ y_i``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cvxpy as cp
 import numpy as np
 
@@ -35,37 +37,37 @@ def pull_matrices(X, targets, clusters, n_clusters):
 
 
 def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, components=None,
-                rtol=1e-9):  # fmt: skip
+                rtol=1e-9, pairs=None):  # fmt: skip
     """Hinge terms ``1 + D̂(i, j) − D̂(i, l) > −margin`` at the metrics ``Ms``: ``(I, J, L, H)``.
 
     Searched cluster by cluster: the points ``l`` of cluster ``g`` against every query
     ``i`` of another label under ``M^g``, in blocks of consecutive rows (memory
     ``O(block · n_g)``). Candidates come from one product per block with widened radii
     (:func:`_augmented`: a superset), and their values are recomputed from differences.
-    A cluster of one label (clusters = classes) excludes the queries of its label by
-    their radius.
+    A cluster of one label (clusters = classes) leaves the queries of its label out.
+    ``pairs``: the :func:`target_pairs` of ``(X, targets, clusters)``, if kept.
     """
     Ls = [components_from_metric(M) for M in Ms] if components is None else components
     n = targets.shape[0]
-    Dt = _target_distances(Ls, X, targets, clusters)
+    tp = target_pairs(X, targets, clusters, len(Ls)) if pairs is None else pairs
+    Dt = _target_distances(Ls, tp, n)
     radius = Dt.max(axis=1) + 1.0 + margin
     cols = np.cumsum([0] + [len(Lg) for Lg in Ls])
     Zall = X @ np.concatenate(Ls).T  # every cluster's projection in one product
+    Zc = Zall - Zall.mean(axis=0)  # centred: the candidates' products lose less
     out = [[], [], [], []]
-    for g in range(len(Ls)):
-        idx = np.flatnonzero(clusters == g)
+    for g, idx in enumerate(tp.members):
         if len(idx) == 0:
             continue
         Z = Zall[:, cols[g] : cols[g + 1]]
-        A, B, half = _augmented(Z, idx, radius, rtol)
-        labels = np.unique(y[idx])
-        if len(labels) == 1:
-            half[y == labels[0]] = np.inf  # no query of the cluster's own label
-        for s in range(0, n, block_size):
-            e = min(s + block_size, n)
+        one = bool(np.all(y[idx] == y[idx[0]]))
+        rows = np.flatnonzero(y != y[idx[0]]) if one else np.arange(n)
+        A, B, half = _augmented(Zc[:, cols[g] : cols[g + 1]], rows, idx, radius, rtol)
+        for s in range(0, len(rows), block_size):
+            e = min(s + block_size, len(rows))
             hits = np.flatnonzero(A[s:e] @ B.T > half[s:e, None])
-            I, L = hits // len(idx) + s, idx[hits % len(idx)]
-            if len(labels) > 1:
+            I, L = rows[hits // len(idx) + s], idx[hits % len(idx)]
+            if not one:
                 I, L = I[y[I] != y[L]], L[y[I] != y[L]]
             dd = Z[I] - Z[L]
             H = 1.0 + Dt[I] - np.einsum("ij,ij->i", dd, dd)[:, None]
@@ -78,38 +80,54 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
     return tuple(np.concatenate(v) for v in out)
 
 
-def _target_distances(Ls, X, targets, clusters):
-    """``D̂(i, j)`` for every target ``j`` of every ``i``: an ``(n, k)`` array, from the
-    differences (grouped by the target's cluster) times ``L_{g(j)}ᵀ``."""
-    n, k = targets.shape
+@dataclass
+class TargetPairs:
+    """What :func:`hinge_terms` needs of the data alone: every cluster's members, and the
+    target differences grouped by the target's cluster (``order``, block ``ends``)."""
+
+    members: list
+    diff: np.ndarray
+    order: np.ndarray
+    ends: np.ndarray
+
+
+def target_pairs(X, targets, clusters, n_clusters):
+    """The :class:`TargetPairs` of a problem (independent of the metrics: keep it)."""
+    k = targets.shape[1]
     gt = clusters[targets].ravel()
     order = np.argsort(gt, kind="stable")
-    ends = np.searchsorted(gt[order], np.arange(len(Ls) + 1))
-    src = order // k
-    diff = X[src] - X[targets.ravel()[order]]
-    Dt = np.empty(n * k)
+    ends = np.searchsorted(gt[order], np.arange(n_clusters + 1))
+    diff = X[order // k] - X[targets.ravel()[order]]
+    members = [np.flatnonzero(clusters == g) for g in range(n_clusters)]
+    return TargetPairs(members, diff, order, ends)
+
+
+def _target_distances(Ls, tp, n):
+    """``D̂(i, j)`` for every target ``j`` of every ``i``: an ``(n, k)`` array, from the
+    differences (grouped by the target's cluster) times ``L_{g(j)}ᵀ``."""
+    Dt = np.empty(len(tp.order))
     for g, Lg in enumerate(Ls):
-        Zd = diff[ends[g] : ends[g + 1]] @ Lg.T
-        Dt[order[ends[g] : ends[g + 1]]] = np.einsum("ij,ij->i", Zd, Zd)
-    return Dt.reshape(n, k)
+        Zd = tp.diff[tp.ends[g] : tp.ends[g + 1]] @ Lg.T
+        Dt[tp.order[tp.ends[g] : tp.ends[g + 1]]] = np.einsum("ij,ij->i", Zd, Zd)
+    return Dt.reshape(n, -1)
 
 
-def _augmented(Z, cols, radius, rtol):
-    """``A``, ``B`` with ``A_i·B_l = −‖z_i − z_l‖²/2`` for ``l ∈ cols`` (``A_i = [z_i, 1,
-    −‖z_i‖²/2]``, ``B_l = [z_l, −‖z_l‖²/2, 1]``, ``z`` centred), and ``−r_i/2`` with the
-    radius widened by ``rtol`` (relative) and by the product's rounding bound (absolute).
+def _augmented(Z, rows, cols, radius, rtol):
+    """``A``, ``B`` with ``A_i·B_l = −‖z_i − z_l‖²/2`` for ``i ∈ rows``, ``l ∈ cols``
+    (``A_i = [z_i, 1, −‖z_i‖²/2]``, ``B_l = [z_l, −‖z_l‖²/2, 1]``, ``z`` centred), and
+    ``−r_i/2`` with the radius widened by ``rtol`` (relative) and by the product's
+    rounding bound (absolute).
 
     Double precision: a metric in the original coordinates of nearly constant features
     has eigenvalues of 10⁶ and more (digits), where a float32 product cancels whole radii."""
-    Z = Z - Z.mean(axis=0)
     sq = np.einsum("ij,ij->i", Z, Z)
     r = Z.shape[1]
-    A = np.empty((len(Z), r + 2))
-    A[:, :r], A[:, r], A[:, r + 1] = Z, 1.0, -0.5 * sq
+    A = np.empty((len(rows), r + 2))
+    A[:, :r], A[:, r], A[:, r + 1] = Z[rows], 1.0, -0.5 * sq[rows]
     B = np.empty((len(cols), r + 2))
     B[:, :r], B[:, r], B[:, r + 1] = Z[cols], -0.5 * sq[cols], 1.0
     rounding = 4 * (r + 2) * np.finfo(float).eps * (1.0 + float(sq.max(initial=0.0)))
-    return A, B, -0.5 * (radius * (1 + rtol) + rounding)
+    return A, B, -0.5 * (radius[rows] * (1 + rtol) + rounding)
 
 
 def objective(Ms, X, targets, y, clusters, mu):
