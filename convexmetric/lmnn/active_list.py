@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._sets import member, unique, unique_inverse
 from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .stream import StreamingEvaluator, plan_blocks
@@ -123,13 +124,13 @@ class ActiveList:
         self.I = keys // (n * n)
         self.slot = np.argmax(self.T[self.I] == self.J[:, None], axis=1)
         # the k targets of a point share its impostors: d(i, l) once per listed pair
-        pairs, self._pair_of = np.unique(self.I * n + self.L, return_inverse=True)
+        pairs, self._pair_of = unique_inverse(self.I * n + self.L)
         self._pair_I, self._pair_L = pairs // n, pairs % n
 
     def _merge(self, I, J, L):
         """Add triplets to the active list; return True if any were new."""
         keys = (I * self.n + J) * self.n + L
-        keys = np.unique(keys[~np.isin(keys, self.keys)])
+        keys = unique(keys[~member(keys, self.keys)])
         if len(keys) == 0:
             return False
         all_keys = np.concatenate([self.keys, keys])

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._sets import member, union, unique_inverse
 from ..optim.oracle import Oracle
 from ..problems import lmnn_multi as PM
 from .multi_certificate import RangeCertificate
@@ -38,6 +39,7 @@ class MultiMetricOracle(Oracle):
         self.g, self.c = clusters, n_clusters
         self.n = X.shape[0]
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
+        self._tp = PM.target_pairs(X, targets, clusters, n_clusters)  # for every search
         self.check_every, self.margin, self.prune = check_every, margin, prune
         self._null = self._cert = self._Z = self._last = None
         self.exact_stages, self._every = 0, None  #: see :meth:`begin_stage`
@@ -59,8 +61,7 @@ class MultiMetricOracle(Oracle):
         # distances are needed per distinct pair (i, j) / (i, l), far fewer than triplets
         # (each impostor pair serves up to k targets, each target pair many impostors)
         m = len(keys)
-        pairs, inv = np.unique(np.concatenate([self.I * n + self.J, self.I * n + self.L]),
-                               return_inverse=True)  # fmt: skip
+        pairs, inv = unique_inverse(np.concatenate([self.I * n + self.J, self.I * n + self.L]))
         self.inv_j, self.inv_l = inv[:m], inv[m:]
         self.pa, self.pb = pairs // n, pairs % n
         # a pair's metric is that of its second point's cluster (see multi_pairs)
@@ -75,13 +76,13 @@ class MultiMetricOracle(Oracle):
         I, J, L, H = self._search(Ms, m, components)
         self.full_checks += 1
         keys = (I * self.n + J) * self.n + L
-        new = ~np.isin(keys, self.keys)
+        new = ~member(keys, self.keys)
         if self.prune:  # keep the found terms and those the dual centre still weighs
-            merged = np.union1d(keys, self.keys[self.lam_bar > 0])
+            merged = union(keys, self.keys[self.lam_bar > 0])
             if len(merged) != len(self.keys) or new.any():
                 self._set(merged)
         elif new.any():
-            self._set(np.union1d(self.keys, keys[new]))
+            self._set(union(self.keys, keys[new]))
         grew = bool(np.any(new & (H > 0)))
         self.version += grew
         return not grew
@@ -102,7 +103,7 @@ class MultiMetricOracle(Oracle):
             keep = H > -margin
             return I[keep], J[keep], L[keep], H[keep]
         out = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=margin,
-                             components=components)  # fmt: skip
+                             components=components, pairs=self._tp)  # fmt: skip
         if components is not None:
             self._last = (margin, [np.array(Lg) for Lg in components], out)
         return out

@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._sets import unique_inverse
+
 
 class PairGraph:
     """The pairs ``(pa, pb)`` (point indices) in blocks ``blk`` (the metric of each pair).
@@ -41,7 +43,7 @@ class PairGraph:
         prow, pts, a, b, off = [], [], [], [], [0]
         for g in range(n_blocks):
             r = np.flatnonzero(blk == g)
-            p, loc = np.unique(np.concatenate([pa[r], pb[r]]), return_inverse=True)
+            p, loc = unique_inverse(np.concatenate([pa[r], pb[r]]))
             prow.append(r)
             pts.append(p)
             a.append(loc[: len(r)] + off[-1])
@@ -63,7 +65,7 @@ class PairGraph:
         # and (j, i) in one cluster), so the values are summed into a fixed pattern
         self._ends = np.r_[self.a, self.b]
         keys = self._ends * rows + np.r_[self.b, self.a]
-        uniq, self._slot = np.unique(keys, return_inverse=True)
+        uniq, self._slot = unique_inverse(keys)
         indptr = np.searchsorted(uniq // rows, np.arange(rows + 1))
         self.W = sp.csr_matrix((np.zeros(len(uniq)), uniq % rows, indptr), shape=(rows, rows))
         self._diff = None

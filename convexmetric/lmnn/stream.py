@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from .._sets import unique
 from ..linalg import row_distances
 from ..problems.lmnn import TooManyTerms
 from .blocks import (  # noqa: F401 (the block helpers, importable from here as before)
@@ -183,7 +184,7 @@ def _pair_block(X, rows, ic, lc, w):
     Xb = X[rows]
     WX = W @ X
     r = np.bincount(ic, w, len(rows))
-    cols = np.unique(lc)
+    cols = unique(lc)
     c = np.bincount(lc, w, n)[cols]
     Xc = X[cols]
     cross = Xb.T @ WX
