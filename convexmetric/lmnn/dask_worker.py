@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._sets import member, union
+
 
 class WorkerDataMissing(RuntimeError):
     """A worker that has not received this fit's data (restarted, or joined later)."""
@@ -86,8 +88,8 @@ def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
     out = {"count": part["count"], "overflow": False, "worker": _worker_address()}
     if prev is None or base is None or prev[0] != base:
         return {**out, "full": True, "keys": keys, "size": len(keys)}
-    added = np.setdiff1d(keys, prev[1], assume_unique=True)
-    removed = np.setdiff1d(prev[1], keys, assume_unique=True)
+    added = keys[~member(keys, prev[1])]  # both sorted and distinct
+    removed = prev[1][~member(prev[1], keys)]
     return {**out, "full": False, "added": added, "removed": removed,
             "size": len(added) + len(removed)}  # fmt: skip
 
@@ -96,8 +98,8 @@ def rebuild(known, part):
     """A task's sorted keys from its message (:func:`group_terms`) and the last set."""
     if part["full"]:
         return part["keys"]
-    keys = np.setdiff1d(known[1], part["removed"], assume_unique=True)
-    return np.union1d(keys, part["added"])
+    keys = known[1][~member(known[1], part["removed"])]
+    return union(keys, part["added"])
 
 
 def small_part(part, share):
