@@ -36,18 +36,19 @@ today's scikit-learn); pylmnn 1.6.4 with the same pins and ``six`` (pylmnn needs
 imports GPyOpt, used only by its hyper-parameter search, in its ``__init__``: the snippet
 stubs that module). Peers run with one BLAS/OpenMP thread, as our solver does.
 
-Measured quietly (no other job on the 2-core machine, 2026-11-25, second round,
-``--rows sample,digits,sample784`` then ``--rows augmented``): sample: ours 6.57 s,
-objective 11733.79 certified 9.8e-5, 3-NN error 5.0%; metric-learn 143.2 s, 11854.02,
-5.3%; pylmnn 4.84 s, 13523.32, 5.2%; ours with pylmnn's time 11734.04 (below pylmnn's);
-Euclidean 6.4%; time ratio ours / metric-learn 0.046 (0.064 and 0.065 the rounds before,
-0.089, 0.22, 0.31 and 0.67 before that). digits: ours 0.96 s (1726.13, certified 9.2e-5)
-vs metric-learn 7.42 s (1742.78), ratio 0.130. sample784 (raw pixels): 116.7 s, 6157.94
-certified 9.8e-5, 3-NN error 7.4% vs Euclidean 6.0% (784 raw pixels for 4,000 training
-points; the paper reduces by PCA first). augmented (60,000 × 164): 107.7 s (the round
-before: 117.9–119.5 s), objective 107376.04 certified 9.1e-5, 3-NN error 2.6% vs
-Euclidean 3.5%; the fit's peak RSS 0.89 GiB, the whole child's 1.51 GiB (its peak is in
-scoring the result over all triplets, then in the Euclidean 3-NN error).
+Measured quietly (no other job on the 2-core machine, 2026-11-25, third round,
+``--rows sample,digits,sample784`` then ``--rows augmented``): sample: ours 6.27 s,
+objective 11733.79 certified 9.9e-5, 3-NN error 5.0%; metric-learn 135.7 s, 11854.02,
+5.3%; pylmnn 4.75 s, 13523.32, 5.2%; ours with pylmnn's time 11734.04 (below pylmnn's);
+Euclidean 6.4%; time ratio ours / metric-learn 0.046 (0.046, 0.064 and 0.065 the rounds
+before, 0.089, 0.22, 0.31 and 0.67 before that). digits: ours 0.84 s (1726.13, certified
+9.2e-5) vs metric-learn 7.92 s (1742.78), ratio 0.106 (0.130 the round before).
+sample784 (raw pixels): 120.3 s, 6157.94 certified 9.8e-5, 3-NN error 7.4% vs Euclidean
+6.0% (784 raw pixels for 4,000 training points; the paper reduces by PCA first).
+augmented (60,000 × 164): 108.1 s (107.7 s the round before), objective 107376.04
+certified 9.1e-5, 3-NN error 2.6% vs Euclidean 3.5%; the fit's peak RSS 0.87 GiB, the
+whole child's 1.50 GiB (its peak is in scoring the result over all triplets, then in the
+Euclidean 3-NN error).
 """
 
 from __future__ import annotations
