@@ -46,6 +46,15 @@ from .multi_oracle import MultiMetricOracle, WhitenedOracle
 
 __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "solve"]
 
+#: the factors shed the eigen-directions below ``RANK_TOL·λ_max`` between stages
+#: (:func:`convexmetric.optim.factor.trimmed`). The blocks' optima have a few dominant
+#: directions (digits: 1–6 eigenvalues above 1e-3·λ_max, of 64), and an iteration costs
+#: in proportion to the factors' rows: 8–19 rows a block from the fifth stage with 1e-4,
+#: 22–30 with 1e-8 (LMNN's own setting). Seven instances (iris, wine, breast cancer,
+#: digits to 1e-3 and 1e-4, k-means clusters) took 7.9–8.1 s instead of 9.0–9.3 s; digits
+#: to 1e-4 3.3–3.4 s instead of 4.2–4.4 s, to 1e-3 2.6–2.7 s either way.
+RANK_TOL = 1e-4
+
 
 @dataclass(kw_only=True)
 class MultiSettings:
@@ -164,7 +173,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
                        first_stage=5, rtol=1e-7, stalls=2, gap_tol=gap_tol,
                        time_limit=time_limit, name="multi-smoothed-lbfgs")  # fmt: skip
     Ls = [components_from_metric(M) for M in Ms0]
-    rank_tol = extra.pop("rank_tol", 1e-8)  # see convexmetric.optim.factor.trimmed
+    rank_tol = extra.pop("rank_tol", RANK_TOL)  # see convexmetric.optim.factor.trimmed
     oracle.base_oracle().trace_bound = True
     try:
         res = run_stages(Factored(oracle, rank_tol), Ls, inner, replace(rs, **extra))
