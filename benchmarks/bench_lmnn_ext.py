@@ -7,11 +7,12 @@ digits test set; then ``MultiMetricLMNN(k=3, mu=0.5)`` (§5.2) on the digits sta
 split at tol 1e-3 and 1e-4: fit time, objective, lower bound, certified gap.
 
 Measured quiet on this 2-core machine (2026-11-25, later round), multi-metric rows
-(``... multi`` runs only them): the single-metric default fit 0.87-0.88 s; tol 1e-3 fit
-3.3 s (single-metric start 0.6 s, solver 2.7 s, 375 evaluations), objective 210.4542,
-certified gap 9.5e-4, 3.7-3.8x the single-metric fit; tol 1e-4 fit 4.8-5.0 s (775
-evaluations), gap 8.4e-5, 5.5-5.7x. The previous round's code (same run): 4.1 s and 5.6 s against
-a single-metric fit of 0.98 s (4.1x and 5.8x); earlier that day 5.1 s and 7.2 s.
+(``... multi`` runs only them): the single-metric default fit 0.86 s; tol 1e-3 fit 3.3 s
+(single-metric start 0.6 s, solver 2.7 s, 675 evaluations), objective 210.3646,
+certified gap 9.9e-4, 3.8x the single-metric fit; tol 1e-4 fit 3.8-3.9 s (875
+evaluations), gap 9.6e-5, 4.4-4.5x. The previous round's code (same run): 4.0 s and
+5.6 s against a single-metric fit of 0.98 s (4.1x and 5.7x); earlier that day 5.1 s and
+7.2 s.
 """
 
 from __future__ import annotations
