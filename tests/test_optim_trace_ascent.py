@@ -79,7 +79,7 @@ def dual_optimum(blocks, x0, mu, F, const, scale):
 def test_smooth_ascent_closes_what_the_supergradient_ascent_leaves(seed):
     blocks, x0, mu = problem(seed)
     F, const, scale = 50.0, 1.0, 0.5
-    model = TA._SoftModel(blocks, x0, mu, F, const, scale)
+    model = TA._SoftModel.of(blocks, x0, mu, F, const, scale)
     first = TA.ascend(blocks, x0, mu, F, const, scale=scale, iterations=30)
     x = TA.smooth_ascend(blocks, x0, mu, F, const, scale=scale, start=first)
     best = dual_optimum(blocks, x0, mu, F, const, scale)
@@ -91,7 +91,7 @@ def test_smooth_ascent_closes_what_the_supergradient_ascent_leaves(seed):
 
 def test_smooth_minorant_gradient_and_value():
     blocks, x0, mu = problem(3)
-    model = TA._SoftModel(blocks, x0, mu, 50.0, 1.0, 0.5)
+    model = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5)
     x = np.random.default_rng(1).uniform(size=len(x0))
     for eps in (1.0, 0.1, 0.01):
         f, g = model.negative(x, eps)
@@ -107,9 +107,30 @@ def test_smooth_minorant_gradient_and_value():
 def test_smooth_ascent_window_and_tolerance():
     blocks, x0, mu = problem(1)
     F, const, scale = 50.0, 1.0, 0.5
-    model = TA._SoftModel(blocks, x0, mu, F, const, scale)
+    model = TA._SoftModel.of(blocks, x0, mu, F, const, scale)
     gap = (F - model.exact(x0)) / F
     far = TA.smooth_ascend(blocks, x0, mu, F, const, scale=scale, tol=gap / 10, window=5.0)
     assert np.array_equal(far, x0)  # outside the window: the start as it is
     x = TA.smooth_ascend(blocks, x0, mu, F, const, scale=scale, tol=gap / 10, window=20.0)
     assert F - model.exact(x) < F - model.exact(x0)
+
+
+def test_restricted_model_is_the_full_one_on_all_directions_and_above_it_on_fewer():
+    blocks, x0, mu = problem(2)
+    for blk in blocks:  # symmetric (the single-precision scatter is, to rounding)
+        blk.S = 0.5 * (blk.S + blk.S.T)
+    model = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5)
+    x = np.random.default_rng(3).uniform(size=len(x0))
+    whole = model.restricted(x0, np.inf)
+    for eps in (0.1, 0.01):
+        f, g = model.negative(x, eps)
+        h, e = whole.negative(x, eps)
+        assert h == pytest.approx(f, rel=1e-9)
+        np.testing.assert_allclose(e, g, rtol=1e-7, atol=1e-9)
+    w = np.linalg.eigvalsh(model.matrices(x0)[0])
+    part = model.restricted(x0, w[2])  # two directions of the first block, fewer elsewhere
+    assert part.S0[0].shape == (2, 2)
+    # Ritz values on a subspace lie above the eigenvalues: the restriction only proposes
+    assert part.lowest(x) >= model.lowest(x) - 1e-12
+    lowest = min(np.linalg.eigvalsh(S)[0] for S in model.matrices(x0))
+    assert model.restricted(x0, lowest - 1e-9) is None

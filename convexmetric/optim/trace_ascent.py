@@ -132,6 +132,15 @@ def _step(blocks, S, x, g, b, step, mu, value):
 #: rounds of :func:`smooth_ascend` (``ε`` shrinks ×0.3 per round) and L-BFGS-B steps in each
 SOFT_ROUNDS, SOFT_ITERATIONS = 4, 30
 
+#: a round of :func:`smooth_ascend` works in each block's eigen-directions below
+#: ``SUBSPACE·s`` at the round's first point (:meth:`_SoftModel.restricted`). Near the
+#: optimum those are a cluster about 0 (complementary slackness: ``S_g`` vanishes on the
+#: range of ``M^g``), well apart from the rest: digits' ten blocks (47–53 directions)
+#: keep 6–14; a model evaluation costs 0.6 ms instead of 3.4 ms and the ascent that
+#: certifies 7.9e-4 takes 0.15 s instead of 0.46 s (0.3·s: the same; 0.1·s kept too few,
+#: and the rounds' points were 1e-2 to 1 below in relative gap)
+SUBSPACE = 0.2
+
 
 def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, window=None):
     r"""Raise the trace bound by L-BFGS-B on a smooth concave minorant; returns a new ``x``.
@@ -151,7 +160,11 @@ def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, wind
     :data:`SOFT_ITERATIONS` L-BFGS-B steps each, with ``ε`` from
     ``0.3·max(|λ_min|, (F − B)s/F)`` (the eigenvalue that would carry the whole gap)
     down by ×0.3 per round; after each round the exact ``B`` decides (the best ``x`` is
-    kept), and the ascent stops once ``F − B ≤ tol·|F|``. Arguments as in :func:`ascend`
+    kept), and the ascent stops once ``F − B ≤ tol·|F|``. Each round maximises the model
+    restricted to the directions below :data:`SUBSPACE`·``s`` at its first point (the
+    Ritz values on a subspace lie above the eigenvalues, so the restriction only
+    proposes: the exact ``B`` decides), and again over the whole matrices when that gains
+    nothing. Arguments as in :func:`ascend`
     (the blocks' ``S`` at ``x``);
     ``start``: the first point (default ``x``; :func:`ascend`'s result, say);
     ``window``: return ``start`` as it is unless ``F − B(start) ≤ window·tol·|F|`` (a
@@ -160,34 +173,64 @@ def smooth_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, start=None, wind
     x0 = np.array(x, dtype=float)
     if F <= 0 or len(x0) == 0:
         return x0
-    model = _SoftModel(blocks, x0, mu, F, const, scale)
+    model = _SoftModel.of(blocks, x0, mu, F, const, scale)
     best_x = x0 if start is None else np.clip(np.asarray(start, dtype=float), 0.0, 1.0)
     best = model.exact(best_x)
     if tol is not None and window is not None and F - best > window * tol * abs(F):
         return best_x
     eps = 0.3 * max(abs(model.lowest(best_x)), (F - best) * scale / F)
-    box = [(0.0, 1.0)] * len(x0)
     for _ in range(SOFT_ROUNDS):
         if eps == 0.0 or (tol is not None and F - best <= tol * abs(F)):
             break
-        res = minimize(model.negative, best_x, args=(eps,), jac=True, method="L-BFGS-B",
-                       bounds=box, options={"maxiter": SOFT_ITERATIONS, "maxcor": 10})  # fmt: skip
-        value = model.exact(res.x)
-        if value > best:
-            best_x, best = res.x, value
+        for m in (model.restricted(best_x, SUBSPACE * scale), model):
+            x, value = _soft_round(m, model, best_x, eps)
+            if value > best:
+                best_x, best = x, value
+                break
         eps *= 0.3
     return best_x
 
 
-class _SoftModel:
-    """The matrices ``S_g(x)`` of :func:`smooth_ascend`: one stacked product per block."""
+def _soft_round(m, model, x, eps):
+    """L-BFGS-B on ``m``'s minorant from ``x``: the point and ``model``'s exact ``B`` there."""
+    if m is None:
+        return x, -np.inf
+    res = minimize(m.negative, x, args=(eps,), jac=True, method="L-BFGS-B",
+                   bounds=[(0.0, 1.0)] * len(x),
+                   options={"maxiter": SOFT_ITERATIONS, "maxcor": 10})  # fmt: skip
+    return res.x, model.exact(res.x)
 
-    def __init__(self, blocks, x0, mu, F, const, scale):
-        self.x0, self.mu, self.F, self.const, self.scale = x0, mu, F, const, scale
-        self.S0 = [blk.S for blk in blocks]
-        self.C = [np.vstack([blk.A, blk.B]).astype(float) for blk in blocks]
-        self.idx = [np.concatenate([blk.ia, blk.ib]) for blk in blocks]
-        self.sign = [np.r_[np.ones(len(blk.ia)), -np.ones(len(blk.ib))] for blk in blocks]
+
+class _SoftModel:
+    """The matrices ``S_g(x) = S0_g + μ C_gᵀ diag(sign_g·(x − x0)[idx_g]) C_g`` of
+    :func:`smooth_ascend`: one stacked product per block."""
+
+    def __init__(self, S0, C, idx, sign, x0, coefficients):
+        self.S0, self.C, self.idx, self.sign, self.x0 = S0, C, idx, sign, x0
+        self.mu, self.F, self.const, self.scale = coefficients
+
+    @classmethod
+    def of(cls, blocks, x0, mu, F, const, scale):
+        """The model of :class:`Block` s (their ``S`` at ``x0``)."""
+        C = [np.vstack([blk.A, blk.B]).astype(float) for blk in blocks]
+        idx = [np.concatenate([blk.ia, blk.ib]) for blk in blocks]
+        sign = [np.r_[np.ones(len(blk.ia)), -np.ones(len(blk.ib))] for blk in blocks]
+        return cls([blk.S for blk in blocks], C, idx, sign, x0, (mu, F, const, scale))
+
+    def restricted(self, x, level):
+        """The model of ``QᵀS_g Q`` at points near ``x``, ``Q`` the eigenvectors of
+        ``S_g(x)`` below ``level`` (blocks without any left out), or ``None``."""
+        parts = []
+        for S, C, idx, sign in zip(self.matrices(x), self.C, self.idx, self.sign):
+            S = 0.5 * (S + S.T)  # (single-precision scatters are symmetric to rounding)
+            w, V = np.linalg.eigh(S)
+            Q = V[:, w < level]
+            if Q.shape[1]:
+                parts.append((Q.T @ S @ Q, C @ Q, idx, sign))
+        if not parts:
+            return None
+        coefficients = (self.mu, self.F, self.const, self.scale)
+        return _SoftModel(*(list(p) for p in zip(*parts)), x, coefficients)
 
     def matrices(self, x):
         dv = x - self.x0
