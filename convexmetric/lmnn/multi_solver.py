@@ -5,8 +5,9 @@ active-list oracle of :mod:`.multi_oracle`, in per-block whitened coordinates by
 (:class:`.multi_oracle.WhitenedOracle`, an exact change of variables). Three engine
 drivers (:mod:`convexmetric.optim`) run in turn:
 
-1. projected subgradient from the single-metric solution (the paper's initialisation;
-   ``max_iter`` short steps: the refinement makes the large move much faster);
+1. projected subgradient from the single-metric solution (the paper's initialisation
+   and solver; ``max_iter`` steps, one by default: the steps are short, the refinement
+   makes the large move much faster, and every step costs an evaluation);
 2. the staged smoothed driver with L-BFGS in the factors ``M^g = L_gᵀL_g`` at a fixed
    σ = 0.03 with dual recentring; stage ``k`` runs ``min(100, 5·2ᵏ)`` iterations (from
    the phase-1 point the list is stale, and long first stages run off to objectives of
@@ -60,7 +61,13 @@ RANK_TOL = 1e-4
 class MultiSettings:
     """Settings of :func:`solve` (documented defaults)."""
 
-    max_iter: int = 20  #: projected-subgradient iterations before the refinement
+    #: projected-subgradient iterations before the refinement. Digits (1,257 × 64, ten
+    #: blocks) from the single-metric start: 20 steps lower the objective from 1726 to
+    #: 1721 (the optimum is 210) in 0.17 s. Over 4 nearby starts of each of seven
+    #: instances (iris, wine, breast cancer at 1e-4; digits at 1e-3 and 1e-4; k-means
+    #: clusters on digits and wine) the solves took 7.3 s in all with 1 step, 7.4 s with
+    #: 2, 7.8 s with 5 and with 20; digits to 1e-3 over 8 starts 2.05 s against 2.30 s
+    max_iter: int = 1
     refine: bool | str = True  #: True: factors then polish; "fista": continuation; False
     tol: float = 1e-4  #: the certified relative gap that "optimal" means
     time_limit: float | None = None  #: seconds (status "user_limit")
