@@ -144,13 +144,21 @@ class MultiMetricOracle(Oracle):
         H = self.pairs.scatter(self._pair_weights(w))
         return [(1 - self.mu) * P + self.mu * Hg for P, Hg in zip(self.P, H)]
 
-    def _pull(self, Ms):
-        return (1 - self.mu) * float(sum(np.sum(self.P[g] * Ms[g]) for g in range(self.c)))
+    def _pull(self, Ms, components=None):
+        """``(1 − μ) Σ_g ⟨P_g, M^g⟩``; from the factors when given (``⟨P, LᵀL⟩`` is the
+        sum of ``(L P) ⊙ L``), and then ``Ms`` may be ``None``, as everywhere below:
+        whitened factor descents never form the metrics."""
+        if components is not None:
+            terms = (np.sum((L @ P) * L) for L, P in zip(components, self.P))
+        else:
+            terms = (np.sum(P * M) for P, M in zip(self.P, Ms))
+        return (1 - self.mu) * float(sum(terms))
 
     def __call__(self, Ms, components=None):
         z = self.hinge_arguments(Ms, components)
         act = z > 0
-        return self._pull(Ms) + self.mu * float(z[act].sum()), self.gradient(act.astype(float))
+        f = self._pull(Ms, components) + self.mu * float(z[act].sum())
+        return f, self.gradient(act.astype(float))
 
     def smooth(self, Ms, sigma, grad=True, components=None):
         """Smoothed objective: each hinge becomes ``max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²``.
@@ -165,7 +173,7 @@ class MultiMetricOracle(Oracle):
         z = self.hinge_arguments(Ms, components)
         lam = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
         phi = lam * z - 0.5 * sigma * (lam - self.lam_bar) ** 2
-        return self._pull(Ms) + self.mu * float(phi.sum()), lam
+        return self._pull(Ms, components) + self.mu * float(phi.sum()), lam
 
     def _pair_weights(self, w):
         """Per distinct pair (stacked block order): ``Σ w`` as target pair ``− Σ w`` as
@@ -195,7 +203,7 @@ class MultiMetricOracle(Oracle):
         if components is None:
             return PM.objective(Ms, self.X, self.T, self.y, self.g, self.mu)
         H = self._search(Ms, self.margin, components)[3]
-        return self._pull(Ms) + self.mu * float(H[H > 0].sum())
+        return self._pull(Ms, components) + self.mu * float(H[H > 0].sum())
 
     def lower_bound(self, Ms, sigma, F=None):
         """A certified lower bound on the optimum from the dual estimate at ``Ms``.
@@ -333,27 +341,34 @@ class WhitenedOracle(Oracle):
         """Factors of the original blocks: ``S M Sᵀ = (L Sᵀ)ᵀ(L Sᵀ)``."""
         return None if components is None else [L @ S.T for S, L in zip(self.S, components)]
 
+    def _args(self, Ms, components):
+        """The base's ``(Ms, components)``: with factors, no metrics (the base reads the
+        factors alone; the 64 × 64 products cost 5% of a digits solve)."""
+        Ls = self._factors(components)
+        return (self.to_original(Ms) if Ls is None else None), Ls
+
     def __call__(self, Ms, components=None):
-        f, G = self.base(self.to_original(Ms), self._factors(components))
+        f, G = self.base(*self._args(Ms, components))
         return f, self._grads(G)
 
     def smooth(self, Ms, sigma, grad=True, components=None):
-        Ls = self._factors(components)
+        M0, Ls = self._args(Ms, components)
         if not grad:
-            return self.base.smooth(self.to_original(Ms), sigma, grad=False, components=Ls)
-        f, G = self.base.smooth(self.to_original(Ms), sigma, components=Ls)
+            return self.base.smooth(M0, sigma, grad=False, components=Ls)
+        f, G = self.base.smooth(M0, sigma, components=Ls)
         return f, self._grads(G)
 
     def smooth_factor(self, Ms, sigma, components):
         """``L'_g ∇'_g = L'_g S_gᵀ ∇_g S_g = (L_g ∇_g) S_g`` with ``L_g = L'_g S_gᵀ``."""
-        f, LG = self.base.smooth_factor(self.to_original(Ms), sigma, self._factors(components))
+        M0, Ls = self._args(Ms, components)
+        f, LG = self.base.smooth_factor(M0, sigma, Ls)
         return f, [G @ S for G, S in zip(LG, self.S)]
 
     def recenter(self, Ms, sigma):
         self.base.recenter(self.to_original(Ms), sigma)
 
     def objective(self, Ms, components=None):
-        return self.base.objective(self.to_original(Ms), self._factors(components))
+        return self.base.objective(*self._args(Ms, components))
 
     def lower_bound(self, Ms, sigma, F=None):
         return self.base.lower_bound(self.to_original(Ms), sigma, F)
@@ -366,7 +381,7 @@ class WhitenedOracle(Oracle):
         return self.base.full_check(self.to_original(Ms), margin)
 
     def check(self, Ms, components=None):
-        return self.base.check(self.to_original(Ms), self._factors(components))
+        return self.base.check(*self._args(Ms, components))
 
     def begin_stage(self, Ms, index, components=None):
         self.base.begin_stage(self.to_original(Ms), index, self._factors(components))
