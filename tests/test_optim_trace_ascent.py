@@ -134,3 +134,18 @@ def test_restricted_model_is_the_full_one_on_all_directions_and_above_it_on_fewe
     assert part.lowest(x) >= model.lowest(x) - 1e-12
     lowest = min(np.linalg.eigvalsh(S)[0] for S in model.matrices(x0))
     assert model.restricted(x0, lowest - 1e-9) is None
+
+
+def test_a_proposal_that_loses_is_cut_back_along_its_segment():
+    # one impostor row b = (2, 0): S(x) = I/2 − μx bbᵀ, λ_min = 1/2 − 2x, so
+    # B(x) = μx + F·min(0, 1/2 − 2x)/s peaks at x = 1/4 and falls steeply beyond
+    empty = np.zeros((0, 2), np.float32)
+    blk = TA.Block(0.5 * np.eye(2), empty, np.zeros(0, int), np.array([[2.0, 0.0]], np.float32),
+                   np.zeros(1, int))  # fmt: skip
+    model = TA._SoftModel.of([blk], np.zeros(1), 0.5, 50.0, 0.0, 0.5)
+    b0 = model.exact(np.zeros(1))
+    assert model.exact(np.ones(1)) < b0  # the whole step loses
+    x, value = TA._back(model, np.zeros(1), np.ones(1), b0)
+    np.testing.assert_allclose(x, [0.25])  # halved twice: the first point that gains
+    assert value == pytest.approx(0.125) and value > b0
+    assert TA._back(model, np.zeros(1), np.zeros(1), b0)[1] == -np.inf  # no gain: said so
