@@ -31,7 +31,11 @@ from .lmnn_validate import VALIDATE
     help="Large-scale active-set solver, or working-set SDPs (exact).",
 )
 @click.option(
-    "--max-iter", default=3000, show_default=True, type=int, help="Subgradient iterations."
+    "--max-iter",
+    type=int,
+    default=None,
+    help="Subgradient iterations [default: the estimator's: 3000, and 1 with --variant "
+    "multi (its steps before the refinement)].",
 )
 @click.option(
     "--time-limit", type=float, default=None, help="Seconds before returning the best iterate."
@@ -107,13 +111,9 @@ def SOLVE(**opts):
 
 def _fit_single(Xtr, ytr, Xte, yte, opts):
     """Single-metric LMNN, locally or on Dask; ``(model, report entries)``."""
-    model = LMNN(
-        k=opts["k"],
-        mu=opts["mu"],
-        solver=opts["solver"],
-        max_iter=opts["max_iter"],
-        time_limit=opts["time_limit"],
-    )
+    model = LMNN(k=opts["k"], mu=opts["mu"], solver=opts["solver"], time_limit=opts["time_limit"])
+    if opts["max_iter"] is not None:
+        model.set_params(max_iter=opts["max_iter"])
     if opts["memory_limit"] is not None:
         model.set_params(memory_limit=opts["memory_limit"])
     if opts["scheduler"] is None:

@@ -23,22 +23,25 @@ def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):
     """Fit the chosen variant; return ``(model, report)`` with kNN (and energy) errors on
     the test part (when there is one) and the leave-one-out training error."""
     k, mu = opts["k"], opts["mu"]
+    # --max-iter unset: each estimator's own default (the multi-metric phase is 1 step)
+    given = {} if opts["max_iter"] is None else {"max_iter": opts["max_iter"]}
     if variant == "multi":
         model = MultiMetricLMNN(
-            k=k, mu=mu, n_clusters=opts["n_clusters"], max_iter=opts["max_iter"], random_state=0
+            k=k, mu=mu, n_clusters=opts["n_clusters"], random_state=0, **given
         ).fit(Xtr, ytr)
         report = {"variant": "multi", "n_metrics": int(model.metrics_.shape[0])}
         report["loo_train_error"] = model.loo_error()
     elif variant == "kernel":
-        model = KernelLMNN(
-            k=k, mu=mu, kernel=opts["kernel"], gamma=opts["gamma"], max_iter=opts["max_iter"]
-        ).fit(Xtr, ytr)
+        model = KernelLMNN(k=k, mu=mu, kernel=opts["kernel"], gamma=opts["gamma"], **given).fit(
+            Xtr, ytr
+        )
         report = {"variant": "kernel", "kernel": opts["kernel"]}
     else:
         model = LMNN(
             k=k,
             mu=mu,
-            **{key: opts[key] for key in ("max_iter", "time_limit", "solver", "n_passes")},
+            **given,
+            **{key: opts[key] for key in ("time_limit", "solver", "n_passes")},
             **{key: opts[key] for key in ("n_components", "reduction", "pca", "search")},
         ).fit(Xtr, ytr)
         report = {"variant": "single", "n_passes": opts["n_passes"]}

@@ -247,3 +247,27 @@ def test_solve_maurer_model_maps_raw_points_as_the_solver_saw_them(tmp_path, raw
     res = run("transform", "--model", d, tmp_path / "new.csv", "--out", out)
     assert res.exit_code == 0, res.output
     np.testing.assert_allclose(np.load(out), expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize(
+    "variant, args, expected",
+    [("multi", [], 1), ("multi", ["--max-iter", "7"], 7), ("single", [], 3000)],
+)
+def test_lmnn_max_iter_defaults_to_each_estimators_own(monkeypatch, variant, args, expected):
+    # the multi-metric phase before the refinement is one step: the single-metric
+    # default of 3000 made the command's multi fit of digits take 25 s instead of 4 s
+    from convexmetric.lmnn import extensions
+
+    seen = {}
+    for cls in (LMNN, extensions.MultiMetricLMNN):
+        original = cls.fit
+
+        def spy(self, *a, _original=original, **k):
+            seen[type(self).__name__] = self.max_iter
+            return _original(self, *a, **k)
+
+        monkeypatch.setattr(cls, "fit", spy)
+    res = run("solve", "lmnn", "--dataset", "iris", "--variant", variant, *args, "--json")
+    assert res.exit_code == 0, res.output
+    name = "MultiMetricLMNN" if variant == "multi" else "LMNN"
+    assert seen[name] == expected
