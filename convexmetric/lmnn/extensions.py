@@ -59,7 +59,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     tol : float
         Certified relative gap below which the large-scale solver reports
         "optimal"; the solver runs until then (or ``time_limit``). On the digits
-        standard split 1e-3 takes about 12 s, 1e-4 about 20 s (2-core machine).
+        standard split the fit takes about 2.5 s to 1e-3, 4 s to 1e-4 (one core).
     verbose : {0, 1}
         Log a summary of each stage (INFO, logger ``convexmetric.lmnn_extensions``; the
         single-metric start logs its progress).
