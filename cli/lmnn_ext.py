@@ -26,15 +26,13 @@ def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):
     # --max-iter unset: each estimator's own default (the multi-metric phase is 1 step)
     given = {} if opts["max_iter"] is None else {"max_iter": opts["max_iter"]}
     if variant == "multi":
-        model = MultiMetricLMNN(
-            k=k, mu=mu, n_clusters=opts["n_clusters"], random_state=0, **given
-        ).fit(Xtr, ytr)
+        model = MultiMetricLMNN(k=k, mu=mu, n_clusters=opts["n_clusters"], random_state=0, **given)
+        model.fit(Xtr, ytr)
         report = {"variant": "multi", "n_metrics": int(model.metrics_.shape[0])}
         report["loo_train_error"] = model.loo_error()
     elif variant == "kernel":
-        model = KernelLMNN(k=k, mu=mu, kernel=opts["kernel"], gamma=opts["gamma"], **given).fit(
-            Xtr, ytr
-        )
+        model = KernelLMNN(k=k, mu=mu, kernel=opts["kernel"], gamma=opts["gamma"], **given)
+        model.fit(Xtr, ytr)
         report = {"variant": "kernel", "kernel": opts["kernel"]}
     else:
         model = LMNN(
