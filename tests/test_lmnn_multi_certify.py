@@ -209,3 +209,32 @@ def test_ascent_raises_the_bound_below_the_exact_optimum(which, request):
         assert np.array_equal(up[(np.abs(z) >= 0.1) & ~out], lam[(np.abs(z) >= 0.1) & ~out])
         after = cert.bound(up, F)[0]
         assert before < after <= value * (1 + 1e-7)
+
+
+def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
+    from convexmetric.lmnn import multi_oracle as MO
+    from convexmetric.optim.oracle import Stage
+
+    X, y, T, _ = exact
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
+    o.tol, o.trace_bound = 1e-4, True
+    Ms = [np.eye(X.shape[1]) for _ in range(3)]
+    o.full_check(Ms, margin=1e9)
+    calls = []
+
+    def ascend(cert, lam, z, F, tol):
+        calls.append(F)
+        return lam
+
+    monkeypatch.setattr(SP.RangeCertificate, "ascend", ascend)
+    monkeypatch.setattr(MO, "ASCENT_WINDOW", np.inf)  # every gap in the window
+    F = o.objective(Ms)
+
+    def stage(best):
+        return Stage(Ms, 0.03, Ms, best, -np.inf, 0)
+
+    o.bound(stage(1.1 * F))  # the first stage: no progress known yet
+    o.bound(stage(F))  # the best objective fell by 9%: still moving
+    assert calls == []
+    o.bound(stage(F * (1 - 1e-4)))  # by 1e-4 ≤ ASCENT_PROGRESS·tol: settled
+    assert calls == [F * (1 - 1e-4)]
