@@ -7,10 +7,10 @@ digits test set; then ``MultiMetricLMNN(k=3, mu=0.5)`` (§5.2) on the digits sta
 split at tol 1e-3 and 1e-4: fit time, objective, lower bound, certified gap.
 
 Measured quiet on this 2-core machine (2026-11-25, last round), multi-metric rows
-(``... multi`` runs only them): the single-metric default fit 0.90-0.94 s; tol 1e-3 fit
-2.5 s (single-metric start 0.6 s, solver 1.9 s, 356 evaluations), objective 210.4548,
-certified gap 9.96e-4, 2.7-2.8x the single-metric fit; tol 1e-4 fit 3.9 s (856
-evaluations), gap 9.6e-5, 4.2-4.4x. The round before (same day): 3.3 s and 3.8-3.9 s
+(``... multi`` runs only them): the single-metric default fit 0.86-0.89 s; tol 1e-3 fit
+2.4 s (single-metric start 0.6 s, solver 1.8 s, 356 evaluations), objective 210.4548,
+certified gap 9.96e-4, 2.7-2.8x the single-metric fit; tol 1e-4 fit 3.6-3.7 s (856
+evaluations), gap 9.6e-5, 4.1-4.3x. The round before (same day): 3.3 s and 3.8-3.9 s
 against a single-metric fit of 0.86 s (3.8x and 4.4-4.5x); the one before that 4.0 s
 and 5.6 s.
 """
