@@ -2,7 +2,7 @@
 
 The variable is a list ``[M^0, …, M^{c−1}]`` (one PSD block per cluster) over the
 active-list oracle of :mod:`.multi_oracle`, in per-block whitened coordinates by default
-(:class:`.multi_oracle.WhitenedOracle`, an exact change of variables). Three engine
+(:class:`.multi_whitened.WhitenedOracle`, an exact change of variables). Three engine
 drivers (:mod:`convexmetric.optim`) run in turn:
 
 1. projected subgradient from the single-metric solution (the paper's initialisation
@@ -43,7 +43,8 @@ from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.stages import StageSettings, run_stages
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..result import SolveResult, certified_gap
-from .multi_oracle import MultiMetricOracle, WhitenedOracle
+from .multi_oracle import MultiMetricOracle
+from .multi_whitened import WhitenedOracle
 
 __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "solve"]
 
