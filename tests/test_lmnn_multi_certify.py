@@ -5,7 +5,6 @@ import pytest
 
 from convexmetric import datasets
 from convexmetric.linalg import psd_scaling
-from convexmetric.lmnn import multi_certificate as SC
 from convexmetric.lmnn import multi_certificate as SP
 from convexmetric.lmnn import multi_solver as SM
 from convexmetric.neighbors import target_neighbors
@@ -36,7 +35,7 @@ def test_escape_direction_lowers_the_objective_at_a_rank_one_point(exact):
     rng = np.random.default_rng(0)
     Ms = [np.outer(v, v) for v in rng.normal(size=(3, X.shape[1]))]  # far from optimal
     o.full_check(Ms, margin=1e9)  # every triplet listed: the list objective is exact
-    D, worst = SC.negative_parts(o, Ms, 1.0)
+    D, worst = SP.negative_parts(o, Ms, 1.0)
     assert worst < 0
     assert all(np.linalg.eigvalsh(Dg).min() >= -1e-9 for Dg in D)  # PSD direction
     t, ft = bracket_search(lambda t: o([M + t * Dg for M, Dg in zip(Ms, D)])[0], 1e-3)
