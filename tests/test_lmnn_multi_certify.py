@@ -237,3 +237,24 @@ def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
     assert calls == []
     o.bound(stage(F * (1 - 1e-4)))  # by 1e-4 ≤ ASCENT_PROGRESS·tol: settled
     assert calls == [F * (1 - 1e-4)]
+
+
+def test_the_whitened_bound_passes_the_ascent_flag_through(exact, monkeypatch):
+    X, y, T, _ = exact
+    base = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
+    base.tol = 1e-4
+    Ms = [np.eye(X.shape[1]) for _ in range(3)]
+    base.full_check(Ms, margin=1e9)
+    seen = []
+    original = SM.MultiMetricOracle.lower_bound
+
+    def spy(self, Ms, sigma, F=None, ascend=True):
+        seen.append(ascend)
+        return original(self, Ms, sigma, F, ascend)
+
+    monkeypatch.setattr(SM.MultiMetricOracle, "lower_bound", spy)
+    w = SM.WhitenedOracle(base)
+    F = base.objective(Ms)
+    w.lower_bound(w.from_original(Ms), 0.03, F, ascend=False)
+    w.lower_bound(w.from_original(Ms), 0.03, F)
+    assert seen == [False, True]

@@ -89,7 +89,7 @@ class WhitenedOracle(Oracle):
         return self.base.objective(*self._args(Ms, components))
 
     def lower_bound(self, Ms, sigma, F=None, ascend=True):
-        return self.base.lower_bound(self.to_original(Ms), sigma, F)
+        return self.base.lower_bound(self.to_original(Ms), sigma, F, ascend)
 
     def bound(self, stage):
         x, best = self.to_original(stage.x), self.to_original(stage.best_x)
