@@ -191,11 +191,10 @@ NO_EXACT_NOTE = (
 
 
 def certified_gap(objective, lower_bound):
-    """``(objective − lower_bound)/|objective|``, or None without a lower bound."""
-    if lower_bound is None:
-        return None
-    diff = float(objective) - float(lower_bound)
-    return diff / abs(float(objective)) if objective != 0 else diff
+    """:func:`convexmetric.result.certified_gap`, or None without a lower bound."""
+    from ..result import certified_gap as cg
+
+    return None if lower_bound is None else cg(objective, lower_bound)
 
 
 def solver_entry(res, reference=None, objective=None):

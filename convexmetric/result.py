@@ -1,9 +1,13 @@
-"""One result type for every solver, exact or iterative.
+"""One result type for every solver, exact or iterative, and the one certified gap.
 
-Status words are CVXPY's (``"optimal"``, ``"optimal_inaccurate"``, ``"user_limit"``,
+Status words (:data:`STATUS_MESSAGES`, one table for every estimator) are CVXPY's for
+the convex solvers (``"optimal"``, ``"optimal_inaccurate"``, ``"user_limit"``,
 ``"infeasible"``, ``"unbounded"``, ``"solver_error"``) so that a CVXPY solve and a
-hand-written solver can be compared field by field. Convergence is reported here,
-never printed.
+hand-written solver can be compared field by field. A hand-written convex solver says
+"optimal" only through :func:`certified_status`: a dual bound within ``tol`` of the
+objective. Learners with no convex certificate (SSNE, AROMA, OASIS, hyperbolic PCA,
+Maurer's SGD) use words that claim no optimality: ``"converged"``, ``"completed"``,
+``"iteration_limit"``. Convergence is reported here, never printed.
 """
 
 from __future__ import annotations
@@ -14,15 +18,36 @@ import numpy as np
 
 #: Status words and what they mean for an iterative solver (cf. ``scipy.optimize``).
 STATUS_MESSAGES = {
-    "optimal": "converged: the stopping rule was met (or the certificate holds)",
-    "optimal_inaccurate": "stopped at max_iter; the best iterate is returned",
+    "optimal": "certified: a dual bound within tol of the objective (a conic solver's "
+    "optimality for the exact side)",
+    "optimal_inaccurate": "a convex solver stopped (max_iter, a stall) without a certified "
+    "gap within tol; the best iterate is returned",
     "user_limit": "stopped by the time limit or by the user; the best iterate is returned",
+    "converged": "a learner without a convex certificate met its documented stopping rule "
+    "(SSNE's plateau, hyperbolic PCA's eigendecomposition); no optimality is claimed",
+    "completed": "an online or stochastic learner made all its passes (AROMA, OASIS, "
+    "Maurer's SGD without a certificate within tol); no optimality is claimed",
+    "iteration_limit": "a learner without a convex certificate stopped at max_iter before "
+    "its stopping rule; no optimality is claimed",
     "infeasible": "the problem is infeasible",
     "unbounded": "the problem is unbounded",
     "solver_error": "the solver failed",
 }
 
-ACCEPTABLE = ("optimal", "optimal_inaccurate")
+#: the statuses whose point may be used: a finished run of any learner
+ACCEPTABLE = ("optimal", "optimal_inaccurate", "converged", "completed", "iteration_limit")
+
+#: a lower bound may exceed the objective by this much (relative) through rounding;
+#: beyond it the certificate is broken and :func:`certified_gap` raises
+ROUNDING = 1e-9
+
+
+class CertificateError(ArithmeticError):
+    """A lower bound above the objective beyond rounding: the certificate is broken.
+
+    Never clipped: a bound that exceeds the objective proves nothing, and reading it as a
+    gap of 0 would report a wrong answer as "optimal".
+    """
 
 
 @dataclass
@@ -53,6 +78,11 @@ class SolveResult:
         A certified lower bound on the optimum, where known.
     info : dict
         Solver-specific extras (active-set sizes, step sizes, ...).
+    certificate : dict or None
+        The dual point that proves ``lower_bound`` (its formulation's multipliers or
+        dual matrices, documented per formulation in :mod:`convexmetric.verify`), with
+        ``"kind"`` naming the formulation; ``None`` where nothing is certified. The
+        independent verifier recomputes the bound from it and the data.
 
     Attributes
     ----------
@@ -77,6 +107,7 @@ class SolveResult:
     matrices: list = field(default_factory=list)
     lower_bound: float | None = None
     info: dict = field(default_factory=dict)
+    certificate: dict | None = None
 
     def __post_init__(self):
         if not self.matrices and self.matrix is not None:
@@ -123,22 +154,50 @@ class SolveResult:
         if self.lower_bound is not None:
             out["lower_bound"] = float(self.lower_bound)
             out["gap"] = self.gap
+            out["certified_gap"] = self.certified_gap
         return out
 
 
 def certified_gap(objective, lower_bound) -> float:
-    """``max(objective − lower_bound, 0) / max(|objective|, 1e-12)``: the relative error
-    that a lower bound certifies, the one definition every solver and report uses.
+    """``(objective − lower_bound) / max(|objective|, 1e-12)``: the relative error that a
+    lower bound certifies, the one definition every solver, estimator and report uses.
 
     ``inf`` without a bound (``None`` or ``-inf``) or with a non-finite objective. The
-    floor of the denominator certifies an objective of 0 with a bound of 0.
+    floor of the denominator certifies an objective of 0 with a bound of 0. Nothing is
+    clipped: a bound above the objective by at most :data:`ROUNDING` (relative) gives a
+    gap just below 0; beyond that the bound is broken and :class:`CertificateError` is
+    raised.
 
     >>> certified_gap(100.0, 99.99), certified_gap(0.0, 0.0), certified_gap(1.0, None)
     (0.00010000000000005117, 0.0, inf)
+    >>> certified_gap(1.0, 1.5)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    ...
+    convexmetric.result.CertificateError: lower bound 1.5 exceeds the objective 1.0 ...
     """
     if lower_bound is None or not np.isfinite(lower_bound) or not np.isfinite(objective):
         return float("inf")
-    return max(float(objective) - float(lower_bound), 0.0) / max(abs(float(objective)), 1e-12)
+    f, lb = float(objective), float(lower_bound)
+    scale = max(abs(f), 1e-12)
+    if lb - f > ROUNDING * max(scale, abs(lb)):
+        raise CertificateError(
+            f"lower bound {lb!r} exceeds the objective {f!r} by {lb - f:.3g} (more than "
+            f"rounding): the certificate is invalid; this is a bug, please report it"
+        )
+    return (f - lb) / scale
+
+
+def certified_status(objective, lower_bound, tol, stopped=None) -> str:
+    """The status of a convex solver's answer: "optimal" iff :func:`certified_gap` ≤
+    ``tol``; otherwise ``stopped`` (e.g. "user_limit") when given, else
+    "optimal_inaccurate". The one place the rule is written.
+
+    >>> certified_status(100.0, 99.995, 1e-4), certified_status(1.0, None, 1e-4)
+    ('optimal', 'optimal_inaccurate')
+    """
+    if certified_gap(objective, lower_bound) <= tol:
+        return "optimal"
+    return stopped or "optimal_inaccurate"
 
 
 def relative_gap(objective: float, reference: float) -> float:

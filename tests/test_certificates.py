@@ -75,7 +75,7 @@ def test_solver_bound_below_the_optimum_and_status_honest(solved, solver):
     assert res.lower_bound is not None
     assert res.lower_bound <= val * (1 + 1e-7)
     assert res.lower_bound <= res.objective
-    gap = S.certified_gap(res)
+    gap = res.certified_gap
     assert res.info["certified_gap"] == pytest.approx(gap)
     assert res.status == ("optimal" if gap <= tol else "optimal_inaccurate")
     if solver == "subgradient+smoothing":  # converged: tight certificate

@@ -73,8 +73,8 @@ def test_diagonal_certificate_brackets_the_optimum(exact, name):
         res = S.solve(blocks, C, BETA, diagonal=True, settings={"tol": tol})
         assert res.solver == "smoothed L-BFGS-B" and res.status == "optimal"
         assert res.lower_bound <= value * (1 + 1e-7) and value <= res.objective * (1 + 1e-7)
-        assert res.info["relative_gap"] <= tol
-        assert res.gap == pytest.approx(res.info["relative_gap"] * res.objective)
+        assert res.info["certified_gap"] <= tol
+        assert res.gap == pytest.approx(res.info["certified_gap"] * res.objective)
     sub = S.solve(blocks, C, BETA, diagonal=True, method="subgradient")
     assert sub.solver.startswith("subgradient")
     assert (P.objective(sub.matrices, blocks, C, BETA) - value) / value <= 1e-3

@@ -3,7 +3,8 @@
 The block functions of :mod:`.stream` (streamed sums) and :mod:`.full_check` (the full
 check's triplets) are pure functions of a block of rows, the data
 (:class:`StreamData`) and the components ``L``; every block of one evaluation reads the
-same :class:`Projection`, computed once per process (:func:`project`).
+same :class:`Projection`, computed once per evaluation and kept in the caller's
+:class:`Workspace` (one per thread: no module-level state).
 """
 
 from __future__ import annotations
@@ -66,21 +67,57 @@ class Projection(NamedTuple):
     Dt: np.ndarray  #: (n, k) exact target distances ``‖z_i − z_j‖²``
 
 
-#: the last projection computed in this process (one entry: a block function reuses it
-#: for every block of one evaluation, in this process or in one Dask task)
-_LAST: list = [None]
+class Workspace:
+    """One thread's reusable state of the block functions: the last :class:`Projection`
+    and the scratch buffers of a full check.
+
+    Block functions hold no module-level state: whoever runs them owns a workspace and
+    passes it (``ws=``). It is never shared between threads: the in-process executor
+    keeps one, a Dask worker one per thread and fit (several block tasks run at once in
+    a worker's threads; a shared buffer would mix their triplets). Without one, a block
+    function makes a fresh workspace for its call (correct, but the projection is then
+    computed once per block instead of once per evaluation).
+    """
+
+    def __init__(self):
+        self.last = None
+        self.buffers = {}
+
+    def project(self, data, L):
+        """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
+
+        Every block of one evaluation calls this with the same ``data.X`` and an equal
+        ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
+        matrix, the others reuse it."""
+        last = self.last
+        if last is not None and last.X is data.X and last.L.shape == L.shape \
+                and np.array_equal(last.L, L):  # fmt: skip
+            return last
+        self.last = _projection(data, L)
+        return self.last
+
+    def scratch(self, name, shape, dtype):
+        """A buffer of ``shape`` reused by the blocks of one full check (a fresh array of
+        ``block_rows × n`` floats costs its page faults each time: at n = 60,000 as much
+        as the GEMM that fills it)."""
+        size = int(np.prod(shape))
+        buf = self.buffers.get(name)
+        if buf is None or buf.size < size or buf.dtype != dtype:
+            buf = self.buffers[name] = np.empty(size, dtype)
+        return buf[:size].reshape(shape)
+
+    def release(self):
+        """Free the scratch buffers (the projection stays: the next evaluation may reuse it)."""
+        self.buffers.clear()
 
 
-def project(data, L):
-    """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
+def project(data, L, ws=None):
+    """The :class:`Projection` of ``data`` under ``L`` (reused from ``ws`` when it holds it)."""
+    return (ws if ws is not None else Workspace()).project(data, L)
 
-    Every block of one evaluation calls this with the same ``data.X`` and an equal
-    ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
-    matrix, the others reuse it."""
+
+def _projection(data, L):
     X, y, T = data
-    last = _LAST[0]
-    if last is not None and last.X is X and last.L.shape == L.shape and np.array_equal(last.L, L):
-        return last
     Z = X @ L.T
     sq = np.einsum("ij,ij->i", Z, Z)
     order = np.argsort(y, kind="stable")
@@ -94,7 +131,5 @@ def project(data, L):
     B[:, r + 1] = 1.0
     ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
     Dt = target_distances(Z, T)
-    proj = Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
+    return Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
                       float(sq.max(initial=0.0)) + 1.0, Dt)  # fmt: skip
-    _LAST[0] = proj
-    return proj

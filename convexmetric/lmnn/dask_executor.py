@@ -293,6 +293,9 @@ class DaskExecutor:
     def _run(self, task, fn, handle, args, kwargs):
         return self._gather(self._submit(task, fn, handle, args, kwargs))
 
+    def release(self):
+        """Nothing here: each task frees its thread's buffers on the worker."""
+
     def close(self, handle):
         """Drop this fit's data from the workers' stores (else the next fits evict it)."""
         self.client.run(drop, handle.token)

@@ -6,13 +6,20 @@ tasks that run block functions on it.
 only ``L`` and the small results travel per evaluation. A worker that restarted or
 joined later holds nothing and raises :class:`WorkerDataMissing` (the client then
 sends the data again).
+
+A worker runs several tasks at once in its threads; each thread has its own
+:class:`~.blocks.Workspace` per fit (``STORE[token]["workspaces"]``, keyed by thread), so
+no two tasks ever share a buffer or a projection.
 """
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from .._sets import member, union
+from .blocks import Workspace
 
 
 class WorkerDataMissing(RuntimeError):
@@ -38,20 +45,23 @@ def drop(token):
 
 
 def _entry(token, g):
+    """``(data, group g's blocks, this thread's workspace)`` of fit ``token``."""
     entry = STORE.get(token, {})
     if "data" not in entry or "groups" not in entry:
         raise WorkerDataMissing(f"this worker holds no data of fit {token}")
-    return entry["data"], entry["groups"][g]
+    spaces = entry.setdefault("workspaces", {})
+    ws = spaces.setdefault(threading.get_ident(), Workspace())  # atomic under the GIL
+    return entry["data"], entry["groups"][g], ws
 
 
 def group_sums(fn, token, g, *args, **kwargs):
     """``fn`` over group ``g`` of consecutive blocks, partial sums added in block order
     (one block: its result as is, so small problems match the local executor bit for
     bit). Values are numbers, arrays or None."""
-    data, group = _entry(token, g)
-    total = fn(group[0], data, *args, **kwargs)
+    data, group, ws = _entry(token, g)
+    total = fn(group[0], data, *args, ws=ws, **kwargs)
     for rows in group[1:]:
-        part = fn(rows, data, *args, **kwargs)
+        part = fn(rows, data, *args, ws=ws, **kwargs)
         total = {key: None if v is None else v + part[key] for key, v in total.items()}
     return total
 
@@ -69,13 +79,13 @@ def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
     ``(i·k + s)·n + l`` (``j`` the ``s``-th target of ``i``): added and removed since the
     set reported at check ``base`` if this worker holds it, else all (``full``). Stores
     the set reported now."""
-    from .full_check import _SCRATCH, collect_terms
+    from .full_check import collect_terms
 
-    data, group = _entry(token, g)
+    data, group, ws = _entry(token, g)
     try:
-        part = collect_terms(fn, group, data, *args, **kwargs)
+        part = collect_terms(fn, group, data, *args, ws=ws, **kwargs)
     finally:
-        _SCRATCH.clear()  # the group's block buffers (see stream._scratch)
+        ws.release()  # the group's block buffers
     if part["overflow"]:
         return {**part, "size": 0}
     n, k = data.targets.shape

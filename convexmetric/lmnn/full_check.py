@@ -11,7 +11,8 @@ comparing each row with all the other classes (MNIST 60,000 × 164 at a metric o
 from one float32 GEMM with widened radii (a superset: relative ``rtol``, absolute
 ``rtol · (1 + max ‖z‖²)``), their hinge arguments are recomputed in double precision from
 the differences. :func:`terms_block` is pure (a function of the rows, the data and
-``L``): an executor maps it over the blocks, in this process or on Dask workers.
+``L``; its buffers and projection live in the caller's :class:`~.blocks.Workspace`, one
+per thread): an executor maps it over the blocks, in this process or on Dask workers.
 """
 
 from __future__ import annotations
@@ -19,15 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import row_distances
-from .blocks import project
+from .blocks import Workspace
 
 #: rows of a full check's block compared in one pass (:func:`_pairs`)
 GROUP_ROWS = 64
-#: the buffers of :func:`_scratch`
-_SCRATCH: dict = {}
 
 
-def _pairs(rows, data, L, rtol, margin=0.0):
+def _pairs(rows, data, L, rtol, margin, ws):
     """The candidate pairs ``(a, b)`` of a full check's block: ``a ∈ rows`` (one class),
     ``b`` of the classes after it (in sorted order); a superset of the pairs with
     ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + margin + max_j ‖z − z_j‖²``, widened as
@@ -37,9 +36,10 @@ def _pairs(rows, data, L, rtol, margin=0.0):
     One float32 GEMM gives ``−‖z_a − z_b‖²/2``; the rows, sorted by radius, go by groups
     of :data:`GROUP_ROWS`, each compared in one pass with ``max(r_group, r_b)`` (a
     per-column threshold), and the few hits are then tested with ``max(r_a, r_b)``. The
-    block's matrices live in buffers reused from block to block (:func:`_scratch`)."""
+    block's matrices live in buffers of the caller's workspace, reused from block to block
+    (:meth:`.blocks.Workspace.scratch`)."""
     y = data.y
-    P = project(data, L)
+    P = ws.project(data, L)
     c1 = P.ranges[y[rows[0]].item()][1]
     cols = P.order[c1:]
     if len(cols) == 0:
@@ -52,8 +52,8 @@ def _pairs(rows, data, L, rtol, margin=0.0):
     A[:, :r] = P.Z[rows]
     A[:, r] = 1.0
     A[:, r + 1] = -0.5 * P.sq[rows]
-    G = np.matmul(A, P.B[c1:].T, out=_scratch("G", (len(rows), len(cols)), np.float32))
-    hit = _scratch("hit", G.shape, bool)  # G = −‖z_a − z_b‖²/2 above:
+    G = np.matmul(A, P.B[c1:].T, out=ws.scratch("G", (len(rows), len(cols)), np.float32))
+    hit = ws.scratch("hit", G.shape, bool)  # G = −‖z_a − z_b‖²/2 above:
     half = (-0.5 * wide).astype(np.float32)
     hc = half[cols]
     for s in range(0, len(rows), GROUP_ROWS):
@@ -65,18 +65,8 @@ def _pairs(rows, data, L, rtol, margin=0.0):
     return rows[ii[keep]], cols[ll[keep]]
 
 
-def _scratch(name, shape, dtype):
-    """A buffer of ``shape`` reused by the blocks of one full check (a fresh array of
-    ``block_rows × n`` floats costs its page faults each time: at n = 60,000 as much as
-    the GEMM that fills it); :meth:`.stream.StreamingEvaluator.terms` releases them."""
-    size = int(np.prod(shape))
-    buf = _SCRATCH.get(name)
-    if buf is None or buf.size < size or buf.dtype != dtype:
-        buf = _SCRATCH[name] = np.empty(size, dtype)
-    return buf[:size].reshape(shape)
-
-
-def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0):
+def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0,
+                ws=None):
     """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`): a full
     check, each differently labelled pair ``{a, b}`` tested both ways (``i = a, l = b``
     and ``i = b, l = a``); with ``margin``, the triplets with ``z_ijl > −margin``.
@@ -85,10 +75,12 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, marg
     ``count`` and ``overflow``: past ``max_terms`` triplets the block stops and returns
     ``overflow=True`` without arrays. The values ``z`` are those of
     :func:`~convexmetric.problems.lmnn.hinge_terms` (same formula, double precision).
+    ``ws``: the calling thread's :class:`~.blocks.Workspace` (a fresh one if None).
     """
     _, y, T = data
-    P = project(data, L)
-    aa, bb = _pairs(rows, data, L, rtol, margin)
+    ws = ws if ws is not None else Workspace()
+    P = ws.project(data, L)
+    aa, bb = _pairs(rows, data, L, rtol, margin, ws)
     out_I, out_J, out_L, count = [], [], [], 0
     for s in range(0, len(aa), chunk):
         a, b = aa[s : s + chunk], bb[s : s + chunk]

@@ -42,7 +42,7 @@ from ..optim.lbfgs import LBFGS
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.stages import StageSettings, run_stages
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
-from ..result import SolveResult, certified_gap
+from ..result import SolveResult, certified_gap, certified_status
 from .multi_oracle import MultiMetricOracle
 from .multi_whitened import WhitenedOracle
 
@@ -110,7 +110,7 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
         run.add(_refine(oracle, res.matrices, cone, s, left, t0))
     best = oracle.to_original(run.best) if s.precondition else run.best
     if run.status != "user_limit":  # every path: "optimal" only with a certified gap ≤ tol
-        run.status = "optimal" if _gap(run.best_f, run.lower) <= s.tol else "optimal_inaccurate"
+        run.status = certified_status(run.best_f, run.lower, s.tol)
     info = {**run.extra, "active_list": len(base.keys), "full_checks": base.full_checks,
             "preconditioned": bool(s.precondition),
             "certified_gap": certified_gap(run.best_f, run.lower),
@@ -139,10 +139,6 @@ class _Pipeline:
         self.status, self.lower = res.status, res.lower_bound
         if res.objective < self.best_f:
             self.best, self.best_f = res.matrices, res.objective
-
-
-def _gap(f, lower):
-    return np.inf if lower is None else max(f - lower, 0.0) / max(abs(f), 1e-300)
 
 
 def _refine(oracle, Ms, cone, s, time_limit, t0):

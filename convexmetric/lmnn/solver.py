@@ -60,7 +60,7 @@ from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.stages import StageSettings, run_stages
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.lmnn import pull_matrix
-from ..result import SolveResult
+from ..result import SolveResult, certified_status
 from .oracle import ActiveSetOracle
 
 #: default working-memory budget of the solver (bytes)
@@ -186,7 +186,7 @@ def _solve(X, y, targets, mu, M0, s):
         remaining = None if s.time_limit is None else s.time_limit - res.seconds
         res = _close(oracle, res, s, remaining)
     if res.status != "user_limit":
-        res.status = "optimal" if res.certified_gap <= s.tol else "optimal_inaccurate"
+        res.status = certified_status(res.objective, res.lower_bound, s.tol)
     res.info["certified_gap"] = res.certified_gap
     res.info.update(_mode_info(oracle))
     return res

@@ -46,49 +46,60 @@ from .blocks import (  # noqa: F401 (the block helpers, importable from here as 
     BYTES_PER_BLOCK_CELL,
     Projection,
     StreamData,
+    Workspace,
     plan_blocks,
     project,
     row_blocks,
 )
-from .full_check import _SCRATCH, collect_terms, terms_block
+from .full_check import collect_terms, terms_block
 
 
 class LocalExecutor:
-    """Runs block functions in this process, one block after another."""
+    """Runs block functions in this process, one block after another, with one
+    :class:`~.blocks.Workspace` (an executor serves one thread)."""
 
     name = "local"
+
+    def __init__(self):
+        self.workspace = Workspace()
 
     def scatter(self, data):
         """Make ``data`` available to the block functions (here: itself)."""
         return data
 
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
-        """``[fn(rows, data, *args, **kwargs) for rows in blocks]``."""
-        return [fn(rows, data, *args, **kwargs) for rows in blocks]
+        """``[fn(rows, data, *args, ws=workspace, **kwargs) for rows in blocks]``."""
+        return [fn(rows, data, *args, ws=self.workspace, **kwargs) for rows in blocks]
 
     def map_chunks(self, fn, chunks, data, **kwargs):
         """``[fn(chunk, data, **kwargs) for chunk in chunks]`` (e.g. blocks of test rows)."""
         return [fn(chunk, data, **kwargs) for chunk in chunks]
 
     def close(self, data):
-        """Nothing to release in this process."""
+        """Forget the workspace's projection and buffers."""
+        self.workspace = Workspace()
+
+    def release(self):
+        """Free the full check's scratch buffers (after each check)."""
+        self.workspace.release()
 
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
         """:meth:`map_blocks` for a block function returning triplets (:func:`terms_block`):
         raises :class:`TooManyTerms` as soon as more than ``max_terms`` were found."""
-        part = collect_terms(fn, blocks, data, *args, max_terms=max_terms, **kwargs)
+        part = collect_terms(fn, blocks, data, *args, max_terms=max_terms, ws=self.workspace,
+                             **kwargs)  # fmt: skip
         if part["overflow"]:
             raise TooManyTerms(f"more than {max_terms} hinge terms")
         return [part]
 
 
-def _candidates(rows, data, L, rtol):
+def _candidates(rows, data, L, rtol, ws):
     """Step 1 of the module docstring for one block: ``(Z, D_target, ii, ll)``.
 
     ``(rows[ii], ll)`` are candidate impostor pairs (a superset of those with a positive
     hinge term); ``D_target`` are the exact target distances of the rows."""
     _, y, T = data
-    P = project(data, L)
+    P = ws.project(data, L)
     Z = P.Z
     Zb = Z[rows]
     Dt = np.stack([row_distances(Z, rows, T[rows, s]) for s in range(T.shape[1])], axis=1)
@@ -108,7 +119,8 @@ def _candidates(rows, data, L, rtol):
     return Z, Dt, ii, P.order[ll]
 
 
-def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None):
+def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None,
+                ws=None):
     """Partial sums of eq. (14)'s push term over the triplets ``(i, j, l)`` with ``i ∈ rows``.
 
     Parameters
@@ -127,6 +139,8 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
         Give up (``value = inf``) once the block's ``Σ φ`` exceeds ``cap``: a trial
         point whose objective is that large is rejected anyway, and at a collapsed
         metric (every pair an impostor) the exact sum would cost ``O(n² k d)``.
+    ws : Workspace or None
+        The calling thread's workspace (its projection is reused); a fresh one if None.
 
     Returns
     -------
@@ -141,7 +155,8 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     """
     X, _, T = data
     d = X.shape[1]
-    Z, Dt, ii, ll = _candidates(rows, data, L, rtol)
+    ws = ws if ws is not None else Workspace()
+    Z, Dt, ii, ll = _candidates(rows, data, L, rtol, ws)
     out = {"value": 0.0, "lam": 0.0, "count": 0, "G": np.zeros((d, d)) if grad else None}
     pull_w = np.zeros((len(rows), T.shape[1]))
     for s in range(0, len(ii), chunk):
@@ -226,7 +241,7 @@ class StreamingEvaluator:
                                             max_terms=max_terms, chunk=self.chunk,
                                             **kw)  # fmt: skip
         finally:
-            _SCRATCH.clear()
+            self.executor.release()
         if not parts:
             e = np.empty(0, np.int64)
             return e, e, e

@@ -27,6 +27,7 @@ from ..optim.oracle import Oracle
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.maurer import hinge_arguments, margins, quadratic_forms, regularizer_value
+from ..result import certified_status
 from .certificate import CertifySettings, certify
 from .sgd import KernelBackend, LinearBackend, factor_to_metric, sgd
 
@@ -34,7 +35,6 @@ __all__ = [
     "HingeOracle",
     "KernelBackend",
     "LinearBackend",
-    "certified_gap",
     "factor_to_metric",
     "sgd",
     "solve_projected",
@@ -116,13 +116,6 @@ class HingeOracle(Oracle):
         return lb
 
 
-def certified_gap(res):
-    """``(objective − lower_bound)/|objective|`` of a result (``inf`` without a bound)."""
-    if res.lower_bound is None:
-        return float("inf")
-    return float(res.objective - res.lower_bound) / max(abs(res.objective), 1e-300)
-
-
 def _finish(res, oracle, tol):
     """Certify the returned point (its time counts in ``seconds``); the status follows."""
     t0 = time.perf_counter()
@@ -130,10 +123,9 @@ def _finish(res, oracle, tol):
     res.info["certificate_seconds"] = time.perf_counter() - t0
     res.seconds += res.info["certificate_seconds"]
     res.lower_bound = lb if res.lower_bound is None else max(lb, res.lower_bound)
-    gap = certified_gap(res)
-    res.info["certified_gap"] = gap
+    res.info["certified_gap"] = res.certified_gap
     if res.status != "user_limit":
-        res.status = "optimal" if gap <= tol else "optimal_inaccurate"
+        res.status = certified_status(res.objective, res.lower_bound, tol)
     return res
 
 

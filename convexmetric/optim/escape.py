@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..result import SolveResult, certified_gap
+from ..result import SolveResult, certified_gap, certified_status
 from .deadline import Deadline
 
 
@@ -125,12 +125,10 @@ class _State:
         lb = out.lower_bound if out.lower_bound is not None else -np.inf
         if trivial is not None:
             lb = max(lb if np.isfinite(lb) else trivial, trivial)
-        out.lower_bound = None if not np.isfinite(lb) else min(lb, out.objective)
+        out.lower_bound = None if not np.isfinite(lb) else lb
         gap = self.gap()
-        if gap <= tol:
-            out.status = "optimal"
-        else:
-            out.status = "user_limit" if clock.expired() or self.stopped else "optimal_inaccurate"
+        stopped = "user_limit" if clock.expired() or self.stopped else None
+        out.status = certified_status(out.objective, out.lower_bound, tol, stopped)
         out.iterations, out.seconds = self.evaluations, clock.elapsed()
         out.info = dict(out.info, escapes=self.escapes, fallback=self.fallback,
                         certified_gap=gap)  # fmt: skip

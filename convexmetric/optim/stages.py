@@ -123,7 +123,6 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
         run.low = run.low if extra is None else max(run.low, float(extra))
         if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
             status = "optimal"
-    run.low = min(run.low, run.best_f)
     return run.result(status)
 
 

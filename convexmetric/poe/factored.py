@@ -145,7 +145,7 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
     ``oracle`` is the :class:`.oracle.POEOracle` over ``blocks`` (its pair structure and
     ``s``); ``settings``/``overrides``: :class:`FactoredSettings`. The result's
     ``matrices`` are ``Wᵖ = TᵖŴᵖTᵖᵀ`` in the coordinates of ``blocks``; ``info`` holds
-    ``relative_gap``, ``ranks``, ``escapes``, ``sigma`` and ``features_W``.
+    ``ranks``, ``escapes``, ``sigma`` and ``features_W``.
     """
     from dataclasses import replace
 
@@ -168,7 +168,7 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
     res = run_stages(FactoredPOE(oracle, cert, s), L0, inner, stages)
     Ls = res.matrices
     Ws = [T @ (L @ L.T) @ T.T for T, L in zip(cert.T, Ls)]
-    res.info.update(relative_gap=res.info["certified_gap"], ranks=[L.shape[1] for L in Ls],
+    res.info.update(ranks=[L.shape[1] for L in Ls],
                     escapes=res.info.get("escapes", 0), sigma=res.info["final_sigma"],
                     features_W=[L @ L.T for L in Ls])  # fmt: skip
     res.matrix, res.matrices = Ws[0], Ws

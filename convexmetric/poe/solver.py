@@ -29,7 +29,7 @@ from ..cones import NonnegativeDiagonal, ProductCone, PSDCone
 from ..kernels import empirical_features
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
-from ..result import SolveResult
+from ..result import SolveResult, certified_gap, certified_status
 from .certificate import certify
 from .diagonal import crossover_bound, dual_bound, solve_diagonal
 from .factored import solve_factored
@@ -85,6 +85,7 @@ def solve(
     precondition=True,
     settings=None,
     callback=None,
+    tol=1e-4,
 ):
     """Projected subgradient (App. B), then the smoothed refinement; a SolveResult.
 
@@ -113,6 +114,9 @@ def solve(
     settings : SubgradientSettings (``"subgradient"``) or dict, optional
     callback : callable, optional
         ``callback(evaluations, objective, sigma)``; True stops (status "user_limit").
+    tol : float
+        The certified relative gap that "optimal" means (``"subgradient"``; the other
+        methods take theirs in ``settings``).
     """
     method = method or ("lbfgs" if diagonal else "factored")
     if method not in ("factored", "subgradient", "lbfgs"):
@@ -128,18 +132,18 @@ def solve(
             oracle = POEOracle(blocks, C, beta)
             return solve_factored(blocks, oracle, callback=callback, **(settings or {}))
         if not precondition:
-            return _solve(blocks, C, beta, diagonal, W0, refine, settings, callback)
+            return _solve(blocks, C, beta, diagonal, W0, refine, settings, callback, tol)
         scales = jacobi_scaling(blocks, C)
         scaled = [(F * s, R * s[:, None] * s[None, :]) for (F, R), s in zip(blocks, scales)]
         if W0 is not None:
             W0 = [W / s**2 if diagonal else W / np.outer(s, s) for W, s in zip(W0, scales)]
-        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, callback)
+        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, callback, tol)
         Ws = [W * s**2 if diagonal else W * np.outer(s, s) for W, s in zip(res.matrices, scales)]
         res.matrices, res.matrix = Ws, Ws[0]
         return res
 
 
-def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
+def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback, tol):
     t0 = time.perf_counter()
     oracle = POEOracle(blocks, C, beta, diagonal=diagonal)
     if W0 is None:
@@ -158,27 +162,24 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
             res = res2
     Ws = res.matrices
     f = oracle.objective(Ws)
-    lower = min(certify_point(blocks, C, beta, Ws, oracle), f)
-    gap = (f - lower) / max(abs(f), 1e-300)
-    if status != "user_limit":
-        status = "optimal" if gap <= CERT_TOL else "optimal_inaccurate"
+    lower = certify_point(blocks, C, beta, Ws, oracle)
+    lower = lower if np.isfinite(lower) else None
+    gap = certified_gap(f, lower)
+    status = certified_status(f, lower, tol, "user_limit" if status == "user_limit" else None)
     return SolveResult(
         matrix=Ws[0],
         matrices=Ws,
         objective=f,
-        lower_bound=lower if np.isfinite(lower) else None,
+        lower_bound=lower,
         status=status,
         iterations=iterations,
         seconds=time.perf_counter() - t0,
         solver="subgradient+smoothing" if refine else "subgradient",
         history=history,
         info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P,
-              "relative_gap": gap},
+              "certified_gap": gap},
     )  # fmt: skip
 
-
-#: The certified relative gap below which the subgradient path reports "optimal".
-CERT_TOL = 1e-4
 
 #: Smoothing widths whose multipliers ``s·clip(z/σ, 0, 1)`` are tried by the certificate.
 CERT_SIGMAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0.0)
