@@ -12,6 +12,7 @@ from .maurer import HyperbolicPCA, OperatorSimilarity
 from .poe import MKPOE, POE
 from .result import SolveResult
 from .ssne import SSNE
+from .verifier import Verification, verify
 
 __version__ = "0.1.0"
 __all__ = [
@@ -27,5 +28,7 @@ __all__ = [
     "MultiMetricLMNN",
     "OperatorSimilarity",
     "SolveResult",
+    "Verification",
     "datasets",
+    "verify",
 ]

@@ -65,8 +65,7 @@ def _pairs(rows, data, L, rtol, margin, ws):
     return rows[ii[keep]], cols[ll[keep]]
 
 
-def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0,
-                ws=None):
+def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0, ws=None):
     """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`): a full
     check, each differently labelled pair ``{a, b}`` tested both ways (``i = a, l = b``
     and ``i = b, l = a``); with ``margin``, the triplets with ``z_ijl > −margin``.

@@ -119,8 +119,9 @@ def _candidates(rows, data, L, rtol, ws):
     return Z, Dt, ii, P.order[ll]
 
 
-def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None,
-                ws=None):
+def hinge_block(
+    rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None, ws=None
+):
     """Partial sums of eq. (14)'s push term over the triplets ``(i, j, l)`` with ``i ∈ rows``.
 
     Parameters

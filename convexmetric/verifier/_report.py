@@ -1,0 +1,75 @@
+"""The verifier's report (:class:`Verification`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+from ..result import CertificateError, certified_gap
+
+#: the stored objective may differ from the recomputed one by this much (relative)
+OBJECTIVE_RTOL = 1e-8
+
+
+class VerificationError(ValueError):
+    """Nothing to verify: no certificate, an unknown kind, or data that do not fit it."""
+
+
+@dataclass
+class Verification:
+    """What the verifier recomputed.
+
+    Attributes
+    ----------
+    kind : str
+        The certificate's formulation.
+    objective : float
+        The objective at the fitted matrix, recomputed from the data (float64).
+    lower_bound : float
+        The bound the certificate's dual point proves, recomputed (never read).
+    certified_gap : float
+        ``(objective − lower_bound)/|objective|`` (:func:`convexmetric.result.certified_gap`);
+        ``inf`` when the bound is broken (``reason`` says why).
+    tol : float
+        The estimator's tolerance.
+    reported_objective : float
+        The objective the fit stored (compared, never trusted).
+    verified : bool
+        The gap within ``tol`` and the reported objective equal to the recomputed one.
+    reason : str
+        Why not verified ("" when verified).
+    seconds : float
+        Time of the verification.
+    """
+
+    kind: str
+    objective: float
+    lower_bound: float
+    certified_gap: float
+    tol: float
+    reported_objective: float
+    verified: bool
+    reason: str = ""
+    seconds: float = 0.0
+
+    def summary(self) -> dict:
+        """The report as a JSON-ready dict."""
+        return {k: (float(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def report(kind, objective, lower_bound, tol, reported, t0):
+    """A :class:`Verification` from the recomputed numbers (``t0``: ``perf_counter`` at start)."""
+    objective, lower_bound = float(objective), float(lower_bound)
+    reasons = []
+    try:
+        gap = certified_gap(objective, lower_bound)
+    except CertificateError as exc:
+        gap, reasons = float("inf"), [f"broken certificate: {exc}"]
+    if not reasons and not gap <= tol:
+        reasons.append(f"certified gap {gap:.3g} above tol {tol:g}")
+    scale = max(abs(objective), 1e-12)
+    if abs(float(reported) - objective) > OBJECTIVE_RTOL * scale:
+        stored = float(reported)
+        reasons.append(f"stored objective {stored!r} differs from the data's {objective!r}")
+    return Verification(kind, objective, lower_bound, gap, float(tol), float(reported),
+                        not reasons, "; ".join(reasons), time.perf_counter() - t0)  # fmt: skip
