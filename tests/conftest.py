@@ -13,6 +13,21 @@ def _instance(name, k=3):
     return Xtr, y, target_neighbors(Xtr, y, k)
 
 
+@pytest.fixture
+def verified():
+    """``verified(estimator, *fit_args)``: the independent verifier's report
+    (:func:`convexmetric.verify`), asserted verified. Every "optimal" of the test suite
+    goes through it."""
+    from convexmetric import verify
+
+    def check(estimator, *fit_args, **fit_kwargs):
+        report = verify(estimator, *fit_args, **fit_kwargs)
+        assert report.verified, report.reason
+        return report
+
+    return check
+
+
 @pytest.fixture(scope="session")
 def iris_instance():
     return _instance("iris")

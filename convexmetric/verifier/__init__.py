@@ -28,19 +28,15 @@ maurer        Maurer's Ω_{ψ,λ} over the PSD cone (eq. 5)             :mod:`.m
 
 from __future__ import annotations
 
-from ._report import Verification, VerificationError
+from ._report import Fitted, Verification, VerificationError
 
-__all__ = ["KINDS", "Verification", "VerificationError", "verify"]
+__all__ = ["Fitted", "Verification", "VerificationError", "verify", "verify_fitted"]
 
 
 def _kinds():
     from . import lmnn, maurer, poe
 
     return {**lmnn.KINDS, **poe.KINDS, **maurer.KINDS}
-
-
-#: certificate kinds the verifier knows (filled on first use)
-KINDS = {}
 
 
 def verify(estimator, *fit_args, **fit_kwargs):
@@ -65,19 +61,15 @@ def verify(estimator, *fit_args, **fit_kwargs):
     VerificationError
         The estimator carries no certificate, or one of an unknown kind.
     """
-    result = getattr(estimator, "result_", None)
-    if result is None:
-        raise VerificationError(f"{type(estimator).__name__} is not fitted: call fit first.")
-    cert = getattr(result, "certificate", None)
-    if not cert:
-        raise VerificationError(
-            f"{type(estimator).__name__}'s result carries no certificate (solver "
-            f"{result.solver!r}, status {result.status!r}): nothing to verify."
-        )
-    if not KINDS:
-        KINDS.update(_kinds())
-    check = KINDS.get(cert.get("kind"))
+    return verify_fitted(Fitted.from_estimator(estimator), *fit_args, **fit_kwargs)
+
+
+def verify_fitted(fitted, *fit_args, **fit_kwargs):
+    """:func:`verify` of a :class:`Fitted` view (an estimator or a saved model)."""
+    cert = fitted.certificate
+    kinds = _kinds()
+    check = kinds.get(cert.get("kind"))
     if check is None:
-        known = ", ".join(sorted(KINDS))
+        known = ", ".join(sorted(kinds))
         raise VerificationError(f"unknown certificate kind {cert.get('kind')!r}; known: {known}")
-    return check(estimator, *fit_args, **fit_kwargs)
+    return check(fitted, *fit_args, **fit_kwargs)

@@ -5,10 +5,56 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from ..result import CertificateError, certified_gap
 
 #: the stored objective may differ from the recomputed one by this much (relative)
 OBJECTIVE_RTOL = 1e-8
+
+
+@dataclass
+class Fitted:
+    """What the verifier reads of a fitted model: public parameters and fitted
+    attributes, the certificate and the stored objective; from an estimator
+    (:meth:`from_estimator`) or a saved model (the CLI's ``verify --model``).
+
+    Attributes
+    ----------
+    estimator : str
+        The class name (``"LMNN"``, ``"POE"``, ...).
+    params : dict
+        ``get_params(deep=False)``.
+    attrs : dict
+        Public fitted attributes (names ending in ``_``) that are arrays or numbers.
+    certificate : dict
+        ``result_.certificate``: ``"kind"`` and the dual point.
+    objective : float
+        ``result_.objective`` as stored.
+    """
+
+    estimator: str
+    params: dict
+    attrs: dict
+    certificate: dict
+    objective: float
+
+    @classmethod
+    def from_estimator(cls, est):
+        result = getattr(est, "result_", None)
+        if result is None:
+            raise VerificationError(f"{type(est).__name__} is not fitted: call fit first.")
+        cert = getattr(result, "certificate", None)
+        if not cert:
+            raise VerificationError(
+                f"{type(est).__name__}'s result carries no certificate (solver "
+                f"{result.solver!r}, status {result.status!r}): nothing to verify."
+            )
+        attrs = {k: v for k, v in vars(est).items()
+                 if k.endswith("_") and not k.startswith("_")
+                 and isinstance(v, (np.ndarray, int, float, list, tuple))}  # fmt: skip
+        return cls(type(est).__name__, est.get_params(deep=False), attrs, dict(cert),
+                   float(result.objective))  # fmt: skip
 
 
 class VerificationError(ValueError):
