@@ -75,7 +75,7 @@ def library_errors():
         yield
     except click.ClickException:
         raise
-    except (ValueError, TypeError, RuntimeError, OSError, KeyError) as exc:
+    except (ValueError, TypeError, RuntimeError, OSError, KeyError, ArithmeticError) as exc:
         raise CLIError(" ".join(str(exc).split())) from None  # always one line
 
 

@@ -1,8 +1,9 @@
 """The ``convexmetric`` command: a thin click group over the library.
 
 ``convexmetric solve METHOD``, ``convexmetric validate METHOD``, ``convexmetric filter``,
-``convexmetric datasets``, and ``convexmetric transform`` / ``predict`` (apply a model
-written by ``solve ... --out DIR``). Each method module (``cli/<method>.py``) defines its
+``convexmetric datasets``, ``convexmetric transform`` / ``predict`` (apply a model
+written by ``solve ... --out DIR``) and ``convexmetric verify`` (re-check its
+certificate). Each method module (``cli/<method>.py``) defines its
 ``solve`` and ``validate`` subcommands and registers them in :data:`METHOD_MODULES`.
 """
 
@@ -16,7 +17,7 @@ from .. import datasets
 from ._common import Interrupted, interrupt_guard, solve_progress
 
 #: cli modules that define ``SOLVE`` and/or ``VALIDATE`` click commands (and maybe ``EXTRA``).
-METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe"]
+METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe", "verify"]
 
 
 class _Main(click.Group):

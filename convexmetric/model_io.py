@@ -5,6 +5,9 @@ back with ``allow_pickle=False``) and ``model.json``: the format and its version
 model's kind, the estimator's class and hyperparameters, what applying it needs
 (kernel, classifier settings), the shape and dtype of every array, and provenance
 (package version, command, dataset, date, solver status, objective, lower bound).
+A certified fit also keeps its certificate and its public fitted attributes
+(``verification``: JSON scalars; ``certificate__*`` and ``fitted__*`` arrays), so that
+``convexmetric verify --model DIR`` can recompute the objective and the bound.
 
 Directories are written atomically: everything goes into a temporary directory next
 to the target, which is renamed into place at the end; an existing target is replaced
@@ -75,6 +78,44 @@ def _provenance(est, provenance):
     return out
 
 
+def _is_scalar(v):
+    return isinstance(v, (str, bool, type(None))) or (
+        isinstance(v, (int, float, np.integer, np.floating)) and np.isfinite(v)
+    )
+
+
+def _scalar(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _verification(est):
+    """``(meta, arrays)`` that let the verifier check a saved model: the certificate (its
+    scalars in JSON, its arrays as ``certificate__<key>``), the public fitted attributes
+    (``fitted__<name>`` arrays, scalars in JSON) and the stored objective; ``({}, {})``
+    for a model without a certificate."""
+    res = getattr(est, "result_", None)
+    cert = getattr(res, "certificate", None)
+    if not cert:
+        return {}, {}
+    arrays, scalars, attrs = {}, {}, {}
+    for key, v in cert.items():
+        if isinstance(v, np.ndarray):
+            arrays[f"certificate__{key}"] = v
+        else:
+            scalars[key] = _scalar(v)
+    for name, v in vars(est).items():
+        if not name.endswith("_") or name.startswith("_"):
+            continue
+        if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
+            arrays[f"fitted__{name}"] = v
+        elif _is_scalar(v):
+            attrs[name] = _scalar(v)
+    params = {k: _scalar(v) for k, v in est.get_params(deep=False).items() if _is_scalar(v)}
+    meta = {"objective": float(res.objective), "certificate": scalars, "attrs": attrs,
+            "params": params}  # fmt: skip
+    return {"verification": meta}, arrays
+
+
 def save_model(
     estimator_or_result,
     directory,
@@ -101,7 +142,9 @@ def save_model(
         Written as ``report.json`` (the CLI's run report).
     """
     kind, meta, arrays = describe(estimator_or_result)
-    arrays = {**(extra_arrays or {}), **arrays}
+    proof, proof_arrays = _verification(estimator_or_result)
+    meta.update(proof)
+    arrays = {**(extra_arrays or {}), **proof_arrays, **arrays}
     if preprocessing is not None:
         if kind in ("bilinear", "result"):
             raise ValueError(f"'preprocessing' does not apply to a {kind} model.")

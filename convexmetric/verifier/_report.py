@@ -56,6 +56,27 @@ class Fitted:
         return cls(type(est).__name__, est.get_params(deep=False), attrs, dict(cert),
                    float(result.objective))  # fmt: skip
 
+    @classmethod
+    def from_saved(cls, meta, arrays):
+        """From a saved model's ``model.json`` (``meta``) and arrays (``name -> ndarray``):
+        the ``verification`` section and the ``certificate__*``/``fitted__*`` arrays."""
+        proof = meta.get("verification")
+        if not proof:
+            raise VerificationError(
+                f"the saved {meta.get('estimator', 'model')} carries no certificate: "
+                "nothing to verify (only certified fits keep one)."
+            )
+        cert = dict(proof["certificate"])
+        attrs = dict(proof["attrs"])
+        for name, a in arrays.items():
+            head, _, key = name.partition("__")
+            if head == "certificate" and key:
+                cert[key] = a
+            elif head == "fitted" and key:
+                attrs[key] = a
+        return cls(meta.get("estimator", ""), dict(proof["params"]), attrs, cert,
+                   float(proof["objective"]))  # fmt: skip
+
 
 class VerificationError(ValueError):
     """Nothing to verify: no certificate, an unknown kind, or data that do not fit it."""
