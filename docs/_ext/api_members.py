@@ -31,7 +31,11 @@ MEMBERS = {
     "OASIS": _ONLINE,
     "SSNE": ["fit", "transform", "similarity", "score"],
     "SolveResult": ["summary"],
+    "Verification": ["summary"],
 }  # fmt: skip
+
+#: public functions of ``convexmetric`` (``.. autofunction::``)
+FUNCTIONS = ["verify"]
 
 DATASETS = [
     "names", "describe", "load", "load_split", "split", "split_by_source",
