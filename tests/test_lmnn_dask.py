@@ -1,6 +1,7 @@
 """LMNN on Dask (issue 12): "local" and "dask" are two executors of one block map.
 
-A module-scoped LocalCluster of two worker processes; fits on the wine standard split,
+A module-scoped LocalCluster of two worker processes of two threads each (several block
+tasks run at once in one worker, as with `dask worker` defaults); fits on the wine standard split,
 a digits subsample and a 60-point iris instance that CLARABEL solves exactly."""
 
 import os
@@ -50,7 +51,7 @@ def test_no_client_is_a_clear_error(wine):
 def client():
     with (
         distributed.LocalCluster(
-            processes=True, n_workers=2, threads_per_worker=1, dashboard_address=":0"
+            processes=True, n_workers=2, threads_per_worker=2, dashboard_address=":0"
         ) as cluster,
         distributed.Client(cluster) as c,
     ):
