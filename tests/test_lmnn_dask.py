@@ -1,8 +1,9 @@
 """LMNN on Dask (issue 12): "local" and "dask" are two executors of one block map.
 
 A module-scoped LocalCluster of two worker processes of two threads each (several block
-tasks run at once in one worker, as with `dask worker` defaults); fits on the wine standard split,
-a digits subsample and a 60-point iris instance that CLARABEL solves exactly."""
+tasks run at once in one worker, as with `dask worker` defaults); fits on the wine
+standard split, a digits subsample and a 60-point iris instance that CLARABEL solves
+exactly."""
 
 import os
 import signal
