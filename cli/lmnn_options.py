@@ -62,7 +62,37 @@ EXTENSIONS = [
         help="Impostor search (§6): blocked brute force, trees, or measured choice.",
     ),
     click.option("--energy", is_flag=True, help="Also report energy-based test error (eq. 15)."),
+    click.option(
+        "--seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="multi with --n-clusters: seeds the k-means clustering.",
+    ),
 ]
+
+#: the options of ``solve lmnn`` that a variant does not use (given: a usage error)
+_SINGLE_ONLY = ("n_passes", "n_components", "reduction", "pca", "search", "memory_limit")
+UNUSED_BY_VARIANT = {
+    "single": ("n_clusters", "kernel", "gamma", "seed"),
+    "multi": (*_SINGLE_ONLY, "kernel", "gamma"),
+    "kernel": (*_SINGLE_ONLY, "n_clusters", "energy", "seed"),
+}
+
+
+def reject_unused(names, why):
+    """Refuse the options among ``names`` (parameter names) that the user gave on the
+    command line but the command would not use: a :class:`click.UsageError` naming them,
+    never an option silently dropped."""
+    ctx = click.get_current_context()
+    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    given = [
+        flags[n]
+        for n in names
+        if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: not used {why}; leave it out.")
 
 
 def memory_bytes(ctx, param, value):
@@ -81,4 +111,4 @@ def memory_bytes(ctx, param, value):
     return number * factor
 
 
-__all__ = ["EXTENSIONS", "INPUTS", "memory_bytes"]
+__all__ = ["EXTENSIONS", "INPUTS", "UNUSED_BY_VARIANT", "memory_bytes", "reject_unused"]
