@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import DATA_OPTIONS, POSITIVE_INT, FiniteFloatRange
+from ._common import DATA_OPTIONS, POSITIVE_INT, FiniteFloatRange, reject_unused
 
 #: the inputs and the model of every LMNN command
 INPUTS = [
@@ -78,21 +78,6 @@ UNUSED_BY_VARIANT = {
     "multi": (*_SINGLE_ONLY, "kernel", "gamma"),
     "kernel": (*_SINGLE_ONLY, "n_clusters", "energy", "seed"),
 }
-
-
-def reject_unused(names, why):
-    """Refuse the options among ``names`` (parameter names) that the user gave on the
-    command line but the command would not use: a :class:`click.UsageError` naming them,
-    never an option silently dropped."""
-    ctx = click.get_current_context()
-    flags = {p.name: p.opts[0] for p in ctx.command.params}
-    given = [
-        flags[n]
-        for n in names
-        if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)
-    ]
-    if given:
-        raise click.UsageError(f"{', '.join(given)}: not used {why}; leave it out.")
 
 
 def memory_bytes(ctx, param, value):

@@ -217,3 +217,12 @@ def test_subgradient_max_iter_bounds_both_stages():
     assert m.result_.status == "optimal_inaccurate"
     m = OperatorSimilarity(solver="subgradient", random_state=0, max_iter=150).fit(X, y)
     assert m.n_iter_ == 150 and m.result_.info["subgradient"]["iterations"] == 150
+
+
+def test_cli_refuses_options_a_solver_does_not_use():
+    unused = [("hpca", "--lam", "0.1"), ("exact", "--max-iter", "10"),
+              ("subgradient", "--learning-rate", "0.1"), ("sgd", "--c", "3")]  # fmt: skip
+    for solver, flag, value in unused:
+        args = ["--dataset", "iris", "--solver", solver, flag, value]
+        res = CliRunner().invoke(SOLVE, args)
+        assert res.exit_code == 2 and flag in res.output and "not used" in res.output, solver
