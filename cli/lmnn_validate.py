@@ -84,6 +84,8 @@ def VALIDATE(**opts):
         reject_unused(("n_clusters", "kernel", "gamma", "per_class"), "by --variant single")
     else:
         reject_unused(("plain",), f"by --variant {opts['variant']}")
+    if opts["no_exact"]:
+        reject_unused(("conic_solver", "plain"), "with --no-exact (no CVXPY solve)")
     if opts["dataset"] is None and opts["features"] is None:
         opts["dataset"] = "iris"
     if opts["variant"] != "single":

@@ -310,6 +310,8 @@ def VALIDATE(**o):
         o[k] for k in ("lam", "gamma", "gamma_neg", "regularizer")
     )
     no_exact, conic, seed = o["no_exact"], o["conic"], o["seed"]
+    if no_exact:
+        reject_unused(("conic",), "with --no-exact (no CVXPY solve)")
     with library_errors():
         if o["dataset"] is None and o["features"] is None:
             o["dataset"], o["n_pairs"] = "iris", min(o["n_pairs"], 300)

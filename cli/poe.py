@@ -241,6 +241,8 @@ def VALIDATE(
 ):
     """Solve one POE instance exactly and with the large-scale solver; report the gap
     and the solver's certified gap (``--no-exact``: the certificate alone)."""
+    if no_exact:
+        reject_unused(("exact_solver",), "with --no-exact (no CVXPY solve)")
     with library_errors():
         C, data, name = _built_in(kind, n_per_class, n_comparisons, seed)
         if kind == "linear":

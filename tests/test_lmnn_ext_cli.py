@@ -131,3 +131,14 @@ def test_options_a_variant_cannot_use_are_refused():
     assert res.exit_code == 2 and "--per-class" in res.output
     res, _ = run("validate", "lmnn", "--variant", "multi", "--plain")
     assert res.exit_code == 2 and "--plain" in res.output
+
+
+def test_no_exact_refuses_the_conic_solver_options():
+    for args, flag in [
+        (("validate", "lmnn", "--conic-solver", "SCS"), "--conic-solver"),
+        (("validate", "lmnn", "--plain"), "--plain"),
+        (("validate", "maurer", "--solver", "SCS"), "--solver"),
+        (("validate", "poe", "--solver", "SCS"), "--solver"),
+    ]:
+        res, _ = run(*args, "--no-exact")
+        assert res.exit_code == 2 and flag in res.output and "--no-exact" in res.output, args
