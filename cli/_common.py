@@ -64,6 +64,21 @@ POSITIVE_FLOAT = FiniteFloatRange(min=0.0, min_open=True)
 POSITIVE_INT = click.IntRange(min=1)
 
 
+def reject_unused(names, why):
+    """Refuse the options among ``names`` (parameter names) that the user gave on the
+    command line but the command would not use: a :class:`click.UsageError` naming them,
+    never an option silently dropped."""
+    ctx = click.get_current_context()
+    flags = {p.name: p.opts[0] for p in ctx.command.params}
+    given = [
+        flags[n]
+        for n in names
+        if ctx.get_parameter_source(n) not in (None, click.core.ParameterSource.DEFAULT)
+    ]
+    if given:
+        raise click.UsageError(f"{', '.join(given)}: not used {why}; leave it out.")
+
+
 class CLIError(click.ClickException):
     """A library error shown as one clean line with a non-zero exit."""
 

@@ -10,6 +10,7 @@ atomically (a temporary file renamed into place), so it is never left half-writt
 
 from __future__ import annotations
 
+import csv
 import os
 
 import click
@@ -69,8 +70,18 @@ def _format_cell(v):
     return str(v.item() if isinstance(v, np.generic) else v)
 
 
+def _cell(v):
+    """A cell for the ``csv`` writer: a Python float (written as its exact ``repr``), int
+    or string (quoted: a text label may hold commas, quotes or line breaks)."""
+    v = v.item() if isinstance(v, np.generic) else v
+    return float(v) if isinstance(v, float) else v if isinstance(v, int) else str(v)
+
+
 def write_array(out, arr, header=None):
-    """Write ``arr`` to ``out`` (.csv or .npy) atomically: a temporary file, then rename."""
+    """Write ``arr`` to ``out`` (.csv or .npy) atomically: a temporary file, then rename.
+
+    A .csv file is written by Python's ``csv`` module: numbers bare (floats as their
+    exact ``repr``), text cells quoted, so a CSV reader gets back the same values."""
     ext = _output_format(out)
     arr = np.asarray(arr)
     with atomic_file(out, "wb" if ext == ".npy" else "w") as fh:
@@ -78,9 +89,9 @@ def write_array(out, arr, header=None):
             np.save(fh, arr, allow_pickle=False)
         else:
             if header is not None:
-                fh.write(",".join(header) + "\n")
-            for row in arr.reshape(len(arr), -1):
-                fh.write(",".join(_format_cell(v) for v in row) + "\n")
+                csv.writer(fh, lineterminator="\n").writerow(header)
+            rows = csv.writer(fh, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
+            rows.writerows([_cell(v) for v in row] for row in arr.reshape(len(arr), -1))
 
 
 @click.command("transform", short_help="Map new points through a saved model.")

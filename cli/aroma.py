@@ -32,6 +32,7 @@ from ._common import (
     library_errors,
     load_labels,
     load_xy,
+    reject_unused,
     relative_gap,
     write_outputs,
 )
@@ -240,6 +241,7 @@ def SOLVE(variant, r, C, **kw):
     Without inputs: the built-in bag of words (--dataset bow). With --split none (the
     default for --features) every row trains and precision is measured on them.
     """
+    reject_unused(("r",) if variant == "oasis" else ("C",), f"by --variant {variant}")
     run_solve(variant, r=r, C=C, **kw)
 
 

@@ -16,7 +16,7 @@ from ._common import (
     write_outputs,
 )
 from .inputs import check_label_counts
-from .lmnn_options import EXTENSIONS, INPUTS, memory_bytes
+from .lmnn_options import EXTENSIONS, INPUTS, UNUSED_BY_VARIANT, memory_bytes, reject_unused
 from .lmnn_validate import VALIDATE
 
 
@@ -71,7 +71,11 @@ def SOLVE(**opts):
     Extensions (§5–6): --variant multi|kernel, --n-passes, --n-components with
     --reduction S|R, --pca, --search, --energy.
     """
-    extension = opts["variant"] != "single" or _extension_requested(opts)
+    variant = opts["variant"]
+    reject_unused(UNUSED_BY_VARIANT[variant], f"by --variant {variant}")
+    if opts["n_clusters"] is None:
+        reject_unused(("seed",), "without --n-clusters (the clusters are the labels)")
+    extension = variant != "single" or _extension_requested(opts)
     if extension and opts["scheduler"] is not None:
         raise click.UsageError(
             "--scheduler runs single-metric LMNN only (not --variant, --n-passes, "

@@ -25,8 +25,11 @@ def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):
     k, mu = opts["k"], opts["mu"]
     # --max-iter unset: each estimator's own default (the multi-metric phase is 1 step)
     given = {} if opts["max_iter"] is None else {"max_iter": opts["max_iter"]}
+    given.update(time_limit=opts["time_limit"], solver=opts["solver"])
     if variant == "multi":
-        model = MultiMetricLMNN(k=k, mu=mu, n_clusters=opts["n_clusters"], random_state=0, **given)
+        model = MultiMetricLMNN(
+            k=k, mu=mu, n_clusters=opts["n_clusters"], random_state=opts["seed"], **given
+        )
         model.fit(Xtr, ytr)
         report = {"variant": "multi", "n_metrics": int(model.metrics_.shape[0])}
         report["loo_train_error"] = model.loo_error()
@@ -35,12 +38,14 @@ def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):
         model.fit(Xtr, ytr)
         report = {"variant": "kernel", "kernel": opts["kernel"]}
     else:
+        memory = {} if opts["memory_limit"] is None else {"memory_limit": opts["memory_limit"]}
         model = LMNN(
             k=k,
             mu=mu,
             **given,
-            **{key: opts[key] for key in ("time_limit", "solver", "n_passes")},
-            **{key: opts[key] for key in ("n_components", "reduction", "pca", "search")},
+            **memory,
+            **{key: opts[key] for key in ("n_passes", "n_components", "reduction", "pca")},
+            search=opts["search"],
         ).fit(Xtr, ytr)
         report = {"variant": "single", "n_passes": opts["n_passes"]}
         report["loo_train_error"] = model.loo_error()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import DATA_OPTIONS, POSITIVE_INT, FiniteFloatRange
+from ._common import DATA_OPTIONS, POSITIVE_INT, FiniteFloatRange, reject_unused
 
 #: the inputs and the model of every LMNN command
 INPUTS = [
@@ -62,7 +62,22 @@ EXTENSIONS = [
         help="Impostor search (§6): blocked brute force, trees, or measured choice.",
     ),
     click.option("--energy", is_flag=True, help="Also report energy-based test error (eq. 15)."),
+    click.option(
+        "--seed",
+        type=int,
+        default=0,
+        show_default=True,
+        help="multi with --n-clusters: seeds the k-means clustering.",
+    ),
 ]
+
+#: the options of ``solve lmnn`` that a variant does not use (given: a usage error)
+_SINGLE_ONLY = ("n_passes", "n_components", "reduction", "pca", "search", "memory_limit")
+UNUSED_BY_VARIANT = {
+    "single": ("n_clusters", "kernel", "gamma", "seed"),
+    "multi": (*_SINGLE_ONLY, "kernel", "gamma"),
+    "kernel": (*_SINGLE_ONLY, "n_clusters", "energy", "seed"),
+}
 
 
 def memory_bytes(ctx, param, value):
@@ -81,4 +96,4 @@ def memory_bytes(ctx, param, value):
     return number * factor
 
 
-__all__ = ["EXTENSIONS", "INPUTS", "memory_bytes"]
+__all__ = ["EXTENSIONS", "INPUTS", "UNUSED_BY_VARIANT", "memory_bytes", "reject_unused"]

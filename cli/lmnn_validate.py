@@ -27,7 +27,7 @@ from ._common import (
 )
 from ._plot import Trace, plot_option, write_validate_plot
 from .inputs import check_label_counts
-from .lmnn_options import INPUTS
+from .lmnn_options import INPUTS, reject_unused
 
 
 @click.command(
@@ -80,6 +80,12 @@ def VALIDATE(**opts):
 
     Without inputs: the iris data (the training part of its standard split).
     """
+    if opts["variant"] == "single":
+        reject_unused(("n_clusters", "kernel", "gamma", "per_class"), "by --variant single")
+    else:
+        reject_unused(("plain",), f"by --variant {opts['variant']}")
+    if opts["no_exact"]:
+        reject_unused(("conic_solver", "plain"), "with --no-exact (no CVXPY solve)")
     if opts["dataset"] is None and opts["features"] is None:
         opts["dataset"] = "iris"
     if opts["variant"] != "single":

@@ -36,6 +36,7 @@ from ._common import (
     load_features,
     load_pairs,
     load_xy,
+    reject_unused,
     solver_entry,
     solver_line,
     write_outputs,
@@ -126,7 +127,11 @@ def _common_options(f):
             help="‖A‖₂ (Hilbert–Schmidt) or tr A.",
         ),
         click.option(
-            "--max-iter", type=POSITIVE_INT, default=100_000, show_default=True, help="SGD steps."
+            "--max-iter",
+            type=POSITIVE_INT,
+            default=100_000,
+            show_default=True,
+            help="SGD steps (--solver subgradient: its steps and the refinement's together).",
         ),
         click.option(
             "--seed",
@@ -140,6 +145,15 @@ def _common_options(f):
     for opt in reversed(opts):
         f = opt(f)
     return f
+
+
+#: the options of ``solve maurer`` that a solver does not use (given: a usage error)
+UNUSED_BY_SOLVER = {
+    "sgd": ("c",),
+    "subgradient": ("learning_rate", "n_components", "c"),
+    "exact": ("learning_rate", "max_iter", "n_components", "c"),
+    "hpca": ("lam", "gamma", "gamma_neg", "regularizer", "max_iter", "learning_rate"),
+}
 
 
 @click.command("maurer")
@@ -183,6 +197,7 @@ def SOLVE(**o):
     Without inputs: the built-in digits data (--dataset digits).
     """
     solver, kernel, seed = o["solver"], o["kernel"], o["seed"]
+    reject_unused(UNUSED_BY_SOLVER[solver], f"by --solver {solver}")
     with library_errors():
         if o["dataset"] is None and o["features"] is None and o["pairs_file"] is None:
             o["dataset"] = "digits"
@@ -295,6 +310,8 @@ def VALIDATE(**o):
         o[k] for k in ("lam", "gamma", "gamma_neg", "regularizer")
     )
     no_exact, conic, seed = o["no_exact"], o["conic"], o["seed"]
+    if no_exact:
+        reject_unused(("conic",), "with --no-exact (no CVXPY solve)")
     with library_errors():
         if o["dataset"] is None and o["features"] is None:
             o["dataset"], o["n_pairs"] = "iris", min(o["n_pairs"], 300)

@@ -28,6 +28,7 @@ from ._common import (
     load_comparisons,
     load_features,
     load_matrix,
+    reject_unused,
     solver_entry,
     solver_line,
     write_outputs,
@@ -169,6 +170,8 @@ def SOLVE(kind, diagonal, out, as_json, **opts):
         0,1,0,2
         1,2,0,3
     """
+    if opts["comparisons"] is not None:  # they draw the built-in instance only
+        reject_unused(("n_comparisons", "seed"), "with --comparisons")
     with library_errors():
         files = (opts["comparisons"], opts["features"], opts["kernels"])
         C, data, name = _inputs(kind, *files, opts["dataset"], opts["seed"], opts["n_comparisons"])
@@ -238,6 +241,8 @@ def VALIDATE(
 ):
     """Solve one POE instance exactly and with the large-scale solver; report the gap
     and the solver's certified gap (``--no-exact``: the certificate alone)."""
+    if no_exact:
+        reject_unused(("exact_solver",), "with --no-exact (no CVXPY solve)")
     with library_errors():
         C, data, name = _built_in(kind, n_per_class, n_comparisons, seed)
         if kind == "linear":

@@ -289,10 +289,10 @@ def _check_widths(table, lines):
         raise ValueError(
             f"{table.where(line)}: {len(row)} columns where row {lines[0]} has {width}."
         )
-    if width == 1:
-        cell = table.cells[0][0]
+    if width == 1:  # another separator shows in every row (a text label may hold one)
+        cells = [row[0] for row in table.cells]
         for sep, name in ((";", "semicolons"), ("\t", "tabs"), ("|", "bars")):
-            if sep in cell:
+            if all(sep in cell for cell in cells):
                 raise ValueError(
                     f"{table.where(lines[0])}: one column separated by {name}, not commas; "
                     "convexmetric reads comma-separated files."

@@ -20,6 +20,7 @@ from ._common import (
     load_features,
     load_pairs,
     load_xy,
+    reject_unused,
     write_outputs,
 )
 
@@ -58,6 +59,8 @@ from ._common import (
 def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     """Learn an SSNE embedding onto the sphere (Batra & Shakhnarovich, eq. 3)."""
     n_components, lam = settings["n_components"], settings["lam"]
+    if pairs is not None:  # no labels: no split, no test part, no k-NN error
+        reject_unused(("k", "split"), "with --pairs")
     with library_errors():
         model = SSNE(
             n_components=n_components,

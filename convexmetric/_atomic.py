@@ -114,10 +114,15 @@ def atomic_directory(directory):
 
 @contextlib.contextmanager
 def atomic_file(path, mode="wb"):
-    """Yield a file object; on success it replaces ``path``, on any exception it vanishes."""
+    """Yield a file object; on success it replaces ``path``, on any exception it vanishes.
+
+    A text file is UTF-8 with no newline translation (``newline=""``, what the ``csv``
+    module needs): what is written is what the file holds.
+    """
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".partial-")
+    text = {} if "b" in mode else {"encoding": "utf-8", "newline": ""}
     try:
-        with os.fdopen(fd, mode, **({} if "b" in mode else {"encoding": "utf-8"})) as fh:
+        with os.fdopen(fd, mode, **text) as fh:
             yield fh
         os.replace(tmp, path)
     except BaseException:

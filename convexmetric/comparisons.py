@@ -16,6 +16,7 @@ The raw order is kept so that the query item ``i`` of a triadic comparison stays
 
 from __future__ import annotations
 
+import csv
 import os
 
 import numpy as np
@@ -110,7 +111,7 @@ class Comparisons:
     @classmethod
     def read_csv(cls, path, *, n_items=None):
         """Read a CSV file with the header row ``i,j,k,l`` (integer rows)."""
-        with open(path, encoding="utf-8") as fh:
+        with open(path, encoding="utf-8-sig") as fh:  # a spreadsheet's BOM is no cell
             lines = [ln.strip() for ln in fh if ln.strip()]
         if not lines or [h.strip() for h in lines[0].split(",")] != list(_FIELDS):
             raise ValueError(f"comparisons file {path!r} must start with the header row i,j,k,l.")
@@ -131,9 +132,9 @@ class Comparisons:
         from ._atomic import atomic_file
 
         with atomic_file(path, "w") as fh:
-            fh.write("i,j,k,l\n")
-            for row in self.to_array():
-                fh.write(",".join(str(int(v)) for v in row) + "\n")
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(_FIELDS)
+            writer.writerows([int(v) for v in row] for row in self.to_array())
 
     # -- views --------------------------------------------------------------------
     def __len__(self):

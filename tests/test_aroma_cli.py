@@ -60,3 +60,10 @@ def test_validate_aroma_json(runner):
     assert set(rep["solvers"]) == {"d-AROMA", "f-AROMA", "OASIS"}
     for v in rep["solvers"].values():  # nobody beats the certified optimum
         assert v["relative_gap"] >= -1e-6 and v["mean_hinge"] >= 0
+
+
+def test_solve_aroma_refuses_the_other_variants_parameter(runner):
+    for variant, flag in (("oasis", "--r"), ("diagonal", "--C"), ("factored", "--C")):
+        args = ["solve", "aroma", "--variant", variant, "--dataset", "wine", flag, "0.5"]
+        res = runner.invoke(main, args)
+        assert res.exit_code == 2 and flag in res.output and "not used" in res.output

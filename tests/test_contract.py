@@ -317,13 +317,36 @@ def test_docstring_examples():
         assert doctest.testmod(mod).failed == 0
 
 
-@pytest.mark.parametrize("name", ["LMNN", "POE", "SSNE", "OperatorSimilarity", "OASIS"])
-def test_verbose_does_not_change_the_result(name):
+# every estimator, and the solver options that take another path (cheap instances)
+SETTING_CASES = [(name, {}) for name in CASES] + [
+    ("OperatorSimilarity", {"solver": "subgradient", "max_iter": 800}),
+    ("LMNN", {"n_passes": 2}),
+    ("LMNN", {"refine": False}),
+    ("LMNN", {"solver": "exact"}),
+    ("POE", {"diagonal": True}),
+    ("MultiMetricLMNN", {"max_iter": 5}),
+]
+
+
+@pytest.mark.parametrize("setting", ["verbose", "time_limit"])
+@pytest.mark.parametrize(
+    "name, extra",
+    SETTING_CASES,
+    ids=[f"{n}-{'-'.join(map(str, e.values()))}" for n, e in SETTING_CASES],
+)
+def test_verbose_and_time_limit_do_not_change_the_result(name, extra, setting):
+    """``verbose`` changes only logging and a generous ``time_limit`` only the stop: the
+    same learned arrays, objective, iterations and status."""
     est, args, _, _, learned = _make(name, **({"max_iter": None} if name == "POE" else {}))
-    loud = clone(est).set_params(verbose=1).fit(*args)
+    est.set_params(**extra)
+    if setting not in est.get_params():
+        pytest.skip(f"{name} has no {setting}")
+    other = clone(est).set_params(**{setting: 1 if setting == "verbose" else 1e6}).fit(*args)
     est.fit(*args)
-    for u, v in zip(_learned(est, learned), _learned(loud, learned)):
+    for u, v in zip(_learned(est, learned), _learned(other, learned)):
         np.testing.assert_array_equal(u, v)
+    a, b = est.result_, other.result_
+    assert (a.objective, a.iterations, a.status) == (b.objective, b.iterations, b.status)
 
 
 def test_verbose_reaches_stderr_without_logging_configuration(capsys):

@@ -75,6 +75,20 @@ def test_multipass_reselects_targets_under_learned_metric():
     )
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_multipass_max_iter_and_time_limit_bound_the_whole_fit():
+    X, y = small(10, "wine")
+    free = LMNN(k=2, n_passes=3).fit(X, y)
+    counts = free.result_.info["pass_iterations"]
+    assert len(counts) == 3 and free.n_iter_ == sum(counts) and counts[1] > 5
+    cap = counts[0] + 5  # per pass, three passes would take ~3 times this
+    capped = LMNN(k=2, n_passes=3, max_iter=cap).fit(X, y)
+    assert capped.n_iter_ == sum(capped.result_.info["pass_iterations"]) == cap
+    assert capped.result_.info["passes"] < 3 and capped.result_.status == "optimal_inaccurate"
+    late = LMNN(k=2, n_passes=3, time_limit=1e-9).fit(X, y)  # spent in the first pass
+    assert late.result_.info["passes"] == 1 and late.result_.status == "user_limit"
+
+
 # -- ball trees (§6) -----------------------------------------------------------------
 @pytest.mark.parametrize("tree", ["balltree", "kdtree"])
 def test_tree_hinge_terms_identical_to_brute(tree):

@@ -84,3 +84,61 @@ def test_bad_options_are_clean_errors():
     assert res.exit_code != 0 and "'n_components'" in res.output and "Traceback" not in res.output
     res, _ = run("solve", "lmnn", "--dataset", "iris", "--variant", "multi", "--n-clusters", "1000")
     assert res.exit_code != 0 and "'n_clusters'" in res.output
+
+
+def _recording(monkeypatch, name):
+    """Replace ``cli.lmnn_ext``'s estimator class ``name`` by one recording its params."""
+    import convexmetric.cli.lmnn_ext as ext
+
+    seen = {}
+    base = getattr(ext, name)
+
+    class Recording(base):
+        def fit(self, X, y):
+            seen.update(self.get_params())
+            return super().fit(X, y)
+
+    monkeypatch.setattr(ext, name, Recording)
+    return seen
+
+
+def test_solve_variants_pass_time_limit_solver_and_seed(monkeypatch):
+    seen = _recording(monkeypatch, "MultiMetricLMNN")
+    common = ("--dataset", "iris", "--k", "2", "--time-limit", "1e-9", "--json")
+    res, out = run("solve", "lmnn", "--variant", "multi", "--n-clusters", "2", "--seed", "7",
+                   *common)  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert (seen["time_limit"], seen["random_state"], seen["solver"]) == (1e-9, 7, "subgradient")
+    assert out["status"] == "user_limit"  # the time limit reached the solver
+    seen = _recording(monkeypatch, "KernelLMNN")
+    kernel = ("--variant", "kernel", "--kernel", "linear", "--solver", "exact")
+    res, out = run("solve", "lmnn", *kernel, "--dataset", "iris", "--time-limit", "100", "--json")
+    assert res.exit_code == 0, res.output
+    assert (seen["solver"], seen["time_limit"]) == ("exact", 100.0)
+
+
+def test_options_a_variant_cannot_use_are_refused():
+    for args, flag in [
+        (("--variant", "multi", "--n-passes", "2"), "--n-passes"),
+        (("--variant", "kernel", "--energy"), "--energy"),
+        (("--variant", "kernel", "--memory-limit", "1G"), "--memory-limit"),
+        (("--n-clusters", "3"), "--n-clusters"),
+        (("--variant", "multi", "--seed", "3"), "--seed"),  # no k-means without --n-clusters
+    ]:
+        res, _ = run("solve", "lmnn", "--dataset", "iris", *args)
+        assert res.exit_code == 2 and flag in res.output and "not used" in res.output, args
+    res, _ = run("validate", "lmnn", "--per-class", "5")
+    assert res.exit_code == 2 and "--per-class" in res.output
+    res, _ = run("validate", "lmnn", "--variant", "multi", "--plain")
+    assert res.exit_code == 2 and "--plain" in res.output
+
+
+def test_no_exact_refuses_the_conic_solver_options():
+    for args, flag in [
+        (("validate", "lmnn", "--conic-solver", "SCS"), "--conic-solver"),
+        (("validate", "lmnn", "--plain"), "--plain"),
+        (("validate", "maurer", "--solver", "SCS"), "--solver"),
+        (("validate", "poe", "--solver", "SCS"), "--solver"),
+    ]:
+        res, _ = run(*args, "--no-exact")
+        assert res.exit_code == 2 and flag in res.output and "--no-exact" in res.output, args

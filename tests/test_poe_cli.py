@@ -71,6 +71,16 @@ def test_solve_errors_name_the_problem(tmp_path):
     assert res.exit_code != 0 and "--features" in res.output
 
 
+def test_solve_from_files_refuses_the_built_in_instance_options(tmp_path):
+    (tmp_path / "c.csv").write_text("i,j,k,l\n0,1,0,2\n")
+    np.save(tmp_path / "X.npy", np.eye(3))
+    base = ["solve", "poe", "--kind", "linear", "--comparisons", str(tmp_path / "c.csv"),
+            "--features", str(tmp_path / "X.npy")]  # fmt: skip
+    for flag in ("--seed", "--n-comparisons"):
+        res = CliRunner().invoke(main, [*base, flag, "3"])
+        assert res.exit_code == 2 and flag in res.output and "not used" in res.output
+
+
 def test_validate_n_per_class_below_five_is_a_usage_error():
     """--n-per-class 1 to 4 crashed inside scikit-learn's split (a test part smaller than
     the ten classes)."""

@@ -248,3 +248,12 @@ def test_docstring_examples():
 
     for mod in (solver_module, estimator_module):
         assert doctest.testmod(mod, optionflags=doctest.ELLIPSIS).failed == 0
+
+
+def test_time_limit_bounds_all_restarts_together():
+    X, y = datasets.load("iris")
+    m = SSNE(n_components=3, n_epochs=50, n_restarts=3, time_limit=1e-9, random_state=0)
+    r = m.fit(X, y).result_
+    assert len(r.info["restart_objectives"]) == 1 and r.status == "user_limit"
+    free = SSNE(n_components=3, n_epochs=3, n_restarts=3, random_state=0).fit(X, y).result_
+    assert len(free.info["restart_objectives"]) == 3 and free.status == "iteration_limit"

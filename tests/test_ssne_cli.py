@@ -79,3 +79,13 @@ def test_bad_input_is_one_clean_message(tmp_path):
     assert r.exit_code != 0 and "'lam' parameter of SSNE" in r.output
     r = _run("--epochs", "1")
     assert r.exit_code != 0 and "no input" in r.output
+
+
+def test_pairs_refuse_k_and_split(tmp_path):
+    np.save(tmp_path / "X.npy", np.arange(12.0).reshape(6, 2))
+    (tmp_path / "p.csv").write_text("i,j,s\n0,1,1\n2,3,-1\n")
+    base = ["solve", "ssne", "--features", str(tmp_path / "X.npy"), "--pairs",
+            str(tmp_path / "p.csv")]  # fmt: skip
+    for extra, flag in ((["--k", "5"], "--k"), (["--split", "stratified"], "--split")):
+        res = CliRunner().invoke(main, [*base, *extra])
+        assert res.exit_code == 2 and flag in res.output and "not used" in res.output

@@ -66,7 +66,7 @@ class _OnlineBilinear(BaseEstimator):
         self.result_ = SolveResult(
             matrix=self.W_,
             objective=self.average_loss_ if self.n_rounds_ else 0.0,
-            status="optimal_inaccurate",  # an online learner stops when its stream ends
+            status="completed",  # an online learner stops when its stream ends
             iterations=self.n_rounds_,
             solver=self._solver,
             history=list(self.loss_history_),

@@ -34,6 +34,7 @@ from ..neighbors import loo_error, target_neighbors
 from ..problems import lmnn as P
 from .dask_executor import check_backend, executor_for
 from .exact import solve_working_set
+from .passes import run_passes
 from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
@@ -70,7 +71,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         The k of the kNN classifier in :meth:`predict` (default: ``k``).
     n_passes : int, default=1
         Multi-pass LMNN (§5.1): after each pass the target neighbours are re-selected
-        under the learned metric and the next pass starts from it.
+        under the learned metric and the next pass starts from it. ``max_iter`` and
+        ``time_limit`` bound all passes together (:mod:`convexmetric.lmnn.passes`).
     n_components : int or None
         Output dimensionality ``r`` (§5.4); ``None`` keeps all ``d``.
     reduction : {"S", "R"}, default="S"
@@ -207,11 +209,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         T = self._targets(X, y_enc, counts, targets)
         mu = float(self.mu)
         with logging_to_stderr(logger, self.verbose):
-            res = None
-            for p in range(self.n_passes):
-                if p > 0:  # §5.1: re-select targets under the metric of the previous pass
-                    T = target_neighbors(X @ P.components_from_metric(res.matrix).T, y_enc, self.k)
-                res = self._solve_pass(X, y_enc, T, mu, None if res is None else res.matrix)
+            res, T = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
+                                self.k, self.n_passes, self.max_iter, self.time_limit)  # fmt: skip
             log_summary(logger, self.verbose, type(self).__name__, res)
         if res.status == "optimal_inaccurate" and self.solver == "subgradient":
             self._warn_unconverged(res)
@@ -302,7 +301,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         self.metric_ = Lc.T @ Lc if (axes is not None or self.n_components) else M
         return res
 
-    def _solve_pass(self, X, y_enc, T, mu, M0):
+    def _solve_pass(self, X, y_enc, mu, T, M0, max_iter, time_limit):
         if self.solver == "exact":
             return solve_working_set(X, y_enc, T, mu, solver=str(self.conic_solver).upper())
         return solve_large_scale(
@@ -311,9 +310,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             T,
             mu,
             M0=M0,
-            max_iter=self.max_iter,
+            max_iter=max_iter,
             refine=self.refine,
-            time_limit=self.time_limit,
+            time_limit=time_limit,
             search=self.search,
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),

@@ -22,6 +22,7 @@ from .._validation import (
 from .._verbose import check_verbose, log_summary, logging_to_stderr
 from ..linalg import components_from_metric
 from ..neighbors import sqdist, target_neighbors
+from ..optim.deadline import Deadline
 from ..problems import lmnn_multi as PM
 from . import multi_solver as SM
 from ._shared import _check_common, _check_labels, knn_from_distances, logger
@@ -55,7 +56,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     conic_solver : {"CLARABEL", "SCS"}
         The conic solver of ``solver="exact"``.
     time_limit : float or None
-        Seconds for the large-scale solver (status "user_limit").
+        Seconds for the whole fit (the single-metric start and the multi-metric solver
+        together; status "user_limit").
     tol : float
         Certified relative gap below which the large-scale solver reports
         "optimal"; the solver runs until then (or ``time_limit``). On the digits
@@ -144,10 +146,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
             km = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit(X)
             g, self.cluster_centers_ = km.labels_.astype(np.int64), km.cluster_centers_
         T = target_neighbors(X, y, self.k)
-        mu = float(self.mu)
+        mu, clock = float(self.mu), Deadline(self.time_limit)  # one deadline for the fit
         # only a start: certified to 1e-2 is plenty (the multi-metric optimum is far away)
         self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver, verbose=self.verbose,
-                            tol=max(float(self.tol), 1e-2))  # fmt: skip
+                            tol=max(float(self.tol), 1e-2), time_limit=self.time_limit)  # fmt: skip
         self.single_.fit(X, y, targets=T)
         if self.solver == "exact":
             res = self._solve_exact(X, y, T, mu, g, c)
@@ -161,7 +163,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
                 c,
                 M0=self.single_.metric_,
                 max_iter=self.max_iter,
-                time_limit=self.time_limit,
+                time_limit=clock.remaining(),
                 tol=float(self.tol),
             )
         with logging_to_stderr(logger, self.verbose):

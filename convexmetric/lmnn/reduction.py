@@ -45,7 +45,8 @@ def solve_rectangular(X, y, targets, mu, r, *, L0=None, max_iter=3000, search="b
     """LMNN-R: descent on a rectangular ``L`` (r×d) in eq. (14); returns a SolveResult.
 
     The start ``L0`` defaults to the ``r`` leading principal axes of ``X``. The
-    status refers to the local descent (the problem is not convex).
+    problem is not convex, so the status claims no optimality: "converged" (the local
+    descent stalled), "iteration_limit" (``max_iter``) or "user_limit".
     """
     # a full impostor check at every call: between checks App. A's objective misses new
     # impostors, and without convexity a step can jump far (measured: a reported descent
@@ -59,4 +60,6 @@ def solve_rectangular(X, y, targets, mu, r, *, L0=None, max_iter=3000, search="b
     if start < res.objective:  # never worse than the start
         res.matrix, res.matrices, res.objective = L0, [L0], start
     res.solver = "rectangular-subgradient (non-convex)"
+    if res.status != "user_limit":
+        res.status = "converged" if res.info["stop"] == "stall" else "iteration_limit"
     return res

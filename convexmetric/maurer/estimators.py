@@ -23,6 +23,7 @@ import numpy as np
 from .. import kernels as _kernels
 from .._validation import check_choice, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
+from ..optim.deadline import Deadline
 from ..optim.smoothing import SmoothingSettings
 from ..optim.subgradient import SubgradientSettings
 from ..problems import maurer as _problem
@@ -52,13 +53,14 @@ class OperatorSimilarity(_PairOperator):
         ``d`` vectors of the SGD (``min(m, 100)``).
     learning_rate, max_iter, block_size, reg_every : float, int, int, int
         SGD settings (θ = 0.01, 10⁵ steps, blocks of 50, regulariser gradient refreshed
-        every 500 steps).
+        every 500 steps). ``max_iter`` also bounds ``solver="subgradient"``: its
+        subgradient steps (at most 3000) and refinement iterations together.
     n_pairs, oracle : int, {"balanced", "labels"}
         Pairs drawn from ``X, y`` (2000, ``"balanced"``).
     random_state : int, Generator or None
         Seeds the pair oracle and the SGD (start and sampling).
     time_limit : float or None
-        Seconds for the SGD, or for each stage of ``solver="subgradient"``.
+        Seconds for the whole fit (SGD, or both stages of ``solver="subgradient"``).
     verbose : {0, 1}
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.maurer``).
 
@@ -120,11 +122,12 @@ class OperatorSimilarity(_PairOperator):
         )
         p["regularizer"] = check_choice(self.regularizer, "regularizer", ("hs", "trace"), owner=own)
         check_choice(self.solver, "solver", ("sgd", "subgradient", "exact"), owner=own)
+        if self.solver != "exact":
+            check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=own)
         if self.solver == "sgd":
             check_scalar(
                 self.learning_rate, "learning_rate", float, min_val=0, closed="neither", owner=own
             )
-            check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=own)
             check_scalar(self.block_size, "block_size", int, min_val=1, owner=own)
             check_scalar(self.reg_every, "reg_every", int, min_val=1, owner=own)
             if self.n_components is not None:
@@ -205,17 +208,40 @@ class OperatorSimilarity(_PairOperator):
                     matrix=A, objective=val, status=status, seconds=sec, solver="CLARABEL"
                 )
             else:
-                kw = {}
-                if cb is not None or self.time_limit is not None:  # the solver's defaults, plus
-                    kw["settings"] = SubgradientSettings(
-                        max_iter=3000, patience=200, callback=cb, time_limit=self.time_limit
-                    )
-                    kw["refine"] = SmoothingSettings(
-                        sigma0=0.01, sigma_min=1e-7, stage_iter=400, callback=cb,
-                        time_limit=self.time_limit,
-                    )  # fmt: skip
-                res = _solvers.solve_projected(U, pairs.r, **p, **kw)
+                budget = _WholeFit(self.max_iter, self.time_limit, cb)
+                res = _solvers.solve_projected(U, pairs.r, **p, **budget.settings())
             w, E = np.linalg.eigh(res.matrix)
             V = E * np.sqrt(np.maximum(w, 0.0))  # A = V Vᵀ in the feature coordinates
             coef = V if fmap is None else fmap.basis_ @ V
         return res, coef, K
+
+
+class _WholeFit:
+    """The settings of ``solver="subgradient"``: the solver's defaults, with ``max_iter``
+    and ``time_limit`` bounding both stages together and ``callback`` (logging) added.
+
+    Neither ``verbose`` nor ``time_limit`` changes a step: the stages' settings are the
+    same whatever they are. The refinement gets what the subgradient stage left: the
+    stage's callback hands the remaining iterations and seconds over to the refinement's
+    settings, which :func:`~convexmetric.maurer.solver.solve_projected` reads when the
+    refinement starts.
+    """
+
+    def __init__(self, max_iter, time_limit, callback):
+        self.max_iter, self.callback = int(max_iter), callback
+        self.clock = Deadline(time_limit)
+        first = min(3000, self.max_iter)  # the solver's default first stage, within max_iter
+        self.first = SubgradientSettings(max_iter=first, patience=200, time_limit=time_limit,
+                                         callback=self._step)  # fmt: skip
+        self.refine = SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2,
+                                        gap_tol=1e-6, time_limit=time_limit, callback=callback,
+                                        max_iterations=self.max_iter - first)  # fmt: skip
+
+    def settings(self):
+        """Keyword arguments of ``solve_projected``."""
+        return {"settings": self.first, "refine": self.refine}
+
+    def _step(self, iteration, objective, step):
+        self.refine.max_iterations = max(self.max_iter - iteration, 0)
+        self.refine.time_limit = self.clock.remaining()
+        return self.callback is not None and self.callback(iteration, objective, step)

@@ -21,7 +21,8 @@ class HyperbolicPCA(_PairOperator):
     (Proposition 15 and 17).
 
     ``objective_ = ⟨P, Â⟩₂`` (the sum of the top eigenvalues, maximised by P). The
-    eigendecomposition is exact: ``result_`` reports status "optimal", no iterations.
+    eigendecomposition is exact, but the problem is not convex in ``T`` and carries no
+    dual certificate: ``result_`` reports status "converged", no iterations.
 
     Parameters
     ----------
@@ -103,7 +104,7 @@ class HyperbolicPCA(_PairOperator):
         self.result_ = SolveResult(
             matrix=self.metric_,
             objective=self.objective_,
-            status="optimal",
+            status="converged",
             iterations=0,
             seconds=time.perf_counter() - t0,
             solver="eigh",

@@ -16,7 +16,11 @@ certified lower bound (:meth:`.Oracle.bound`), and then either stops or moves on
   over the whole run), ``time_limit``, or the callback.
 
 A stop (other than a cap) must pass :meth:`.Oracle.check` at the best point, else the
-run goes on. Otherwise the oracle may :meth:`~.Oracle.escape` along negative curvature
+run goes on. The status is "optimal" only at a certified stop (or when the final bound
+certifies the best point within ``gap_tol``); a stall, a cap or the last stage gives
+"optimal_inaccurate", a time limit or the callback "user_limit".
+
+Otherwise the oracle may :meth:`~.Oracle.escape` along negative curvature
 (the next stage starts there), or the prox centre moves to the stage's multipliers
 (:meth:`~.Oracle.recenter`, an augmented-Lagrangian step that removes the smoothing bias
 at a *fixed* σ) and σ is updated: ``σ ← max(σ·sigma_factor, sigma_min)`` (continuation
@@ -193,7 +197,7 @@ class _Run:
         last = s.max_stages is not None and self.index + 1 >= s.max_stages
         done = _done(s, self.best_f, self.low, self.stalled, self.sigma, factor)
         if (done or last) and (self.oracle.check(self.best_x) or last):
-            return "optimal" if done else "optimal_inaccurate"
+            return "optimal_inaccurate"  # a stall or the last stage: no proof (above)
         return None
 
     def _advance(self, factor):

@@ -17,8 +17,13 @@ Iterates are arrays or lists of arrays (one block per matrix). Two step rules:
     best iterate is kept.
 
 Stopping: the best objective improves by less than ``rtol`` (relative) over
-``patience`` iterations, the step size falls below ``min_step``, ``max_iter``
-iterations, or ``time_limit`` seconds. An oracle may approximate ``f`` (LMNN checks
+``patience`` iterations (a stall: ``info["stop"] == "stall"``), the step size falls
+below ``min_step`` (a stall too), ``max_iter`` iterations (``"max_iter"``), or
+``time_limit`` seconds (``"time_limit"``). The driver has no lower bound, so it never
+says "optimal": a stall or ``max_iter`` gives "optimal_inaccurate" (a caller with a
+certificate sets the status from it, :func:`convexmetric.result.certified_status`).
+
+An oracle may approximate ``f`` (LMNN checks
 only an active set between full checks); if it has a method ``check(x) -> bool``, the
 driver calls it at apparent convergence, and when it returns ``False`` (new
 violations were found, the oracle updated itself) the run continues from the best
@@ -80,7 +85,7 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
     >>> f = lambda x: (float(np.abs(x - 2).sum()), np.sign(x - 2))
     >>> res = projected_subgradient(f, np.zeros(3), NonnegativeOrthant(), max_iter=2000)
     >>> bool(np.allclose(res.matrix, 2, atol=1e-3)), res.status
-    (True, 'optimal')
+    (True, 'optimal_inaccurate')
     """
     s = settings if settings is not None else SubgradientSettings(**kw)
     if settings is not None and kw:
@@ -92,7 +97,8 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
     o = run.oracle
     final = float(run.best_f) if isinstance(o, _Plain) else float(o.objective(run.best_x))
     best_x = run.best_x
-    info = {"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule}
+    info = {"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule,
+            "stop": run.stop}  # fmt: skip
     history = run.history
     if o.version is not None:  # an approximating oracle: its values are not objectives
         info["approx_history"], history = history, [final]
@@ -126,6 +132,7 @@ class _Run:
         self.oracle, self.cone, self.s = oracle, cone, settings
         self.clock = Deadline(settings.time_limit)
         self.it, self.restarts, self.since = 0, 0, 0
+        self.stop = None  #: why the run ended (``info["stop"]``)
 
     def start(self, x0):
         s, o = self.s, self.oracle
@@ -149,16 +156,21 @@ class _Run:
                 converged = True if self.gnorm == 0.0 else self.step()
                 notify(self.it, self.f)
                 if s.callback is not None and s.callback(self.it, float(self.f), float(self.alpha)):
+                    self.stop = "callback"
                     return "user_limit"
                 if converged:
                     if self.restarts < s.max_restarts and not self.oracle.check(self.best_x):
                         self.restart()
                         continue
-                    return "optimal"
+                    self.stop = "stall"  # no bound here: a stall certifies nothing
+                    return "optimal_inaccurate"
                 if self.clock.expired():
+                    self.stop = "time_limit"
                     return "user_limit"
         except KeyboardInterrupt:
+            self.stop = "interrupt"
             return "user_limit"
+        self.stop = "max_iter"
         return "optimal_inaccurate"
 
     def step(self):

@@ -45,6 +45,7 @@ from .._validation import (
     check_scalar,
 )
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
+from ..optim.deadline import Deadline
 from ..result import SolveResult
 from .solver import SSNESettings, embed, features, ssne_bcd
 
@@ -130,7 +131,8 @@ class SSNE(TransformerMixin, BaseEstimator):
         A run ends when the objective changes by less than ``tol`` (relative) for
         5 epochs in a row.
     time_limit : float or None
-        Seconds for each run (restart); the best iterate so far is kept.
+        Seconds for the whole fit (all restarts together; a restart that would start
+        after it is not run); the best iterate so far is kept.
     random_state : int, Generator or None
         Seeds the initialisation, the pair sample and the minibatch schedule.
     verbose : {0, 1}, default=0
@@ -289,8 +291,11 @@ class SSNE(TransformerMixin, BaseEstimator):
             time_limit=self.time_limit,
             callback=progress_callback(logger, self.verbose, "SSNE", every=0.0),
         )
-        runs = []
+        runs, clock = [], Deadline(self.time_limit)  # one deadline for all restarts
         for _ in range(self.n_restarts):
+            if runs and clock.expired():
+                break
+            settings.time_limit = clock.remaining()
             W0 = rng.normal(scale=self.init_scale / np.sqrt(d1), size=(d1, self.n_components))
             runs.append(ssne_bcd(X, I, J, s, self.lam / Q, W0, settings, random_state=rng))
         best = min(runs, key=lambda r: r.objective)
@@ -298,10 +303,11 @@ class SSNE(TransformerMixin, BaseEstimator):
         info["restart_objectives"] = [r.objective for r in runs]
         info["histories"] = [r.history for r in runs]
         info["n_pairs"] = Q
+        stopped = len(runs) < self.n_restarts or any(r.status == "user_limit" for r in runs)
         result = SolveResult(
             matrix=best.matrix,
             objective=best.objective,
-            status=best.status,
+            status="user_limit" if stopped else best.status,
             iterations=sum(r.iterations for r in runs),
             seconds=sum(r.seconds for r in runs),
             solver=best.solver,

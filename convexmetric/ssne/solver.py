@@ -161,7 +161,7 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
 
     best_f = f = full(W)
     best_W, history = W.copy(), [f]
-    status, quiet, epoch = "optimal_inaccurate", 0, 0
+    status, quiet, epoch = "iteration_limit", 0, 0
     for epoch in range(1, st.n_epochs + 1):
         eta = st.learning_rate / (1.0 + st.decay * (epoch - 1))
         order = rng.permutation(Q)
@@ -181,8 +181,8 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
         if st.callback is not None and st.callback(epoch, f, eta):
             status = "user_limit"
             break
-        if quiet >= st.patience:
-            status = "optimal"
+        if quiet >= st.patience:  # the plateau rule: no optimality claimed (not convex)
+            status = "converged"
             break
         if st.time_limit is not None and time.perf_counter() - t0 > st.time_limit:
             status = "user_limit"

@@ -1,0 +1,58 @@
+"""Multi-pass LMNN (§5.1) under one budget: ``max_iter`` and ``time_limit`` bound the fit.
+
+After each pass the target neighbours are re-selected under the learned metric and the
+next pass starts from it. The passes share the estimator's ``max_iter`` and
+``time_limit``: each pass gets what the earlier ones left, and a pass that would start
+with nothing left is not run (the settings bound the whole fit, never one pass).
+"""
+
+from __future__ import annotations
+
+from ..neighbors import target_neighbors
+from ..optim.deadline import Deadline
+from ..problems.lmnn import components_from_metric
+
+
+def run_passes(solve_pass, X, y_enc, T, k, n_passes, max_iter, time_limit):
+    """Run up to ``n_passes`` passes; return the last pass's result and its targets.
+
+    Parameters
+    ----------
+    solve_pass : callable
+        ``solve_pass(T, M0, max_iter, time_limit) -> SolveResult``: one pass on targets
+        ``T`` from ``M0`` (``None``: the identity) with what is left of the budget.
+    X, y_enc : ndarray
+        The (reduced) inputs and the encoded labels.
+    T : int ndarray (n, k)
+        The first pass's target neighbours.
+    k : int
+        Target neighbours per point (for the re-selection).
+    n_passes : int
+    max_iter : int
+        Iterations of all passes together.
+    time_limit : float or None
+        Seconds for all passes together.
+
+    Returns
+    -------
+    (SolveResult, ndarray)
+        The last pass's result, with ``iterations`` and ``seconds`` over all passes,
+        ``info["pass_iterations"]`` per pass and ``info["passes"]`` the passes run (a
+        budget spent before ``n_passes`` makes the status "user_limit" for the time,
+        "optimal_inaccurate" for ``max_iter``); and the targets the result is for.
+    """
+    clock, res, counts = Deadline(time_limit), None, []
+    for p in range(n_passes):
+        left, remaining = max_iter - sum(counts), clock.remaining()
+        if p > 0 and (left <= 0 or (remaining is not None and remaining <= 0)):
+            res.status = "optimal_inaccurate" if left <= 0 else "user_limit"
+            break
+        if p > 0:  # §5.1: re-select targets under the metric of the previous pass
+            T = target_neighbors(X @ components_from_metric(res.matrix).T, y_enc, k)
+        res = solve_pass(T, None if res is None else res.matrix, left, remaining)
+        counts.append(int(res.iterations))
+        if res.status == "user_limit":
+            break
+    res.iterations, res.seconds = sum(counts), clock.elapsed()
+    res.info.update(pass_iterations=counts, passes=len(counts))
+    return res, T
