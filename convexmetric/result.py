@@ -94,7 +94,8 @@ class SolveResult:
     message : str
         The status in words.
     success : bool
-        Whether the status is "optimal" or "optimal_inaccurate".
+        Whether the run finished with a usable point (:data:`ACCEPTABLE`: every word but
+        "user_limit" and the failures).
     """
 
     matrix: np.ndarray | None

@@ -23,7 +23,9 @@ from convexmetric import datasets
 from convexmetric.kernels import linear_kernel, rbf_kernel
 from convexmetric.poe.estimators import ItemComparisons
 
-ESTIMATORS = [n for n in convexmetric.__all__ if n not in ("SolveResult", "datasets")]
+ESTIMATORS = [
+    n for n in convexmetric.__all__ if n not in ("SolveResult", "Verification", "datasets", "verify")
+]
 
 
 def _labelled():
