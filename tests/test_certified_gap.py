@@ -3,6 +3,7 @@ certificate and raises; saved models keep the certificate the verifier reads."""
 
 import numpy as np
 import pytest
+from test_optim_engine import SVM, A, stages
 
 from convexmetric import LMNN, datasets
 from convexmetric.model_io import load_model, save_model
@@ -17,7 +18,6 @@ from convexmetric.result import (
     certified_status,
 )
 from convexmetric.verifier import Fitted, VerificationError
-from test_optim_engine import SVM, A, stages
 
 
 def test_certified_gap_is_signed_and_raises_beyond_rounding():
