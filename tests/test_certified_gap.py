@@ -28,7 +28,7 @@ def test_certified_gap_is_signed_and_raises_beyond_rounding():
     with pytest.raises(CertificateError, match="exceeds the objective"):
         certified_gap(1.0, 1.0 + 1e-6)
     with pytest.raises(CertificateError):
-        SolveResult(None, 5.0, "optimal", lower_bound=6.0).certified_gap
+        _ = SolveResult(None, 5.0, "optimal", lower_bound=6.0).certified_gap
 
 
 def test_status_rule_needs_a_certificate_within_tol():
@@ -60,7 +60,7 @@ def wine_fit():
 
 
 def test_saved_model_keeps_the_certificate_and_the_fitted_view(wine_fit, tmp_path):
-    m, X, y = wine_fit
+    m = wine_fit[0]
     kept = m.result_.certificate
     m.result_.certificate = {"kind": "lmnn", "lam": np.linspace(0, 1, 7),
                              "index": np.arange(7, dtype=np.int32), "radius": 2.5}  # fmt: skip
@@ -80,7 +80,7 @@ def test_saved_model_keeps_the_certificate_and_the_fitted_view(wine_fit, tmp_pat
 
 
 def test_a_model_without_certificate_has_nothing_to_verify(wine_fit, tmp_path):
-    m, X, y = wine_fit
+    m = wine_fit[0]
     kept, m.result_.certificate = m.result_.certificate, None
     try:
         save_model(m, tmp_path / "m")

@@ -23,9 +23,8 @@ from convexmetric import datasets
 from convexmetric.kernels import linear_kernel, rbf_kernel
 from convexmetric.poe.estimators import ItemComparisons
 
-ESTIMATORS = [
-    n for n in convexmetric.__all__ if n not in ("SolveResult", "Verification", "datasets", "verify")
-]
+NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "verify")
+ESTIMATORS = [n for n in convexmetric.__all__ if n not in NOT_ESTIMATORS]
 
 
 def _labelled():
