@@ -85,6 +85,9 @@ class _POEBase(BaseEstimator):
         return opts
 
     def _finish(self, result, blocks, C):
+        if result.certificate is not None and self.filter_graph:
+            # the multipliers index the filtered comparisons: name them in the input
+            result.certificate["comparisons"] = np.asarray(self.filter_report_.kept, np.int64)
         self.result_ = result
         self.n_iter_ = result.iterations
         self.W_ = [np.asarray(W) for W in result.matrices]

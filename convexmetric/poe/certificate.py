@@ -44,6 +44,13 @@ with ``0 < z < σ``: the bound is tight as ``σ → 0``.
 A singular ``Rᵖ`` (a kernel block ``(K, K)``) is handled on the range of ``Rᵖ``: ``W``'s
 component on the null space changes neither term when the rows of ``Fᵖ`` lie in the
 range (true for kernel blocks); otherwise the bound is ``-inf`` (not certified).
+
+**The certificate as data.** Every bound above is a function of the multipliers ``λ``
+and of the attained value ``F`` alone (the data fix everything else), so the solvers
+keep the pair behind their best bound (:class:`BestDual`) and report it as
+``result.certificate``: ``{"kind": "poe", "form": "full" | "diagonal", "blocks": m,
+"lam": λ, "radius": F}`` (documented in :mod:`convexmetric.verifier.poe`, which
+recomputes the bound from it).
 """
 
 from __future__ import annotations
@@ -54,15 +61,37 @@ from ..linalg import whitening
 from .oracle import POEOracle
 
 
+class BestDual:
+    """The multipliers ``λ`` and value ``F`` behind the best bound offered so far."""
+
+    def __init__(self):
+        self.bound, self.lam, self.radius = -np.inf, None, None
+
+    def offer(self, bound, lam, radius):
+        """Keep ``(λ, F)`` if ``bound`` beats the best so far; returns ``bound``."""
+        if bound > self.bound:
+            self.bound, self.lam, self.radius = float(bound), np.array(lam, float), float(radius)
+        return bound
+
+    def certificate(self, form, blocks):
+        """``result.certificate`` of :mod:`convexmetric.verifier.poe`, or ``None``."""
+        if self.lam is None or not np.isfinite(self.bound):
+            return None
+        return {"kind": "poe", "form": form, "blocks": int(blocks), "lam": self.lam,
+                "radius": self.radius}  # fmt: skip
+
+
 class Certificate:
     """The dual bound above for feature blocks ``[(F, R)]`` and comparisons ``C``.
 
     Whitens each block once (``F̂ = F T``, so ``R̂ = I``); :meth:`bound` then needs one
-    ``r × r`` symmetric eigenvalue problem per block and multiplier vector.
+    ``r × r`` symmetric eigenvalue problem per block and multiplier vector. ``best``
+    (:class:`BestDual`) keeps the multipliers of the best bound computed.
     """
 
     def __init__(self, blocks, oracle):
         self.oracle, self.feats, self.valid, self.T, self.Tinv = oracle, [], True, [], []
+        self.best = BestDual()
         for F, R in blocks:
             T, null, Tinv = whitening(R)
             if null.shape[1] and np.abs(F @ null).max() > 1e-8 * max(np.abs(F).max(), 1e-300):
@@ -100,9 +129,8 @@ class Certificate:
                 w = np.linalg.eigvalsh(S)
             mu = min(mu, float(w[0]))
         total = float(lam.sum())
-        if mu >= 0:
-            return total, mu, pairs
-        lb = max(total + F * mu, total / (1.0 - mu))
+        lb = total if mu >= 0 else max(total + F * mu, total / (1.0 - mu))
+        self.best.offer(lb, lam, F)
         return lb, mu, pairs
 
     def best_bound(self, z, F, sigmas):
@@ -165,8 +193,14 @@ class Certificate:
 def certify(blocks, C, beta, Ws, oracle=None, sigmas=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0)):
     """A certified lower bound for full ``Ws`` over ``blocks`` (the returned point of any
     full-matrix POE solver); ``-inf`` when it cannot be certified."""
+    return certify_dual(blocks, C, beta, Ws, oracle, sigmas)[0]
+
+
+def certify_dual(blocks, C, beta, Ws, oracle=None, sigmas=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0)):
+    """:func:`certify` and the :class:`BestDual` that proves the bound."""
     oracle = oracle or POEOracle(blocks, C, beta)
     z = oracle.hinge_arguments(Ws)
     F = oracle.objective(Ws)
     cert = Certificate(blocks, oracle)
-    return max(cert.best_bound(z, F, sigmas), cert.crossover(cert.whiten(Ws), z, F))
+    lb = max(cert.best_bound(z, F, sigmas), cert.crossover(cert.whiten(Ws), z, F))
+    return lb, cert.best

@@ -28,6 +28,9 @@ LP dual restricted to the near-kink multipliers, solved by HiGHS (:func:`lp_boun
 smoothed multipliers alone stall near 4e-4 on the §5.1 problem at β = 1000, where
 hundreds of comparisons sit at the kink); the best bound is kept.
 The solver stops once ``(F − bound)/|F| ≤ tol``: its gap is certified, not estimated.
+The ``λ`` and ``F`` of the best bound are the result's ``certificate`` (form
+``"diagonal"``, :class:`.certificate.BestDual`); the bound is invariant under the
+column scaling, so they are the unscaled problem's too.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from scipy.optimize import lsq_linear
 from ..optim.lbfgs import LBFGS
 from ..optim.oracle import Oracle
 from ..optim.stages import StageSettings, run_stages
+from .certificate import BestDual
 
 
 def _huber(w, A, r, s, sigma):
@@ -49,14 +53,16 @@ def _huber(w, A, r, s, sigma):
     return float(r @ w + s * hub.sum()), r - s * (lam @ A)
 
 
-def dual_bound(A, r, s, lam, F):
-    """The certified lower bound above for multipliers ``lam`` (clipped to ``[0, s]``)."""
+def dual_bound(A, r, s, lam, F, best=None):
+    """The certified lower bound above for multipliers ``lam`` (clipped to ``[0, s]``);
+    ``best`` (a :class:`.certificate.BestDual`) keeps them if the bound is its best."""
     lam = np.clip(lam, 0.0, s)
     g = r - lam @ A
-    return float(lam.sum() + F * min(0.0, float((g / r).min())))
+    lb = float(lam.sum() + F * min(0.0, float((g / r).min())))
+    return lb if best is None else best.offer(lb, lam, F)
 
 
-def crossover_bound(A, r, s, w, z, sigma, F):
+def crossover_bound(A, r, s, w, z, sigma, F, best=None):
     """A sharper bound from multipliers fitted to the active structure at ``w``.
 
     Terms with ``z ≥ τ`` get ``λ = s``, those with ``z ≤ −τ`` get 0, and the near-kink
@@ -64,7 +70,7 @@ def crossover_bound(A, r, s, w, z, sigma, F):
     of ``w`` (bounded least squares, as in an LP crossover); the best :func:`dual_bound`
     over ``τ ∈ {σ/10, σ, 10σ}`` is returned (still a valid bound whatever the fit).
     """
-    best, support = -np.inf, w > 1e-9 * max(float(w.max()), 1e-300)
+    record, best, support = best, -np.inf, w > 1e-9 * max(float(w.max()), 1e-300)
     for tau in (0.1 * sigma, sigma, 10 * sigma):
         pos, kink = z >= tau, np.abs(z) < tau
         lam = np.where(pos, s, 0.0)
@@ -72,11 +78,11 @@ def crossover_bound(A, r, s, w, z, sigma, F):
             rhs = r[support] - s * A[np.ix_(pos, support)].sum(0)
             fit = lsq_linear(A[np.ix_(kink, support)].T, rhs, bounds=(0.0, s), method="bvls")
             lam[kink] = fit.x
-        best = max(best, dual_bound(A, r, s, lam, F))
+        best = max(best, dual_bound(A, r, s, lam, F, record))
     return best
 
 
-def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500):
+def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500, best=None):
     """The exact LP dual over the near-kink multipliers (HiGHS), the rest fixed.
 
     ``λ_c = s`` for ``z_c ≥ τ`` and ``0`` for ``z_c ≤ −τ``; the free ones solve
@@ -88,7 +94,7 @@ def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500):
     """
     from scipy.optimize import linprog
 
-    best = -np.inf
+    record, best = best, -np.inf
     for tau in taus:
         pos, kink = z >= tau, np.abs(z) < tau
         n_free = int(kink.sum())
@@ -101,7 +107,7 @@ def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500):
             continue
         lam = np.where(pos, s, 0.0)
         lam[kink] = res.x
-        best = max(best, dual_bound(A, r, s, lam, F))
+        best = max(best, dual_bound(A, r, s, lam, F, record))
     return best
 
 
@@ -127,6 +133,7 @@ class DiagonalLP(Oracle):
     def __init__(self, A, r, s, settings):
         self.A, self.r, self.s, self.settings = A, r, s, settings
         self.bounds = [(0.0, None)] * A.shape[1]
+        self.best = BestDual()  #: the multipliers of the best bound (the certificate)
 
     def smooth(self, w, sigma, grad=True):
         f, g = _huber(w, self.A, self.r, self.s, sigma)
@@ -139,13 +146,14 @@ class DiagonalLP(Oracle):
         """The smoothed multipliers' bound, then (while uncertified) the crossover and,
         from ``lp_sigma`` on, the exact LP over the near-kink multipliers, at the best point."""
         A, r, s, F, tol = self.A, self.r, self.s, stage.best_f, self.settings.tol
-        z = 1.0 - A @ stage.x
-        lower = max(stage.lower, dual_bound(A, r, s, s * np.clip(z / stage.sigma, 0.0, 1.0), F))
+        rec, z = self.best, 1.0 - A @ stage.x
+        lam = s * np.clip(z / stage.sigma, 0.0, 1.0)
+        lower = max(stage.lower, dual_bound(A, r, s, lam, F, rec))
         z_best = 1.0 - A @ stage.best_x
         if F - lower > tol * abs(F):  # the sharper bound costs a few BVLS fits
-            lower = max(lower, crossover_bound(A, r, s, stage.best_x, z_best, stage.sigma, F))
+            lower = max(lower, crossover_bound(A, r, s, stage.best_x, z_best, stage.sigma, F, rec))
         if F - lower > tol * abs(F) and stage.sigma <= self.settings.lp_sigma:
-            lower = max(lower, lp_bound(A, r, s, z_best, F))  # an exact LP on the kinks
+            lower = max(lower, lp_bound(A, r, s, z_best, F, best=rec))  # an exact LP on the kinks
         return lower
 
 
@@ -198,4 +206,5 @@ def solve_diagonal(blocks, C, beta, settings=None, **overrides):
     Ws = np.split(res.matrix * scale, np.cumsum(sizes)[:-1])
     res.info.update(sigma=res.info["final_sigma"])
     res.matrix, res.matrices = Ws[0], Ws
+    res.certificate = lp.best.certificate("diagonal", len(blocks))
     return res

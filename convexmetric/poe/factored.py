@@ -145,7 +145,8 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
     ``oracle`` is the :class:`.oracle.POEOracle` over ``blocks`` (its pair structure and
     ``s``); ``settings``/``overrides``: :class:`FactoredSettings`. The result's
     ``matrices`` are ``Wᵖ = TᵖŴᵖTᵖᵀ`` in the coordinates of ``blocks``; ``info`` holds
-    ``ranks``, ``escapes``, ``sigma`` and ``features_W``.
+    ``ranks``, ``escapes``, ``sigma`` and ``features_W``; ``certificate`` the multipliers
+    of the reported bound (:class:`.certificate.BestDual`).
     """
     from dataclasses import replace
 
@@ -172,4 +173,5 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
                     escapes=res.info.get("escapes", 0), sigma=res.info["final_sigma"],
                     features_W=[L @ L.T for L in Ls])  # fmt: skip
     res.matrix, res.matrices = Ws[0], Ws
+    res.certificate = cert.best.certificate("full", len(blocks))
     return res

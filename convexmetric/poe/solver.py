@@ -30,7 +30,7 @@ from ..kernels import empirical_features
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..result import SolveResult, certified_gap, certified_status
-from .certificate import certify
+from .certificate import BestDual, certify_dual
 from .diagonal import crossover_bound, dual_bound, solve_diagonal
 from .factored import solve_factored
 from .oracle import POEOracle
@@ -162,7 +162,7 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback, tol):
             res = res2
     Ws = res.matrices
     f = oracle.objective(Ws)
-    lower = certify_point(blocks, C, beta, Ws, oracle)
+    lower, dual = certify_point(blocks, C, beta, Ws, oracle)
     lower = lower if np.isfinite(lower) else None
     gap = certified_gap(f, lower)
     status = certified_status(f, lower, tol, "user_limit" if status == "user_limit" else None)
@@ -178,6 +178,7 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback, tol):
         history=history,
         info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P,
               "certified_gap": gap},
+        certificate=dual.certificate("diagonal" if diagonal else "full", len(blocks)),
     )  # fmt: skip
 
 
@@ -187,16 +188,18 @@ CERT_SIGMAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0.0)
 
 def certify_point(blocks, C, beta, Ws, oracle=None):
     """A certified lower bound at ``Ws`` (full: :func:`.certificate.certify`; diagonal:
-    :func:`.diagonal.dual_bound` and its crossover); ``-inf`` if none holds."""
+    :func:`.diagonal.dual_bound` and its crossover), ``-inf`` if none holds, and the
+    :class:`.certificate.BestDual` that proves it."""
     if np.ndim(Ws[0]) == 2:
-        return certify(blocks, C, beta, Ws, oracle, CERT_SIGMAS)
+        return certify_dual(blocks, C, beta, Ws, oracle, CERT_SIGMAS)
+    rec = BestDual()
     A = np.hstack([(F[C.k] - F[C.l]) ** 2 - (F[C.i] - F[C.j]) ** 2 for F, _ in blocks])
     r = np.concatenate([np.diag(R).astype(float) for _, R in blocks])
     if not np.all(r > 0):
-        return -np.inf
+        return -np.inf, rec
     w, s = np.concatenate(Ws), float(beta) / len(C)
     z = 1.0 - A @ w
     f = float(r @ w + s * np.maximum(z, 0.0).sum())
-    best = max(dual_bound(A, r, s, s * (np.clip(z / sg, 0, 1) if sg else z > 0), f)
+    best = max(dual_bound(A, r, s, s * (np.clip(z / sg, 0, 1) if sg else z > 0), f, rec)
                for sg in CERT_SIGMAS)  # fmt: skip
-    return max(best, crossover_bound(A, r, s, w, z, 1e-4, f))
+    return max(best, crossover_bound(A, r, s, w, z, 1e-4, f, rec)), rec
