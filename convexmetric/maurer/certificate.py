@@ -59,6 +59,11 @@ The dual point recovered from an approximate primal is only accurate to about th
 square root of the primal gap (stages 1–2: relative gaps ~1e-4 at a primal gap of
 2e-7); stage 3 removes that loss, and on small instances the certified gap equals the
 true primal gap to ~1e-10.
+
+**The certificate as data.** The bound is a function of ``α`` and ``f`` alone (the
+data fix the rest): the solvers report the pair behind their best bound as
+``result.certificate`` = ``{"kind": "maurer", "regularizer", "alpha": α, "radius": f}``
+(:func:`maurer_certificate`; recomputed by :mod:`convexmetric.verifier.maurer`).
 """
 
 from __future__ import annotations
@@ -69,7 +74,26 @@ import numpy as np
 
 from ..problems.maurer import margins
 
-__all__ = ["certify", "dual_bound"]
+__all__ = ["BestDual", "certify", "dual_bound"]
+
+
+class BestDual:
+    """The dual point ``α`` and value ``f`` behind the best bound offered so far."""
+
+    def __init__(self, regularizer):
+        self.regularizer, self.bound, self.alpha, self.radius = regularizer, -np.inf, None, None
+
+    def offer(self, bound, alpha, radius):
+        """Keep ``(α, f)`` if ``bound`` beats the best so far."""
+        if alpha is not None and bound > self.bound:
+            self.bound, self.alpha, self.radius = float(bound), np.array(alpha, float), radius
+
+    def certificate(self):
+        """``result.certificate`` (:mod:`convexmetric.verifier.maurer`), or ``None``."""
+        if self.alpha is None or not np.isfinite(self.bound):
+            return None
+        return {"kind": "maurer", "regularizer": self.regularizer, "alpha": self.alpha,
+                "radius": float(self.radius)}  # fmt: skip
 
 
 def _data(r, lam, gamma, gamma_neg):
@@ -271,7 +295,9 @@ def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_uppe
     -------
     bound : float
     info : dict
-        How the best candidate was found (``"ladder"``, ``"kkt"`` or ``"polish"``).
+        How the best candidate was found (``"method"``: ``"zero"``, ``"ladder"``,
+        ``"kkt"`` or ``"polish"``) and its dual point ``"alpha"`` (``bound`` is
+        :func:`dual_bound` of it with ``f_upper``).
 
     Examples
     --------
@@ -287,16 +313,16 @@ def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_uppe
     dual = (U, c, b, mu, regularizer, f_upper)
     best, how, best_alpha = _ladder(z, dual, s)
     if mu <= 0:
-        return best, {"method": how}
+        return best, {"method": how, "alpha": best_alpha}
     if A is not None:
         deltas = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
         val, alpha = _kkt_fit(z, A, U, c, b, mu, regularizer, f_upper, deltas, (1e-8, 1e-5, 1e-3))
         if val > best:
             best, how, best_alpha = val, "kkt", alpha
-    val, _ = _polish_sets(z, dual, s, best, best_alpha)
+    val, alpha = _polish_sets(z, dual, s, best, best_alpha)
     if val > best:
-        best, how = val, "polish"
-    return best, {"method": how}
+        best, how, best_alpha = val, "polish", alpha
+    return best, {"method": how, "alpha": best_alpha}
 
 
 def _ladder(z, dual, s):

@@ -27,8 +27,10 @@ up to date so that ``a = (Kβ)[x] − (Kβ)[x']`` costs ``O(d)`` per pair.
 
 The returned point is certified by the dual of eq. (5) (:mod:`.certificate`): in the
 kernel case through an empirical kernel map ``K = LLᵀ`` (one eigendecomposition of
-``K``), in which ``A = (Lᵀβ)(Lᵀβ)ᵀ``. The status is "optimal" when the certified
-relative gap is ≤ ``tol``, "optimal_inaccurate" otherwise.
+``K``), in which ``A = (Lᵀβ)(Lᵀβ)ᵀ``. SGD is a stochastic learner: the status is
+"optimal" only when the certified relative gap is ≤ ``tol`` and the result carries the
+dual point that proves it (``result.certificate``); otherwise "completed" (all steps
+made), "user_limit" or "solver_error".
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from .._threads import one_blas_thread
 from ..problems.maurer import margins
 from ..progress import notify
 from ..result import SolveResult, certified_gap
+from .certificate import BestDual
 from .certificate import certify as _certify
 
 
@@ -208,10 +211,10 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
         t0 = time.perf_counter()
         run = _Run(prob, s)
         status = run.loop()
-        lower, info = None, {}
+        lower, info, cert = None, {}, None
         if s.certify and status != "solver_error":
-            lower, info = _certify_best(prob, run.best_P, run.best_f)
-            if status == "optimal_inaccurate" and info["certified_gap"] <= s.tol:
+            lower, info, cert = _certify_best(prob, run.best_P, run.best_f)
+            if status == "completed" and cert is not None and info["certified_gap"] <= s.tol:
                 status = "optimal"
     best = run.best_P
     return SolveResult(
@@ -223,6 +226,7 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
         solver="sgd",
         history=run.history,
         lower_bound=lower,
+        certificate=cert,
         info={
             **info,
             "n_components": run.d,
@@ -235,16 +239,18 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
 
 
 def _certify_best(prob, P, f):
-    """The dual certificate of eq. (5) at ``P``: ``(lower, info)``."""
+    """The dual certificate of eq. (5) at ``P``: ``(lower, info, certificate)``."""
     t_cert = time.perf_counter()
     Uf, A = prob.backend.certificate_data(P)
     a = prob.backend.all_inner(P)
     z = 1.0 - prob.r * (1.0 - np.einsum("ij,ij->i", a, a)) / prob.g
-    lower, _ = _certify(z, Uf, prob.r, prob.lam, prob.gamma, prob.gamma_neg, prob.regularizer,
-                        f_upper=f, A=A)  # fmt: skip
+    lower, found = _certify(z, Uf, prob.r, prob.lam, prob.gamma, prob.gamma_neg,
+                            prob.regularizer, f_upper=f, A=A)  # fmt: skip
+    best = BestDual(prob.regularizer)
+    best.offer(lower, found["alpha"], f)
     info = {"certified_gap": certified_gap(f, lower),
             "certificate_seconds": time.perf_counter() - t_cert}  # fmt: skip
-    return lower, info
+    return lower, info, best.certificate()
 
 
 class _Run:
@@ -290,7 +296,7 @@ class _Run:
                     return "user_limit"
         except KeyboardInterrupt:
             return "user_limit"
-        return "optimal_inaccurate"
+        return "completed"
 
     def _block(self, B):
         """``B`` consecutive steps evaluated together (the module doc's triangular system)."""

@@ -28,7 +28,7 @@ from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.maurer import hinge_arguments, margins, quadratic_forms, regularizer_value
 from ..result import certified_status
-from .certificate import CertifySettings, certify
+from .certificate import BestDual, CertifySettings, certify
 from .sgd import KernelBackend, LinearBackend, factor_to_metric, sgd
 
 __all__ = [
@@ -50,6 +50,7 @@ class HingeOracle(Oracle):
         self.m = len(r)
         self.coef = r / margins(r, gamma, gamma_neg)  # d z_i / d s_i
         self.lam_m = lam / np.sqrt(self.m)
+        self.best = BestDual(regularizer)  #: the dual point of the best bound (the certificate)
 
     def _reg(self, A):
         if self.regularizer == "trace":
@@ -99,7 +100,8 @@ class HingeOracle(Oracle):
         """
         if sigma is not None and sigma > 1e-4:
             return -np.inf
-        lb, _ = certify(
+        f_upper = self.objective(A)
+        lb, info = certify(
             self._z(A),
             self.U,
             self.r,
@@ -107,12 +109,13 @@ class HingeOracle(Oracle):
             self.gamma,
             self.gamma_neg,
             self.regularizer,
-            f_upper=self.objective(A),
+            f_upper=f_upper,
             A=A if sigma is None else None,
             settings=None
             if sigma is None
             else CertifySettings(sigmas=(sigma,), polish_widths=(1e-4,)),
         )
+        self.best.offer(lb, info["alpha"], f_upper)
         return lb
 
 
@@ -123,6 +126,7 @@ def _finish(res, oracle, tol):
     res.info["certificate_seconds"] = time.perf_counter() - t0
     res.seconds += res.info["certificate_seconds"]
     res.lower_bound = lb if res.lower_bound is None else max(lb, res.lower_bound)
+    res.certificate = oracle.best.certificate()  # the dual point of that maximum
     res.info["certified_gap"] = res.certified_gap
     if res.status != "user_limit":
         res.status = certified_status(res.objective, res.lower_bound, tol)
