@@ -1,0 +1,211 @@
+"""The independent verifier on POE (full, diagonal, filtered), MKPOE and
+OperatorSimilarity (SGD and the projected solver): verified; its objective equals a
+formula written here; the stored bound is never read; a changed matrix or a tampered
+certificate is not verified, and does not crash."""
+
+import copy
+
+import numpy as np
+import pytest
+from conftest import poe_instance
+
+from convexmetric import verify
+from convexmetric.maurer.estimators import OperatorSimilarity
+from convexmetric.maurer.pairs import balanced_pairs
+from convexmetric.poe.estimators import MKPOE, POE
+from convexmetric.verifier import Fitted, verify_fitted
+
+
+def _maurer_data(n=40, D=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 4, n)
+    X = rng.standard_normal((4, D))[y] * 1.5 + rng.standard_normal((n, D))
+    return X / (2 * np.linalg.norm(X - X.mean(0), axis=1).max()), y
+
+
+def _poe_fit(kind):
+    X, C = poe_instance(25, 200, flip=0.1)
+    if kind == "mkpoe":
+        D2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+        Ks = [X @ X.T, np.exp(-D2 / 4.0)]
+        return MKPOE(beta=10.0).fit(C, Ks), (C, Ks)
+    kw = {"full": {}, "diagonal": {"diagonal": True}, "rbf": {"kernel": "rbf"},
+          "filtered": {"filter_graph": True, "random_state": 0}}[kind]  # fmt: skip
+    return POE(beta=10.0, **kw).fit(C, X), (C, X)
+
+
+def _maurer_fit(kind):
+    X, y = _maurer_data()
+    if kind == "sgd":  # the default solver; this instance certifies within 1e-4
+        pairs = balanced_pairs(X, y, 100, random_state=0)
+        return OperatorSimilarity(lam=0.4, max_iter=20_000, random_state=0).fit(pairs), (pairs,)
+    if kind == "trace":
+        pairs = balanced_pairs(X, y, 120, random_state=1)
+        est = OperatorSimilarity(lam=0.05, solver="subgradient", regularizer="trace")
+        return est.fit(pairs), (pairs,)
+    if kind == "kernel":  # Maurer's kernel of §6.1, recomputed by the verifier
+        X, y = _maurer_data(n=20)
+        est = OperatorSimilarity(lam=0.1, solver="subgradient", kernel="maurer", n_pairs=40,
+                                 random_state=0)  # fmt: skip
+        return est.fit(X, y), (X, y)
+    est = OperatorSimilarity(lam=0.05, solver="subgradient", n_pairs=120, random_state=2)
+    return est.fit(X, y), (X, y)
+
+
+CASES = ["poe-full", "poe-diagonal", "poe-rbf", "poe-filtered", "poe-mkpoe",
+         "maurer-sgd", "maurer-subgradient", "maurer-trace", "maurer-kernel"]  # fmt: skip
+
+
+@pytest.fixture(scope="module", params=CASES)
+def fitted(request):
+    family, kind = request.param.split("-")
+    est, args = _poe_fit(kind) if family == "poe" else _maurer_fit(kind)
+    return request.param, est, args
+
+
+def _poe_objective(est, C, items):
+    """McFee & Lanckriet's objective through the items' Gram matrices ``F W Fᵀ``."""
+    C = np.column_stack([C.i, C.j, C.k, C.l])
+    if isinstance(est, MKPOE):
+        blocks = [(K, K, W) for K, W in zip(items, est.W_)]
+    elif est.kernel == "rbf":
+        gamma = 1.0 / (items.shape[1] * items.var())
+        sq = ((items[:, None] - items[None]) ** 2).sum(-1)
+        K = np.exp(-gamma * sq)
+        blocks = [(K, K, est.W_)]
+    else:
+        blocks = [(items, np.eye(items.shape[1]), est.W_)]
+    reg, d = 0.0, 0.0
+    for F, R, W in blocks:
+        W = np.diag(W) if W.ndim == 1 else W
+        reg += np.trace(W @ R)
+        G = F @ W @ F.T
+        g = np.diag(G)
+        d = d + (g[:, None] + g[None, :] - 2 * G)
+    if est.filter_graph:
+        C = C[est.filter_report_.kept]
+    hinge = np.maximum(0.0, 1.0 + d[C[:, 0], C[:, 1]] - d[C[:, 2], C[:, 3]])
+    return reg + est.beta / len(C) * hinge.sum()
+
+
+def _maurer_objective(est, *args):
+    """Maurer's eq. (5) through ``A = coef coefᵀ`` and the quadratic forms ``uᵀAu``."""
+    if len(args) == 1:
+        pairs = args[0]
+    else:
+        pairs = balanced_pairs(*args, est.n_pairs, random_state=est.random_state)
+    U, r = pairs.differences, pairs.r
+    A = est.coef_ @ est.coef_.T
+    if est.kernel == "maurer":  # u = k(X, x) − k(X, x'): A acts on kernel columns
+        Xn = pairs.points / np.linalg.norm(pairs.points, axis=1, keepdims=True)
+        K = 0.5 * np.exp(-4.0 * ((Xn[:, None] - Xn[None]) ** 2).sum(-1))
+        U = K[pairs.i] - K[pairs.j]
+        w = np.linalg.eigvalsh(est.coef_.T @ K @ est.coef_)  # the spectrum of T*T
+        A_norm = w.sum() if est.regularizer == "trace" else np.sqrt((w * w).sum())
+    else:
+        A_norm = np.trace(A) if est.regularizer == "trace" else np.sqrt((A * A).sum())
+    s = np.array([u @ A @ u for u in U])
+    g = np.where(r > 0, est.gamma, est.gamma if est.gamma_neg is None else est.gamma_neg)
+    loss = np.maximum(0.0, 1.0 - r * (1.0 - s) / g).mean()
+    return loss + est.lam * A_norm / np.sqrt(len(r))
+
+
+def test_verified_with_the_reported_bound(fitted, verified):
+    name, est, args = fitted
+    assert est.result_.status == "optimal"
+    v = verified(est, *args)
+    assert v.kind == name.split("-")[0]
+    # the certificate is the one behind the reported bound
+    assert v.lower_bound == pytest.approx(est.result_.lower_bound, rel=1e-9)
+
+
+def test_objective_equals_the_papers_formula(fitted):
+    name, est, args = fitted
+    v = verify(est, *args)
+    f = _poe_objective(est, *args) if name.startswith("poe") else _maurer_objective(est, *args)
+    assert v.objective == pytest.approx(f, rel=1e-9)
+
+
+def test_the_stored_bound_is_never_read(fitted):
+    _, est, args = fitted
+    before = verify(est, *args)
+    est = copy.deepcopy(est)
+    est.result_.lower_bound = est.result_.objective
+    after = verify(est, *args)
+    assert (after.lower_bound, after.verified) == (before.lower_bound, before.verified)
+
+
+def test_a_matrix_scaled_after_the_fit_is_not_verified(fitted):
+    name, est, args = fitted
+    est = copy.deepcopy(est)
+    if name.startswith("poe"):
+        est.W_ = [1.01 * W for W in est.W_] if isinstance(est, MKPOE) else 1.01 * est.W_
+    else:
+        est.coef_ = 1.01 * est.coef_
+    v = verify(est, *args)
+    assert not v.verified and "stored objective" in v.reason
+
+
+def _tampered(cert):
+    """Certificates changed one way each: (what, certificate)."""
+    key = "lam" if cert["kind"] == "poe" else "alpha"
+    dual = cert[key]
+    out = [("scaled out of the box", {**cert, key: 3.0 * dual}),
+           ("negative", {**cert, key: np.where(np.arange(len(dual)) == 0, -1e-3, dual)}),
+           ("too short", {**cert, key: dual[1:]}),
+           ("integers", {**cert, key: np.ones(len(dual), dtype=np.int64)}),
+           ("rolled", {**cert, key: np.roll(dual, 7)}),
+           ("radius", {**cert, "radius": float("nan")})]  # fmt: skip
+    if "comparisons" in cert:
+        kept = cert["comparisons"].copy()
+        kept[0] = 10**6
+        out.append(("index out of range", {**cert, "comparisons": kept}))
+        kept = cert["comparisons"].copy()
+        kept[1] = kept[0]
+        out.append(("index repeated", {**cert, "comparisons": kept}))
+    return out
+
+
+def test_a_tampered_certificate_is_not_verified(fitted):
+    _, est, args = fitted
+    honest = Fitted.from_estimator(est)
+    for what, cert in _tampered(honest.certificate):
+        v = verify_fitted(Fitted(honest.estimator, honest.params, honest.attrs, cert,
+                                 honest.objective), *args)  # fmt: skip
+        assert not v.verified, what
+        assert v.reason, what
+
+
+def test_an_uncertified_sgd_says_completed_and_is_not_verified():
+    X, y = _maurer_data()
+    pairs = balanced_pairs(X, y, 60, random_state=0)
+    est = OperatorSimilarity(lam=0.05, max_iter=2_000, random_state=0).fit(pairs)
+    assert est.result_.status == "completed"
+    v = verify(est, pairs)
+    assert not v.verified and "above tol" in v.reason
+
+
+def test_pairs_drawn_without_a_seed_cannot_be_verified():
+    from convexmetric.verifier import VerificationError
+
+    X, y = _maurer_data()
+    est = OperatorSimilarity(lam=0.05, solver="subgradient", n_pairs=60).fit(X, y)
+    with pytest.raises(VerificationError, match="random_state"):
+        verify(est, X, y)
+
+
+@pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])
+def test_poe_subgradient_path_carries_its_certificate(diagonal, verified):
+    """App. B's projected subgradient (``method="subgradient"``), certified at the end."""
+    from convexmetric.poe import solver
+    from convexmetric.problems.poe import lpoe_blocks
+
+    X, C = poe_instance(25, 200, flip=0.1)
+    res = solver.solve(lpoe_blocks(X), C, 10.0, diagonal=diagonal, method="subgradient")
+    assert res.certificate["form"] == ("diagonal" if diagonal else "full")
+    params = {"beta": 10.0, "diagonal": diagonal, "kernel": None, "tol": 1e-4,
+              "filter_graph": False}  # fmt: skip
+    v = verify_fitted(Fitted("POE", params, {"W_": res.matrix}, res.certificate,
+                             res.objective), C, X)  # fmt: skip
+    assert v.lower_bound == pytest.approx(res.lower_bound, rel=1e-9)
+    assert v.verified == (res.status == "optimal"), v.reason
