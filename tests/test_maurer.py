@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from scipy.optimize import check_grad
+from test_verify_poe_maurer import verify_maurer_result
 
 from convexmetric.maurer import solver as S
 from convexmetric.maurer.pairs import balanced_pairs
@@ -49,8 +50,11 @@ def test_projected_subgradient_agrees_with_exact(reg, gneg):
     U, r = instance()
     _, val, _, _ = P.solve(U, r, 0.05, 1.0, gneg, reg)
     res = S.solve_projected(U, r, 0.05, 1.0, gneg, reg)
-    assert res.success
-    assert abs(res.objective - val) / val <= 1e-3
+    assert res.status == "optimal"
+    v = verify_maurer_result(res, U, r, 0.05, 1.0, gneg, reg)
+    assert v.verified, v.reason
+    # solve_projected's certified tol (1e-6) plus CLARABEL's accuracy (to 1e-6 here)
+    assert abs(res.objective - val) / val <= 1e-6 + 1e-6
     assert np.linalg.eigvalsh(res.matrix)[0] >= -1e-10  # stays on the PSD cone
 
 
@@ -58,18 +62,15 @@ def test_projected_subgradient_agrees_with_exact(reg, gneg):
 def test_sgd_agrees_with_exact_on_average(reg, gneg):
     U, r = instance(m=500, D=10)
     _, val, _, _ = P.solve(U, r, 0.05, 1.0, gneg, reg)
-    gaps = [
-        (
-            S.sgd(
-                S.LinearBackend(U), r, 0.05, 1.0, gneg, reg, max_iter=60_000, random_state=s
-            ).objective
-            - val
-        )
-        / val
-        for s in range(3)
-    ]
-    assert min(gaps) >= -1e-9  # never below the certified optimum
-    assert np.mean(gaps) <= 1e-2
+    runs = [S.sgd(S.LinearBackend(U), r, 0.05, 1.0, gneg, reg, max_iter=60_000, random_state=s)
+            for s in range(3)]  # fmt: skip
+    gaps = [(res.objective - val) / val for res in runs]
+    assert min(gaps) >= -1e-6  # never below CLARABEL's optimum (to its accuracy)
+    assert np.mean(gaps) <= 1e-2  # a stochastic learner: no certified claim ("completed")
+    for res in runs:  # ... unless it says "optimal": then the verifier agrees
+        assert res.status in ("optimal", "completed")
+        if res.status == "optimal":
+            assert verify_maurer_result(res, U, r, 0.05, 1.0, gneg, reg).verified
 
 
 def test_blocks_reproduce_the_sequential_table1_loop():

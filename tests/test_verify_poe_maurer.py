@@ -209,3 +209,29 @@ def test_poe_subgradient_path_carries_its_certificate(diagonal, verified):
                              res.objective), C, X)  # fmt: skip
     assert v.lower_bound == pytest.approx(res.lower_bound, rel=1e-9)
     assert v.verified == (res.status == "optimal"), v.reason
+
+
+class _DifferencePairs:
+    """Pairs ``(u_t, 0)``: a solver's ``U, r`` as the verifier reads a Pairs object."""
+
+    def __init__(self, U, r):
+        m = len(r)
+        self.points = np.vstack([U, np.zeros_like(U)])
+        self.i, self.j, self.r = np.arange(m), m + np.arange(m), np.asarray(r, float)
+
+
+def verify_maurer_result(res, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs"):
+    """The verifier's report on a linear Maurer solver result (projected: ``matrix`` is
+    ``A``; SGD: ``matrix`` is ``V`` with ``A = VᵀV``)."""
+    if res.solver == "sgd":
+        coef = res.matrix.T
+    else:
+        w, E = np.linalg.eigh(res.matrix)
+        coef = E * np.sqrt(np.maximum(w, 0.0))
+    solver = "sgd" if res.solver == "sgd" else "subgradient"
+    params = {"lam": lam, "gamma": gamma, "gamma_neg": gamma_neg, "regularizer": regularizer,
+              "kernel": None, "solver": solver}  # fmt: skip
+    fitted = Fitted("OperatorSimilarity", params, {"coef_": coef}, res.certificate, res.objective)
+    v = verify_fitted(fitted, _DifferencePairs(U, r))
+    assert v.lower_bound == pytest.approx(res.lower_bound, rel=1e-9)  # the reported bound's
+    return v
