@@ -235,3 +235,15 @@ def verify_maurer_result(res, U, r, lam, gamma=1.0, gamma_neg=None, regularizer=
     v = verify_fitted(fitted, _DifferencePairs(U, r))
     assert v.lower_bound == pytest.approx(res.lower_bound, rel=1e-9)  # the reported bound's
     return v
+
+
+def test_kernel_sgd_certificate_is_the_reported_bound():
+    """The kernel SGD certifies through its own kernel map; the verifier's, from Maurer's
+    kernel recomputed here, gives the same bound (not within tol: "completed")."""
+    X, y = _maurer_data(n=20)
+    est = OperatorSimilarity(lam=0.5, kernel="maurer", n_pairs=40, max_iter=20_000,
+                             random_state=0).fit(X, y)  # fmt: skip
+    v = verify(est, X, y)
+    assert est.result_.status == "completed" and not v.verified
+    assert v.objective == pytest.approx(_maurer_objective(est, X, y), rel=1e-9)
+    assert v.lower_bound == pytest.approx(est.result_.lower_bound, rel=1e-9)
