@@ -122,6 +122,11 @@ def test_hand_computed_bound():
     Ch = Comparisons.triadic([0], [1], [2])
     res = S.solve(P.lpoe_blocks(Xh), Ch, 10.0, settings={"tol": 1e-8})
     assert res.status == "optimal"
+    params = {"beta": 10.0, "diagonal": False, "kernel": None, "tol": 1e-8,
+              "filter_graph": False}  # fmt: skip
+    v = verify_fitted(Fitted("POE", params, {"W_": res.matrix}, res.certificate,
+                             res.objective), Ch, Xh)  # fmt: skip
+    assert v.verified, v.reason
     assert res.lower_bound == pytest.approx(0.125, rel=1e-8)
     assert res.lower_bound <= 0.125 + 1e-15
     # the certificate is the dual optimum λ* = 1/8 (in [0, β/|C| = 10])
