@@ -9,7 +9,9 @@ Huber-smoothed hinge), which takes the plain method's ~1e-3 stall down to ~1e-6.
 :class:`HingeOracle` serves both.
 
 Every result carries a certified ``lower_bound`` from the dual of eq. (5)
-(:mod:`.certificate`), computed at the returned point; the status is "optimal" only
+(:mod:`.certificate`), the best of those computed along the run and at the returned
+point, and the dual point that proves it (``result.certificate``, recomputed by
+:mod:`convexmetric.verifier.maurer`); the status is "optimal" only
 when the certified relative gap ``(objective − lower_bound)/|objective|`` is within
 ``tol``, "optimal_inaccurate" otherwise, and "user_limit" after a time limit.
 
