@@ -247,3 +247,22 @@ def test_kernel_sgd_certificate_is_the_reported_bound():
     assert est.result_.status == "completed" and not v.verified
     assert v.objective == pytest.approx(_maurer_objective(est, X, y), rel=1e-9)
     assert v.lower_bound == pytest.approx(est.result_.lower_bound, rel=1e-9)
+
+
+def test_filtered_comparisons_must_be_what_the_filter_guarantees():
+    """Claiming every input comparison was kept (cycles and all) is refused."""
+    est, (C, X) = _poe_fit("filtered")
+    honest = Fitted.from_estimator(est)
+    n = len(C)
+    cert = {**honest.certificate, "comparisons": np.arange(n), "lam": np.zeros(n)}
+    v = verify_fitted(Fitted("POE", honest.params, honest.attrs, cert, honest.objective), C, X)
+    assert len(est.filter_report_.kept) < n
+    assert not v.verified and ("cycle" in v.reason or "repeat" in v.reason), v.reason
+
+
+def test_the_filter_checks_find_a_cycle_and_pass_a_chain():
+    from convexmetric.verifier.poe import _filter_problems
+
+    chain = np.array([[0, 1, 0, 2], [0, 2, 1, 2]])
+    assert _filter_problems(chain) == ""
+    assert "cycle" in _filter_problems(np.vstack([chain, [[1, 2, 1, 0]]]))

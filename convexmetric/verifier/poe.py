@@ -30,13 +30,15 @@ lam            float (m,)          ``λ_c ∈ [0, β/m]``, one per comparison
 radius         float               ``F``, an attained objective value
 comparisons    int (m,), optional  with ``filter_graph=True``: the input comparisons
                                    kept by the filter (§2.2), whose problem was solved
+                                   (checked: distinct, no repeated edge, acyclic)
 =============  ==================  ====================================================
 
 Reads ``params`` ``beta``, ``tol``, ``diagonal``, ``filter_graph``, ``kernel`` and
 ``gamma`` (POE) and ``attrs`` ``W_``. The comparisons come from the fit arguments
 (``Comparisons``, an ``(m, 4)``/``(m, 3)`` array, or ``ItemComparisons`` carrying the
-items); the filter's choice is read from the certificate (checked to be distinct input
-comparisons), not re-derived.
+items); the filter's choice is read from the certificate and checked to be what §2.2
+guarantees (distinct input comparisons, no repeated edge, no cycle); Alg. 1's seeded
+order and the transitive reduction are not re-derived.
 """
 
 from __future__ import annotations
@@ -181,6 +183,27 @@ def _dual_problems(cert, fitted, n_input, n_blocks):
     return ""
 
 
+def _filter_problems(C):
+    """What the filter of §2.2 guarantees and ``C`` (the kept comparisons) breaks: an
+    edge repeated between the same unordered pairs, or a cycle of pair-vertices."""
+    n = int(C.max()) + 1
+    left = np.minimum(C[:, 0], C[:, 1]) * n + np.maximum(C[:, 0], C[:, 1])
+    right = np.minimum(C[:, 2], C[:, 3]) * n + np.maximum(C[:, 2], C[:, 3])
+    keys, vert = np.unique(np.concatenate([left, right]), return_inverse=True)
+    u, v = vert[: len(C)], vert[len(C) :]
+    if len(np.unique(u * len(keys) + v)) != len(C):
+        return "the kept comparisons repeat an edge"
+    alive, indeg = np.ones(len(C), bool), np.bincount(v, minlength=len(keys))
+    while alive.any():  # Kahn: peel the vertices without incoming edges
+        source = indeg == 0
+        out = alive & source[u]
+        if not out.any():
+            return "the kept comparisons contain a cycle"
+        alive &= ~out
+        indeg = np.bincount(v[alive], minlength=len(keys))
+    return ""
+
+
 def _lam_problems(lam, m, s):
     if not isinstance(lam, np.ndarray) or lam.ndim != 1 or lam.dtype.kind != "f":
         return "'lam' must be a 1-d float array"
@@ -224,6 +247,7 @@ def check(fitted, comparisons, items=None, **kwargs):
     problem = _dual_problems(cert, fitted, len(C_in), len(blocks))
     kept = cert.get("comparisons") if not problem else None
     C = C_in if kept is None else C_in[np.asarray(kept)]
+    problem = problem or (_filter_problems(C) if kept is not None else "")
     s = float(p["beta"]) / len(C)
     f = _objective(Ws, blocks, C, s)
     tol = p.get("tol") or 1e-4
