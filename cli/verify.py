@@ -1,10 +1,13 @@
 """``convexmetric verify --model DIR``: the independent verifier on a saved model.
 
 The model directory is one that ``solve ... --out DIR`` wrote from a certified fit; the
-data options are those of ``solve`` (the same ``--dataset`` or ``--features/--labels``,
-the same ``--split``), so the training rows are rebuilt and standardised exactly as
-``solve`` did. The verifier (:mod:`convexmetric.verifier`) recomputes the objective
-and the certified lower bound from those rows and the stored certificate; the command
+data options are those of ``solve`` for the model's method (LMNN: ``--dataset`` or
+``--features/--labels`` and ``--split``; Maurer: the same, or ``--pairs``, with
+``--n-pairs``, ``--oracle`` and ``--seed``; POE: ``--comparisons`` with ``--features``
+or ``--kernel``, or the built-in instance with ``--n-comparisons`` and ``--seed``), so
+the training data are rebuilt exactly as ``solve`` built them. The verifier
+(:mod:`convexmetric.verifier`) recomputes the objective and the certified lower bound
+from those data and the stored certificate; the command
 exits with status 1 when the model is not verified.
 """
 
@@ -18,6 +21,31 @@ from .inputs import DATA_OPTIONS
 
 #: saved estimators whose training data are ``(X, y)`` as ``solve lmnn`` reads them
 LABELLED = ("LMNN", "MultiMetricLMNN", "KernelLMNN")
+#: every saved estimator the command re-checks
+SUPPORTED = (*LABELLED, "OperatorSimilarity", "POE")
+
+#: the options of ``solve maurer`` and ``solve poe`` that rebuild their training data
+METHOD_DATA = [
+    click.option(
+        "--pairs",
+        "pairs_file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Maurer: the pairs CSV given to `solve maurer --pairs`.",
+    ),
+    click.option("--n-pairs", type=int, default=2000, show_default=True,
+                 help="Maurer: pairs drawn from labelled data (as given to solve)."),
+    click.option("--oracle", type=click.Choice(["balanced", "labels"]), default="balanced",
+                 show_default=True, help="Maurer: the pair oracle given to solve."),
+    click.option("--comparisons", type=click.Path(exists=True, dir_okay=False),
+                 help="POE: the comparisons CSV given to `solve poe`."),
+    click.option("--kernel", "kernels", multiple=True,
+                 type=click.Path(exists=True, dir_okay=False),
+                 help="POE: the kernel matrix file given to `solve poe --kind kernel`."),
+    click.option("--n-comparisons", type=int, default=1000, show_default=True,
+                 help="POE: comparisons drawn for the built-in instance (as given to solve)."),
+    click.option("--seed", type=int, default=0, show_default=True,
+                 help="Maurer and POE: the seed given to solve."),
+]  # fmt: skip
 
 
 @click.command("verify", short_help="Re-check a saved certified model against its data.")
@@ -30,8 +58,9 @@ LABELLED = ("LMNN", "MultiMetricLMNN", "KernelLMNN")
 )
 @apply_options(DATA_OPTIONS)
 @SPLIT_OPTION
+@apply_options(METHOD_DATA)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-def VERIFY(model_dir, dataset, features, labels, as_json, **_):
+def VERIFY(model_dir, as_json, **opts):
     """Recompute a saved model's objective and certified bound from the training data.
 
     Give the data options that `solve` was given. The report holds the recomputed
@@ -45,19 +74,42 @@ def VERIFY(model_dir, dataset, features, labels, as_json, **_):
     with library_errors():
         model = load_model(model_dir)
         fitted = Fitted.from_saved(model.meta, model.arrays)
-        if fitted.estimator not in LABELLED:
+        if fitted.estimator not in SUPPORTED:
             raise ValueError(
-                f"`convexmetric verify` rebuilds the training data of {', '.join(LABELLED)} "
+                f"`convexmetric verify` rebuilds the training data of {', '.join(SUPPORTED)} "
                 f"models; this one is a {fitted.estimator} (use convexmetric.verify in Python)."
             )
-        Xtr, ytr, _, _, name = load_xy(dataset, features, labels)
-        _check_preprocessing(model, Xtr)
-        result = verify_fitted(fitted, Xtr, ytr)
+        args, name = _training_data(fitted, model, opts)
+        result = verify_fitted(fitted, *args)
     report = {"model": model_dir, "estimator": fitted.estimator, "instance": name,
               **result.summary()}  # fmt: skip
     emit(report, as_json, _lines(report))
     if not result.verified:
         raise click.exceptions.Exit(1)
+
+
+def _training_data(fitted, model, o):
+    """``(fit arguments, instance name)`` rebuilt as ``solve`` built them."""
+    if fitted.estimator == "POE":
+        from .poe import _inputs
+
+        kind = "linear" if fitted.params.get("kernel") is None else "kernel"
+        files = (o["comparisons"], o["features"], o["kernels"])
+        C, data, name = _inputs(kind, *files, o["dataset"], o["seed"], o["n_comparisons"])
+        return (C, data), name
+    if fitted.estimator == "OperatorSimilarity":
+        from .maurer import _inputs
+
+        if not (o["dataset"] or o["features"] or o["pairs_file"]):
+            o["dataset"] = "digits"  # solve maurer's default
+        keys = ("dataset", "features", "labels", "pairs_file")
+        train, _, _, name = _inputs(*(o[k] for k in keys), o["n_pairs"], o["oracle"],
+                                    o["seed"], split=True)  # fmt: skip
+        _check_preprocessing(model, train.points)
+        return (train,), name
+    Xtr, ytr, _, _, name = load_xy(o["dataset"], o["features"], o["labels"])
+    _check_preprocessing(model, Xtr)
+    return (Xtr, ytr), name
 
 
 def _check_preprocessing(model, Xtr):

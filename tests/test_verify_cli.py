@@ -52,3 +52,25 @@ def test_a_tampered_model_is_not_verified(saved, tmp_path):
     assert r.exit_code == 1
     rep = json.loads(r.output)
     assert rep["verified"] is False and rep["reason"]
+
+
+@pytest.mark.parametrize(
+    "solve, data",
+    [
+        (["maurer", "--dataset", "wine", "--solver", "subgradient", "--n-pairs", "300"],
+         ["--dataset", "wine", "--n-pairs", "300"]),
+        (["poe", "--kind", "linear", "--n-comparisons", "300", "--seed", "2"],
+         ["--n-comparisons", "300", "--seed", "2"]),
+    ],
+)  # fmt: skip
+def test_maurer_and_poe_models_verified_from_solves_data_options(tmp_path, solve, data):
+    out = tmp_path / "m"
+    r = CliRunner().invoke(main, ["solve", *solve, "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    rep = json.loads(_verify(out, *data).output)
+    assert rep["verified"] is True, rep["reason"]
+    assert rep["objective"] == pytest.approx(rep["reported_objective"], rel=1e-9)
+    # other data options: another draw, so another objective and not verified
+    other = [*data[:-1], str(int(data[-1]) + 1)]
+    r = _verify(out, *other)
+    assert r.exit_code == 1 and json.loads(r.output)["verified"] is False
