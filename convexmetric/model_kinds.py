@@ -138,7 +138,8 @@ def _multi_metric(est):
 
 def _poe(est):
     arrays = {"components": np.asarray(est.components_, dtype=float)}
-    arrays["W"] = np.asarray(est.W_, dtype=float)
+    W = np.asarray(est.W_, dtype=float)
+    arrays["W"] = np.diag(W) if W.ndim == 1 else W  # the diagonal LP's W_ is its diagonal
     if est.kernel in (None, "precomputed"):
         return "linear", {}, arrays
     arrays["kernel_points"] = np.asarray(est.X_fit_, dtype=float)

@@ -61,6 +61,8 @@ def test_a_tampered_model_is_not_verified(saved, tmp_path):
          ["--dataset", "wine", "--n-pairs", "300"]),
         (["poe", "--kind", "linear", "--n-comparisons", "300", "--seed", "2"],
          ["--n-comparisons", "300", "--seed", "2"]),
+        (["poe", "--kind", "linear", "--diagonal", "--n-comparisons", "300", "--seed", "2"],
+         ["--n-comparisons", "300", "--seed", "2"]),
     ],
 )  # fmt: skip
 def test_maurer_and_poe_models_verified_from_solves_data_options(tmp_path, solve, data):
