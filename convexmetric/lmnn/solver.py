@@ -181,6 +181,7 @@ def _solve(X, y, targets, mu, M0, s):
     M0 = np.eye(X.shape[1]) if M0 is None else M0
     res = _refined(oracle, _phase1(oracle, M0, s), s, t0)
     if not s.refine or res.status == "user_limit":
+        res.certificate = oracle.certificate(res.lower_bound)
         return res
     if res.certified_gap > s.tol and res.iterations < s.max_iter:
         remaining = None if s.time_limit is None else s.time_limit - res.seconds
@@ -189,6 +190,7 @@ def _solve(X, y, targets, mu, M0, s):
         res.status = certified_status(res.objective, res.lower_bound, s.tol)
     res.info["certified_gap"] = res.certified_gap
     res.info.update(_mode_info(oracle))
+    res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
     return res
 
 
