@@ -59,6 +59,9 @@ BLOCK_BYTES = 64 << 20
 #: eigenvalues of the pull matrix (or of ``K``) below this fraction of the largest are
 #: its null space
 RANGE_RTOL = 1e-10
+#: the multi-metric certificate's range test (its oracle's): an impostor difference ``u``
+#: with a multiplier must have ``‖u‖·MULTI_RANGE_RTOL`` at most off ``range(P_{g(l)})``
+MULTI_RANGE_RTOL = 1e-6
 #: relative rounding allowed on the distances that order target neighbours
 TIE_RTOL = 1e-9
 
@@ -80,7 +83,8 @@ def check_lmnn(fitted, X, y, targets=None):
     X, y = _data(X, y)
     sq = np.einsum("ij,ij->i", X, X)
     T = _targets(fitted, lambda rows: _sqdist(X, sq, rows), y, targets)
-    return _check("lmnn", fitted, X, y, T, _attr(fitted, "metric_", X.shape[1]), X, t0)
+    M = _attr(fitted, "metric_", (X.shape[1],) * 2)
+    return _check("lmnn", fitted, X, y, T, [M], np.zeros(len(y), np.int64), t0)
 
 
 def check_kernel(fitted, X, y):
@@ -95,26 +99,45 @@ def check_kernel(fitted, X, y):
     Phi = V[:, keep] * np.sqrt(w[keep])  # the empirical kernel map, K = ΦΦᵀ
     # D(i, j) = (k_i − k_j)ᵀA(k_i − k_j) = (φ_i − φ_j)ᵀΦᵀAΦ(φ_i − φ_j): the metric on
     # the rows of Φ (in the eigenbasis: no product with K's small eigenvalues' inverses)
-    A = _attr(fitted, "A_", K.shape[0])
+    A = _attr(fitted, "A_", K.shape)
     M = V[:, keep].T @ (0.5 * (A + A.T)) @ V[:, keep]
     M = np.sqrt(w[keep])[:, None] * M * np.sqrt(w[keep])[None]
     M = 0.5 * (M + M.T)
-    return _check("lmnn_kernel", fitted, Phi, y, T, M, Phi, t0, A)
+    return _check("lmnn_kernel", fitted, Phi, y, T, [M], np.zeros(len(y), np.int64), t0)
 
 
-def _check(kind, fitted, X, y, T, M, X_dual, t0, fitted_matrix=None):
-    """Objective at ``M`` over the features ``X`` and the bound over ``X_dual``
-    (``fitted_matrix``: the stored one when ``M`` is derived from it; only ``M`` has to be
-    PSD: the kernel's dropped directions never enter a training distance)."""
+def check_multi(fitted, X, y):
+    """Verify a ``MultiMetricLMNN`` fit (kind ``"lmnn_multi"``) from its training data."""
+    t0 = time.perf_counter()
+    X, y = _data(X, y)
+    sq = np.einsum("ij,ij->i", X, X)
+    T = _targets(fitted, lambda rows: _sqdist(X, sq, rows), y)
+    Ms = fitted.attrs.get("metrics_")
+    Ms = None if Ms is None else np.asarray(Ms, dtype=np.float64)
+    if Ms is None or Ms.ndim != 3 or Ms.shape[1:] != (X.shape[1],) * 2:
+        raise VerificationError(f"metrics_ must be (c, {X.shape[1]}, {X.shape[1]}).")
+    g = np.asarray(fitted.attrs.get("clusters_", np.unique(y, return_inverse=True)[1]))
+    if g.shape != y.shape or not np.issubdtype(g.dtype, np.integer) or g.min() < 0:
+        raise VerificationError("clusters_ must be one cluster index per training point.")
+    if g.max() >= len(Ms):
+        raise VerificationError(f"clusters_ name {g.max() + 1} clusters; metrics_ has {len(Ms)}.")
+    if fitted.params.get("n_clusters") is None and np.any(
+        g != np.unique(y, return_inverse=True)[1]
+    ):
+        raise VerificationError("with n_clusters=None the clusters are the classes (§5.2).")
+    return _check("lmnn_multi", fitted, X, y, T, list(Ms), g, t0, MULTI_RANGE_RTOL)
+
+
+def _check(kind, fitted, X, y, T, Ms, g, t0, range_rtol=None):
+    """Eq. (14) at the metrics ``Ms`` (pair ``(a, b)`` under ``Ms[g[b]]``) over the features
+    ``X``, and the certificate's bound."""
     mu, tol = float(fitted.params["mu"]), float(fitted.params.get("tol", 1e-4))
     try:
-        if fitted_matrix is not None and not np.isfinite(fitted_matrix).all():
-            raise Infeasible("the fitted matrix is not finite")
-        objective = _objective(X @ _factor(M).T, y, T, mu)
+        objective = _objective([X @ _factor(M).T for M in Ms], g, y, T, mu)
     except Infeasible as exc:
         return _refused(kind, np.inf, tol, fitted.objective, t0, str(exc))
     try:
-        bound = _bound(X_dual, y, T, mu, fitted.certificate, objective)
+        bound = _bound(X, y, T, mu, fitted.certificate, objective, g, len(Ms), range_rtol)
     except Infeasible as exc:
         return _refused(kind, objective, tol, fitted.objective, t0, str(exc))
     return report(kind, objective, bound, tol, fitted.objective, t0)
@@ -134,13 +157,13 @@ def _data(X, y):
     return X, y
 
 
-def _attr(fitted, name, size):
+def _attr(fitted, name, shape):
     M = fitted.attrs.get(name)
     if M is None:
         raise VerificationError(f"the fitted {fitted.estimator} has no {name!r} to verify.")
     M = np.asarray(M, dtype=np.float64)
-    if M.shape != (size, size):
-        raise VerificationError(f"{name} has shape {M.shape}; the data need ({size}, {size}).")
+    if M.shape != tuple(shape):
+        raise VerificationError(f"{name} has shape {M.shape}; the data need {tuple(shape)}.")
     return M
 
 
@@ -221,17 +244,28 @@ def _nearest(dist, y, k, T=None):
     return out, kth, Dt
 
 
-def _objective(Z, y, T, mu):
-    """Eq. (14) at ``M = LᵀL`` from ``Z = XLᵀ``, by float64 row blocks (all triplets)."""
-    n = Z.shape[0]
-    sq = np.einsum("ij,ij->i", Z, Z)
+def _objective(Zs, g, y, T, mu):
+    """Eq. (14) from ``Zs[c] = X L_cᵀ`` (``M_c = L_cᵀL_c``; the pair ``(a, b)`` under
+    ``M_{g[b]}``), by float64 row blocks over all triplets."""
+    n, c = len(y), len(Zs)
+    sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
+    cols = [np.flatnonzero(g == h) for h in range(c)]
     pull = push = 0.0
     step = _block_rows(n)
     for s in range(0, n, step):
         rows = np.arange(s, min(s + step, n))
-        Dt = ((Z[rows, None, :] - Z[T[rows]]) ** 2).sum(axis=2)  # (b, k), exact
+        Dt = np.empty((len(rows), T.shape[1]))
+        for q in range(T.shape[1]):  # exact target distances, each under its own metric
+            j = T[rows, q]
+            for h in np.unique(g[j]):
+                at = g[j] == h
+                Dt[at, q] = ((Zs[h][rows[at]] - Zs[h][j[at]]) ** 2).sum(axis=1)
         pull += float(Dt.sum())
-        D = sq[rows, None] + sq[None] - 2.0 * Z[rows] @ Z.T
+        D = np.empty((len(rows), n))
+        for h in range(c):
+            D[:, cols[h]] = (
+                sq[h][rows, None] + sq[h][None, cols[h]] - 2.0 * Zs[h][rows] @ Zs[h][cols[h]].T
+            )
         D[y[rows, None] == y[None]] = np.inf  # impostors: the other classes only
         for q in range(T.shape[1]):
             H = 1.0 + Dt[:, q, None] - D
@@ -274,26 +308,20 @@ def _scatter(X, A, B, w):
     return out
 
 
-def _bound(X, y, T, mu, cert, objective):
-    """The lower bound that the certificate's dual point proves (module docstring)."""
+def _bound(X, y, T, mu, cert, objective, g, c, range_rtol=None):
+    """The lower bound that the certificate's dual point proves (module docstring), with
+    ``ν`` the least over the clusters' blocks (one block for a single metric)."""
     n, k = T.shape
     I, J, L, lam = _dual_point(cert, n, y, T)
+    if mu >= 1.0:
+        raise Infeasible("mu = 1: no pull term to bound the hinge multipliers' matrix by")
     total = mu * float(lam.sum())
     pi, pj = np.repeat(np.arange(n), k), T.ravel()
-    P = _scatter(X, pi, pj, np.ones(len(pi)))
-    w, V = np.linalg.eigh(0.5 * (P + P.T))
-    keep = w > RANGE_RTOL * max(float(w[-1]), 1e-300)
-    if not keep.any() or mu >= 1.0:
-        raise Infeasible("the pull term vanishes (mu = 1 or no target differences)")
-    off = (X[I] - X[L]) @ V[:, ~keep]
-    if off.size and np.abs(off).max() > RANGE_RTOL * max(float(np.abs(X).max()), 1e-300):
-        raise Infeasible("an impostor difference with a multiplier leaves the pull range")
-    Xw = X @ (V[:, keep] / np.sqrt(w[keep]))  # the pull term's whitened coordinates
-    S0 = (1 - mu) * _scatter(Xw, pi, pj, np.ones(len(pi)))
-    S = S0 + mu * (_scatter(Xw, I, J, lam) - _scatter(Xw, I, L, lam))
-    w0, V0 = np.linalg.eigh(0.5 * (S0 + S0.T))
-    W0 = V0 / np.sqrt(w0)
-    nu = float(np.linalg.eigvalsh(0.5 * (W0.T @ (S + S.T) @ W0))[0])
+    rtol = RANGE_RTOL if range_rtol is None else range_rtol
+    nu = min(_block_nu(X, mu, (pi[g[pj] == h], pj[g[pj] == h]),
+                       (I[g[J] == h], J[g[J] == h], lam[g[J] == h]),
+                       (I[g[L] == h], L[g[L] == h], lam[g[L] == h]), rtol)
+             for h in range(c))  # fmt: skip
     if nu >= 0:
         return total
     bound = total / (1.0 - nu)
@@ -303,6 +331,27 @@ def _bound(X, y, T, mu, cert, objective):
     return bound
 
 
-KINDS = {"lmnn": check_lmnn, "lmnn_kernel": check_kernel}
+def _block_nu(X, mu, pull, plus, minus, rtol):
+    """``λ_min`` of ``S_h = (1 − μ)P_h + μΣλ C_ij − μΣλ C_il`` (``plus``, ``minus``: the
+    triplets whose target, impostor is of this block) relative to ``(1 − μ)P_h``, on the
+    range of ``P_h`` (:class:`Infeasible` when an impostor difference leaves it)."""
+    P = _scatter(X, *pull, np.ones(len(pull[0])))
+    w, V = np.linalg.eigh(0.5 * (P + P.T))
+    keep = w > RANGE_RTOL * max(float(w[-1]), 1e-300) if len(w) and w[-1] > 0 else w > np.inf
+    U = X[minus[0]] - X[minus[1]]
+    off = np.sqrt(((U @ V[:, ~keep]) ** 2).sum(axis=1))
+    if len(U) and np.any(off > rtol * np.sqrt((U**2).sum(axis=1))):
+        raise Infeasible("an impostor difference with a multiplier leaves the pull range")
+    if not keep.any():
+        return np.inf  # no pull, no multiplier: S_h = 0
+    Xw = X @ (V[:, keep] / np.sqrt(w[keep]))  # the pull term's whitened coordinates
+    S0 = (1 - mu) * _scatter(Xw, *pull, np.ones(len(pull[0])))
+    S = S0 + mu * (_scatter(Xw, *plus) - _scatter(Xw, *minus))
+    w0, V0 = np.linalg.eigh(0.5 * (S0 + S0.T))
+    W0 = V0 / np.sqrt(w0)
+    return float(np.linalg.eigvalsh(0.5 * (W0.T @ (S + S.T) @ W0))[0])
 
-__all__ = ["KINDS", "check_kernel", "check_lmnn"]
+
+KINDS = {"lmnn": check_lmnn, "lmnn_multi": check_multi, "lmnn_kernel": check_kernel}
+
+__all__ = ["KINDS", "check_kernel", "check_lmnn", "check_multi"]
