@@ -29,6 +29,10 @@ lmnn          ``i``       (m,) int: the triplets' points, with ``λ_t > 0`` only
               ``l``       (m,) int: an impostor candidate, ``y_l ≠ y_i``
               ``lam``     (m,) float64 in ``[0, 1]``: the multipliers ``λ_t``
               ``F``       float: the attained value of the trace bound (NaN: not used)
+lmnn_multi    (same)      the same keys, for the multi-metric objective (§5.2): pair
+                          ``(a, b)`` under the metric ``M^{g(b)}`` of ``b``'s cluster;
+                          ``S_h(λ) = (1 − μ)P_h + μΣλ(C_ij[g(j)=h] − C_il[g(l)=h])`` per
+                          cluster, ``ν`` the least over the blocks relative to ``(1 − μ)P_h``
 lmnn_kernel   (same)      the same dual point of eq. (14) over the kernel's empirical
                           features ``Φ`` (``K = ΦΦᵀ``, eigenvalues below 1e-10·λ_max
                           dropped), where ``D(i, j) = (k_i − k_j)ᵀA(k_i − k_j)``
@@ -41,9 +45,12 @@ ties (distances within rounding); with ``n_passes > 1`` or targets given to ``fi
 (§5.1: re-selected under the previous metric) they are checked to be distinct
 same-class points other than ``i`` only.
 
-Fitted attributes read: ``metric_`` (``LMNN``), ``A_`` (``KernelLMNN``) and
-``targets_``; parameters: ``k``, ``mu``, ``tol``, ``n_passes``, ``pca``,
-``n_components``, ``kernel``, ``gamma``.
+Fitted attributes read: ``metric_`` (``LMNN``), ``metrics_`` and ``clusters_``
+(``MultiMetricLMNN``; with ``n_clusters=None`` the clusters must be the classes),
+``A_`` (``KernelLMNN``) and ``targets_``; parameters: ``k``, ``mu``, ``tol``,
+``n_passes``, ``pca``, ``n_components``, ``n_clusters``, ``kernel``, ``gamma``.
+Cost: ``O(n²(d + k))`` for the objective (row blocks of :data:`BLOCK_BYTES`), ``O(mr²)``
+for the bound's scatter of the ``m`` multipliers (``r`` the features).
 """
 
 from __future__ import annotations
