@@ -368,11 +368,14 @@ def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
     ``settings``/``overrides``: :class:`LMNNSettings` (``tol``, ``time_limit``,
     ``callback``, ``refine_settings``); ``max_iter``: iterations of this stage at most
     (default: no cap). Returns a new :class:`SolveResult` counting this stage only
-    (``info``: ``escapes``, ``fallback``, ``certified_gap``).
+    (``info``: ``escapes``, ``fallback``, ``certified_gap``), with the ``certificate`` of
+    its bound.
     """
     s = replace(settings or LMNNSettings(), **overrides)
     closer = _Closer(oracle, s, max_iter)
-    return escape.close_gap(result, closer, GapSettings(tol=s.tol, time_limit=s.time_limit))
+    out = escape.close_gap(result, closer, GapSettings(tol=s.tol, time_limit=s.time_limit))
+    out.certificate = oracle.certificate(out.lower_bound)
+    return out
 
 
 def _close(oracle, res, s, time_limit):
