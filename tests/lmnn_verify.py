@@ -37,3 +37,18 @@ def certified_kernel_solve(res, K, y, T, mu=0.5, tol=1e-4, stored_rtol=1e-6):
     assert abs(report.lower_bound - res.lower_bound) <= 1e-9 * abs(res.lower_bound)
     assert abs(report.objective - res.objective) <= stored_rtol * abs(res.objective)
     return report
+
+
+def verified_multi_solve(res, X, y, T, clusters, mu=0.5, tol=1e-4, matrices=None):
+    """The verifier's report on ``res`` (``convexmetric.lmnn.multi_solver``, clusters the
+    classes) read as a ``MultiMetricLMNN`` fit, asserted verified (``matrices``: the
+    metrics in the original coordinates, default ``res.matrices``)."""
+    import numpy as np
+
+    params = {"k": T.shape[1], "mu": mu, "tol": tol, "n_clusters": None}
+    Ms = np.stack([0.5 * (M + M.T) for M in (res.matrices if matrices is None else matrices)])
+    attrs = {"metrics_": Ms, "clusters_": clusters, "targets_": T}
+    fitted = Fitted("MultiMetricLMNN", params, attrs, res.certificate, res.objective)
+    report = verify_fitted(fitted, X, y, T)
+    assert report.verified, report.reason
+    return report

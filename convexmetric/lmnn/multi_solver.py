@@ -213,4 +213,5 @@ def polish(oracle, Ms0, *, best=None, lower=None, sigma=1.0, tol=1e-4, max_stage
     finally:
         base.trace_bound = False
     res.matrix = np.stack(res.matrices)
+    res.certificate = base.certificate().dual_point(res.lower_bound)
     return res

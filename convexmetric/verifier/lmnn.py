@@ -116,12 +116,13 @@ def check_kernel(fitted, X, y):
     return _check("lmnn_kernel", fitted, Phi, y, T, [M], zero, t0)
 
 
-def check_multi(fitted, X, y):
-    """Verify a ``MultiMetricLMNN`` fit (kind ``"lmnn_multi"``) from its training data."""
+def check_multi(fitted, X, y, targets=None):
+    """Verify a ``MultiMetricLMNN`` fit (kind ``"lmnn_multi"``) from its training data
+    (``targets``: given ones, as to ``LMNN.fit``)."""
     t0 = time.perf_counter()
     X, y = _data(X, y)
     sq = np.einsum("ij,ij->i", X, X)
-    T = _targets(fitted, lambda rows: _sqdist(X, sq, rows), y)
+    T = _targets(fitted, lambda rows: _sqdist(X, sq, rows), y, targets)
     Ms = fitted.attrs.get("metrics_")
     Ms = None if Ms is None else np.asarray(Ms, dtype=np.float64)
     if Ms is None or Ms.ndim != 3 or Ms.shape[1:] != (X.shape[1],) * 2:
