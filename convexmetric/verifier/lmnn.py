@@ -237,7 +237,8 @@ def _targets(fitted, dist, y, given=None):
 
 def _nearest(dist, y, k, T=None):
     """``(targets, k-th distance, distances of T)``: the ``k`` nearest same-class points
-    (stable sort: ties by index), by row blocks of ``dist(rows)`` (squared distances)."""
+    (ties by index: a stable sort where the ``k``-th distance ties the next), by row
+    blocks of ``dist(rows)`` (squared distances); with ``T``, its distances only."""
     n = len(y)
     out, kth = np.empty((n, k), np.int64), np.empty(n)
     Dt = None if T is None else np.empty(T.shape)
@@ -247,11 +248,17 @@ def _nearest(dist, y, k, T=None):
         D = dist(rows)
         D[y[rows, None] != y[None]] = np.inf
         D[np.arange(len(rows)), rows] = np.inf
-        order = np.argsort(D, axis=1, kind="stable")[:, :k]
-        out[rows] = order
-        kth[rows] = np.take_along_axis(D, order[:, -1:], axis=1)[:, 0]
+        part = np.partition(D, (k - 1, k), axis=1)
+        kth[rows] = part[:, k - 1]
         if T is not None:
             Dt[rows] = np.take_along_axis(D, T[rows], axis=1)
+            continue
+        order = np.argpartition(D, k - 1, axis=1)[:, :k]
+        tied = ~(part[:, k] > part[:, k - 1])  # the k-th ties the next: a stable sort
+        if tied.any():
+            order[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
+        vals = np.take_along_axis(D, order, axis=1)
+        out[rows] = np.take_along_axis(order, np.lexsort((order, vals), axis=1), axis=1)
     return out, kth, Dt
 
 
