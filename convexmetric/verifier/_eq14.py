@@ -34,31 +34,47 @@ def factor(M):
 
 def objective(Zs, g, y, T, mu):
     """Eq. (14) from ``Zs[c] = X L_cᵀ`` (``M_c = L_cᵀL_c``; the pair ``(a, b)`` under
-    ``M_{g[b]}``), by float64 row blocks over all triplets."""
-    n, c = len(y), len(Zs)
-    sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
-    cols = [np.flatnonzero(g == h) for h in range(c)]
+    ``M_{g[b]}``): float64 row blocks of one class against the points of the others.
+
+    A hinge ``[1 + D(i, j) − D(i, l)]_+`` is positive only where ``D(i, l) < R_i`` with
+    ``R_i = max_j D(i, j) + 1``: each block's distances are compared once with ``R_i``,
+    and the hinges are summed over the pairs below it."""
     pull = push = 0.0
-    step = block_rows(n)
-    for s in range(0, n, step):
-        rows = np.arange(s, min(s + step, n))
-        Dt = np.empty((len(rows), T.shape[1]))
-        for q in range(T.shape[1]):  # exact target distances, each under its own metric
-            j = T[rows, q]
-            for h in np.unique(g[j]):
-                at = g[j] == h
-                Dt[at, q] = ((Zs[h][rows[at]] - Zs[h][j[at]]) ** 2).sum(axis=1)
-        pull += float(Dt.sum())
-        D = np.empty((len(rows), n))
-        for h in range(c):
-            D[:, cols[h]] = (
-                sq[h][rows, None] + sq[h][None, cols[h]] - 2.0 * Zs[h][rows] @ Zs[h][cols[h]].T
-            )
-        D[y[rows, None] == y[None]] = np.inf  # impostors: the other classes only
-        for q in range(T.shape[1]):
-            H = 1.0 + Dt[:, q, None] - D
-            push += float(H[H > 0].sum())
+    sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
+    for c in np.unique(y):
+        rows_c = np.flatnonzero(y == c)
+        groups = []  # the impostor candidates by the metric of their pairs: (h, Z, ‖z‖²)
+        for h, Z in enumerate(Zs):
+            cols = np.flatnonzero((y != c) & (g == h))
+            if len(cols):
+                groups.append((h, Z[cols], sq[h][cols]))
+        step = block_rows(max(sum(len(q) for _, _, q in groups), 1))
+        for s in range(0, len(rows_c), step):
+            rows = rows_c[s : s + step]
+            Dt = _target_distances(Zs, g, rows, T)
+            pull += float(Dt.sum())
+            reach = Dt.max(axis=1) + 1.0
+            for h, Zo, sqo in groups:
+                D = Zs[h][rows] @ Zo.T
+                D *= -2.0
+                D += sqo[None]
+                D += sq[h][rows, None]
+                ii, ll = np.nonzero(D < reach[:, None])
+                H = 1.0 + Dt[ii] - D[ii, ll][:, None]  # (candidates, k)
+                push += float(H[H > 0].sum())
     return (1 - mu) * pull + mu * push
+
+
+def _target_distances(Zs, g, rows, T):
+    """``D(i, j)`` of the rows' targets, exact (from the differences), each pair under
+    the metric of its target's cluster: ``(b, k)``."""
+    Dt = np.empty((len(rows), T.shape[1]))
+    for q in range(T.shape[1]):
+        j = T[rows, q]
+        for h in np.unique(g[j]):
+            at = g[j] == h
+            Dt[at, q] = ((Zs[h][rows[at]] - Zs[h][j[at]]) ** 2).sum(axis=1)
+    return Dt
 
 
 def dual_point(cert, n, y, T):

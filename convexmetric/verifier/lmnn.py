@@ -83,7 +83,7 @@ def check_lmnn(fitted, X, y, targets=None):
             )
     X, y = _data(X, y)
     sq = np.einsum("ij,ij->i", X, X)
-    T = _targets(fitted, lambda rows: _sqdist(X, sq, rows), y, targets)
+    T = _targets(fitted, lambda rows, cols: _sqdist(X, sq, rows, cols), y, targets)
     M = _attr(fitted, "metric_", (X.shape[1],) * 2)
     return _check("lmnn", fitted, X, y, T, [M], np.zeros(len(y), np.int64), t0)
 
@@ -94,7 +94,7 @@ def check_kernel(fitted, X, y):
     X, y = _data(X, y)
     K = _kernel(fitted.params, X)
     diag = np.diag(K).copy()
-    T = _targets(fitted, lambda rows: diag[rows, None] + diag[None] - 2.0 * K[rows], y)
+    T = _targets(fitted, lambda r, c: diag[r, None] + diag[None, c] - 2.0 * K[np.ix_(r, c)], y)
     w, V = np.linalg.eigh(0.5 * (K + K.T))
     keep = w > RANGE_RTOL * max(float(w[-1]), 1e-300)
     Phi = V[:, keep] * np.sqrt(w[keep])  # the empirical kernel map, K = ΦΦᵀ
@@ -116,7 +116,7 @@ def check_multi(fitted, X, y, targets=None):
     t0 = time.perf_counter()
     X, y = _data(X, y)
     sq = np.einsum("ij,ij->i", X, X)
-    T = _targets(fitted, lambda rows: _sqdist(X, sq, rows), y, targets)
+    T = _targets(fitted, lambda rows, cols: _sqdist(X, sq, rows, cols), y, targets)
     Ms = fitted.attrs.get("metrics_")
     Ms = None if Ms is None else np.asarray(Ms, dtype=np.float64)
     if Ms is None or Ms.ndim != 3 or Ms.shape[1:] != (X.shape[1],) * 2:
@@ -187,8 +187,8 @@ def _kernel(params, X):
     return np.exp(-gamma * np.maximum(sq[:, None] + sq[None] - 2.0 * X @ X.T, 0.0))
 
 
-def _sqdist(X, sq, rows):
-    return np.maximum(sq[rows, None] + sq[None] - 2.0 * X[rows] @ X.T, 0.0)
+def _sqdist(X, sq, rows, cols):
+    return np.maximum(sq[rows, None] + sq[None, cols] - 2.0 * X[rows] @ X[cols].T, 0.0)
 
 
 def _targets(fitted, dist, y, given=None):
@@ -217,27 +217,31 @@ def _targets(fitted, dist, y, given=None):
 def _nearest(dist, y, k, T=None):
     """``(targets, k-th distance, distances of T)``: the ``k`` nearest same-class points
     (ties by index: a stable sort where the ``k``-th distance ties the next), by row
-    blocks of ``dist(rows)`` (squared distances); with ``T``, its distances only."""
+    blocks of each class against the class (``dist(rows, cols)``: squared distances);
+    with ``T``, its distances only."""
     n = len(y)
     out, kth = np.empty((n, k), np.int64), np.empty(n)
     Dt = None if T is None else np.empty(T.shape)
-    step = E.block_rows(n)
-    for s in range(0, n, step):
-        rows = np.arange(s, min(s + step, n))
-        D = dist(rows)
-        D[y[rows, None] != y[None]] = np.inf
-        D[np.arange(len(rows)), rows] = np.inf
-        part = np.partition(D, (k - 1, k), axis=1)
-        kth[rows] = part[:, k - 1]
-        if T is not None:
-            Dt[rows] = np.take_along_axis(D, T[rows], axis=1)
-            continue
-        order = np.argpartition(D, k - 1, axis=1)[:, :k]
-        tied = ~(part[:, k] > part[:, k - 1])  # the k-th ties the next: a stable sort
-        if tied.any():
-            order[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
-        vals = np.take_along_axis(D, order, axis=1)
-        out[rows] = np.take_along_axis(order, np.lexsort((order, vals), axis=1), axis=1)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        where = np.full(n, -1)
+        where[idx] = np.arange(len(idx))
+        step = E.block_rows(len(idx))
+        for s in range(0, len(idx), step):
+            rows = idx[s : s + step]
+            D = dist(rows, idx)
+            D[np.arange(len(rows)), where[rows]] = np.inf  # not its own neighbour
+            part = np.partition(D, (k - 1, k), axis=1)
+            kth[rows] = part[:, k - 1]
+            if T is not None:
+                Dt[rows] = np.take_along_axis(D, where[T[rows]], axis=1)
+                continue
+            order = np.argpartition(D, k - 1, axis=1)[:, :k]
+            tied = ~(part[:, k] > part[:, k - 1])  # the k-th ties the next: a stable sort
+            if tied.any():
+                order[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
+            vals = np.take_along_axis(D, order, axis=1)
+            out[rows] = idx[np.take_along_axis(order, np.lexsort((order, vals), axis=1), axis=1)]
     return out, kth, Dt
 
 
