@@ -11,6 +11,9 @@ BLOCK_BYTES = 64 << 20
 #: eigenvalues of the pull matrix (or of ``K``) below this fraction of the largest are
 #: its null space
 RANGE_RTOL = 1e-10
+#: the fitted metric's eigenvalues below this fraction of the largest are left out of
+#: its factor (a distance moves by at most that fraction)
+RANK_RTOL = 1e-15
 
 
 class Infeasible(Exception):
@@ -22,14 +25,18 @@ def block_rows(n):
 
 
 def factor(M):
-    """``L`` with ``M = LᵀL``; :class:`Infeasible` unless ``M`` is finite, symmetric, PSD."""
+    """``L`` with ``M ≈ LᵀL`` (to ``RANK_RTOL``); :class:`Infeasible` unless ``M`` is
+    finite, symmetric and PSD."""
     scale = max(float(np.abs(M).max()), 1e-300) if M.size else 1.0
     if not np.isfinite(M).all() or np.abs(M - M.T).max() > 1e-10 * scale:
         raise Infeasible("the fitted matrix is not finite and symmetric")
     w, V = np.linalg.eigh(0.5 * (M + M.T))
     if w[0] < -1e-10 * max(float(np.abs(w).max()), 1e-300):
         raise Infeasible(f"the fitted matrix is not PSD (eigenvalue {w[0]:.3g})")
-    return (V * np.sqrt(np.maximum(w, 0.0))).T
+    # the rows of eigenvalues below RANK_RTOL·λ_max move a distance by at most that much
+    # (relative): left out, every distance costs rank(M) products instead of d
+    keep = w > RANK_RTOL * max(float(w[-1]), 0.0)
+    return (V[:, keep] * np.sqrt(w[keep])).T
 
 
 def objective(Zs, g, y, T, mu):
