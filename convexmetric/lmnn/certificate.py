@@ -78,6 +78,7 @@ class DualCertificate:
         # a triplet difference off the range of S0 would make ⟨S, M⟩ unbounded below there
         scale = max(float(np.abs(X).max()), 1e-300)
         self.valid = null.shape[1] == 0 or float(np.ptp(X @ null, axis=0).max()) <= 1e-10 * scale
+        self.best = None  #: the best bound so far and its dual point (:meth:`keep`)
 
     def scatter(self, I, J, L, lam):
         nz = np.flatnonzero(lam > 0)
@@ -93,6 +94,23 @@ class DualCertificate:
         if nu >= 0:
             return total
         return max(total / (1.0 - nu), -np.inf if F is None else total + nu * F)
+
+    def certified(self, I, J, L, lam, F=None):
+        """The bound of the multipliers ``lam`` of the triplets ``(I, J, L)``, kept as the
+        best dual point when it is the best bound so far (:meth:`keep`)."""
+        nz = np.flatnonzero(lam > 0)
+        b = self.bound(self.scatter(I, J, L, lam), lam.sum(), F)
+        self.keep(b, F, triplets=(I[nz], J[nz], L[nz], lam[nz]))
+        return b
+
+    def keep(self, bound, F, **point):
+        """Record ``bound`` with the dual point that gives it if it is the best so far:
+        ``triplets=(I, J, L, λ)`` (the nonzero multipliers), or ``stream=(L, σ)`` (the
+        streaming mode's ``λ = clip(z/σ, 0, 1)`` at ``M = LᵀL``, listed at the end,
+        :meth:`.ActiveSetOracle.certificate`). ``F``: the attained value of the trace
+        bound (``None``: not used)."""
+        if np.isfinite(bound) and (self.best is None or bound > self.best["bound"]):
+            self.best = {"bound": float(bound), "F": F, **point}
 
     def crossover(self, M, I, J, L, z, lam_s, F, taus=(0.03,), ridge=1e-4,
                   max_kinks=3000):  # fmt: skip
@@ -117,7 +135,7 @@ class DualCertificate:
             lam[K] = self._fit(M, self.X[I[K]] - self.X[J[K]], self.X[I[K]] - self.X[L[K]],
                                S_fix, lam_s[K], ridge, start=start)  # fmt: skip
             self._warm = (keys, lam[K].copy())
-            best = max(best, self.bound(self.scatter(I, J, L, lam), lam.sum(), F))
+            best = max(best, self.certified(I, J, L, lam, F))
         return best
 
     def ascend(self, I, J, L, z, lam, F, tau=0.03, iterations=40, tol=None, max_kinks=50_000):

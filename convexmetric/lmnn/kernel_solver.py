@@ -28,4 +28,6 @@ def solve(K, y, targets, mu, *, exact=False, rtol=1e-10, **options):
     res.matrix = T @ M @ T.T
     res.matrices = [res.matrix]
     res.solver = ("kernel-" + res.solver) if res.solver else "kernel"
+    if res.certificate is not None:  # the same dual point, over the rows of Φ
+        res.certificate = {**res.certificate, "kind": "lmnn_kernel"}
     return res

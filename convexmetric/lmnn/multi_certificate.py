@@ -52,6 +52,38 @@ class RangeCertificate:
             self.B.append(V[:, r] / np.sqrt(w[r]))
             self.V.append(V[:, r])
 
+    best = None  #: the best bound so far and its dual point (:meth:`keep`)
+
+    def keep(self, bound, lam, F=None):
+        """Record ``bound`` with the multipliers ``lam`` of the listed triplets (as
+        :meth:`bound` used them) if it is the best so far; returns ``bound``."""
+        if np.isfinite(bound) and (self.best is None or bound > self.best["bound"]):
+            base = self.base
+            lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
+            lam[base.outside_range()] = 0.0
+            nz = np.flatnonzero(lam > 0)
+            self.best = {"bound": float(bound), "F": F, "i": base.I[nz], "j": base.J[nz],
+                         "l": base.L[nz], "lam": lam[nz]}  # fmt: skip
+        return bound
+
+    def dual_point(self, lower_bound):
+        """``SolveResult.certificate`` (kind ``"lmnn_multi"``; documented in
+        :mod:`convexmetric.verifier.lmnn`) of ``lower_bound``, the best bound recorded
+        (no multipliers for a bound of 0), or ``None``."""
+        best = self.best
+        if lower_bound is None or not np.isfinite(lower_bound):
+            return None
+        if best is None or best["bound"] < lower_bound:
+            if lower_bound > 0:
+                return None
+            e = np.empty(0, np.int64)
+            best = {"F": None, "i": e, "j": e, "l": e, "lam": np.empty(0)}
+        index = np.int32 if self.base.n < 2**31 else np.int64
+        F = best["F"]
+        out = {key: np.asarray(best[key], index) for key in ("i", "j", "l")}
+        return {"kind": "lmnn_multi", **out, "lam": np.asarray(best["lam"], np.float64),
+                "F": float("nan") if F is None or not np.isfinite(F) else float(F)}  # fmt: skip
+
     def multipliers(self, Ms, sigma):
         """``(λ, z)``: the smoothed dual estimate ``clip(λ̄ + z/σ, 0, 1)`` at ``Ms``
         (original coordinates) and the hinge arguments there."""

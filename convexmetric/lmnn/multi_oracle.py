@@ -235,11 +235,11 @@ class MultiMetricOracle(Oracle):
         """
         cert = self.certificate()
         lam, z = cert.multipliers(Ms, sigma)
-        bound = cert.bound(lam, F)[0]
+        bound = cert.keep(cert.bound(lam, F)[0], lam, F)
         tol = self.tol or 0.0
         if ascend and F is not None and tol * abs(F) < F - bound <= ASCENT_WINDOW * abs(F):
             lam = cert.ascend(lam, z, F, tol=tol)
-            bound = max(bound, cert.bound(lam, F)[0])
+            bound = max(bound, cert.keep(cert.bound(lam, F)[0], lam, F))
         return bound
 
     def certificate(self):

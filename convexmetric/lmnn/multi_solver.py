@@ -119,7 +119,8 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
                        status=run.status, iterations=run.iterations,
                        seconds=time.perf_counter() - t0,
                        solver="multi-" + "+".join(run.stages),
-                       history=run.history, lower_bound=run.lower, info=info)  # fmt: skip
+                       history=run.history, lower_bound=run.lower, info=info,
+                       certificate=base.certificate().dual_point(run.lower))  # fmt: skip
 
 
 class _Pipeline:
@@ -212,4 +213,5 @@ def polish(oracle, Ms0, *, best=None, lower=None, sigma=1.0, tol=1e-4, max_stage
     finally:
         base.trace_bound = False
     res.matrix = np.stack(res.matrices)
+    res.certificate = base.certificate().dual_point(res.lower_bound)
     return res

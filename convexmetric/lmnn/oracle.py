@@ -143,8 +143,11 @@ class ActiveSetOracle(ActiveList, Oracle):
         z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
         cert = self._certificate()
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
-            S1, lam_sum = self.stream.dual(components_from_metric(M), sigma)
-            return cert.bound(S1, lam_sum, F)
+            Lc = components_from_metric(M)
+            S1, lam_sum = self.stream.dual(Lc, sigma)
+            bound = cert.bound(S1, lam_sum, F)
+            cert.keep(bound, F, stream=(Lc, sigma))
+            return bound
         bound, lam = self._extrapolated(cert, z, sigma, F)
         # the tightening (an ascent; a K×K quadratic programme) pays only near convergence:
         # within max(30·tol, 1e-3) and once the attained value has settled (it fell by at most
@@ -170,7 +173,7 @@ class ActiveSetOracle(ActiveList, Oracle):
 
         def at(t):
             lam = np.clip(self.mask["lam"] + (t / sigma) * z, 0.0, 1.0)
-            return cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F), lam
+            return cert.certified(self.I, self.J, self.L, lam, F), lam
 
         best = at(1.0)
         if F is None:  # a bare bound (the streaming mode's, compared in the tests)
@@ -194,7 +197,7 @@ class ActiveSetOracle(ActiveList, Oracle):
         complementarity, for a near-optimal point with poor ones)."""
         needed = (F - bound) - tol * abs(F)
         lam = cert.ascend(self.I, self.J, self.L, z, lam, F, tol=tol)
-        ascended = cert.bound(cert.scatter(self.I, self.J, self.L, lam), lam.sum(), F)
+        ascended = cert.certified(self.I, self.J, self.L, lam, F)
         if ascended - bound >= 0.5 * needed:
             return max(bound, ascended)
         return self._crossover(cert, M, z, lam, F, max(bound, ascended), tol)
@@ -214,6 +217,27 @@ class ActiveSetOracle(ActiveList, Oracle):
         else:
             self._cross_skip, self._cross_wait = 0, 1
         return max(bound, crossed)
+
+    def certificate(self, lower_bound):
+        """The dual point of ``lower_bound`` (the best bound this oracle computed) as
+        ``SolveResult.certificate`` (kind ``"lmnn"``; the format is documented in
+        :mod:`convexmetric.verifier.lmnn`), or ``None`` without a bound. A bound of 0
+        (the trivial one) has no multipliers. In the streaming mode the multipliers are
+        listed here, by one more pass over the blocks."""
+        if lower_bound is None or not np.isfinite(lower_bound):
+            return None
+        best = self._certificate().best
+        if best is None or best["bound"] < lower_bound:
+            if lower_bound > 0:
+                return None  # (not this oracle's bound)
+            best = {"F": None, "triplets": (np.empty(0, np.int64),) * 3 + (np.empty(0),)}
+        I, J, L, lam = best["triplets"] if "stream" not in best else (
+            self._streamer().multipliers(*best["stream"]))  # fmt: skip
+        index = np.int32 if self.X.shape[0] < 2**31 else np.int64
+        F = best["F"]
+        return {"kind": "lmnn", "i": np.asarray(I, index), "j": np.asarray(J, index),
+                "l": np.asarray(L, index), "lam": np.asarray(lam, np.float64),
+                "F": float("nan") if F is None else float(F)}  # fmt: skip
 
     def _certificate(self):
         if self._cert is None:

@@ -180,15 +180,15 @@ def _solve(X, y, targets, mu, M0, s):
     oracle.tol = s.tol
     M0 = np.eye(X.shape[1]) if M0 is None else M0
     res = _refined(oracle, _phase1(oracle, M0, s), s, t0)
-    if not s.refine or res.status == "user_limit":
-        return res
-    if res.certified_gap > s.tol and res.iterations < s.max_iter:
-        remaining = None if s.time_limit is None else s.time_limit - res.seconds
-        res = _close(oracle, res, s, remaining)
-    if res.status != "user_limit":
-        res.status = certified_status(res.objective, res.lower_bound, s.tol)
-    res.info["certified_gap"] = res.certified_gap
-    res.info.update(_mode_info(oracle))
+    if s.refine and res.status != "user_limit":
+        if res.certified_gap > s.tol and res.iterations < s.max_iter:
+            remaining = None if s.time_limit is None else s.time_limit - res.seconds
+            res = _close(oracle, res, s, remaining)
+        if res.status != "user_limit":
+            res.status = certified_status(res.objective, res.lower_bound, s.tol)
+        res.info["certified_gap"] = res.certified_gap
+        res.info.update(_mode_info(oracle))
+    res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
     return res
 
 
@@ -366,11 +366,13 @@ def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
     ``settings``/``overrides``: :class:`LMNNSettings` (``tol``, ``time_limit``,
     ``callback``, ``refine_settings``); ``max_iter``: iterations of this stage at most
     (default: no cap). Returns a new :class:`SolveResult` counting this stage only
-    (``info``: ``escapes``, ``fallback``, ``certified_gap``).
+    (``info``: ``escapes``, ``fallback``, ``certified_gap``; its bound's ``certificate``).
     """
     s = replace(settings or LMNNSettings(), **overrides)
     closer = _Closer(oracle, s, max_iter)
-    return escape.close_gap(result, closer, GapSettings(tol=s.tol, time_limit=s.time_limit))
+    out = escape.close_gap(result, closer, GapSettings(tol=s.tol, time_limit=s.time_limit))
+    out.certificate = oracle.certificate(out.lower_bound)
+    return out
 
 
 def _close(oracle, res, s, time_limit):

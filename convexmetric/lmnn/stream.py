@@ -119,9 +119,8 @@ def _candidates(rows, data, L, rtol, ws):
     return Z, Dt, ii, P.order[ll]
 
 
-def hinge_block(
-    rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None, ws=None
-):
+def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None,
+                ws=None, triplets=False):  # fmt: skip
     """Partial sums of eq. (14)'s push term over the triplets ``(i, j, l)`` with ``i ∈ rows``.
 
     Parameters
@@ -142,6 +141,9 @@ def hinge_block(
         metric (every pair an impostor) the exact sum would cost ``O(n² k d)``.
     ws : Workspace or None
         The calling thread's workspace (its projection is reused); a fresh one if None.
+    triplets : bool
+        Also return the triplets with ``λ > 0`` and their ``λ`` (``"triplets"``: int64
+        ``I, J, L`` and float64 ``λ``; a certificate's dual point).
 
     Returns
     -------
@@ -160,6 +162,7 @@ def hinge_block(
     Z, Dt, ii, ll = _candidates(rows, data, L, rtol, ws)
     out = {"value": 0.0, "lam": 0.0, "count": 0, "G": np.zeros((d, d)) if grad else None}
     pull_w = np.zeros((len(rows), T.shape[1]))
+    listed = []
     for s in range(0, len(ii), chunk):
         # 2. exact hinge arguments in double precision, from the differences
         ic, lc = ii[s : s + chunk], ll[s : s + chunk]
@@ -173,6 +176,8 @@ def hinge_block(
             lam = np.clip(H / sigma, 0.0, 1.0)
             out["value"] += float(np.sum(lam * H - 0.5 * sigma * lam**2))
         out["lam"] += float(lam.sum())
+        if triplets:
+            listed.append(_listed(rows[ic], T[rows[ic]], lc, lam))
         if cap is not None and out["value"] > cap:
             return {"value": np.inf, "lam": np.inf, "count": out["count"], "G": out["G"]}
         if not grad:
@@ -187,7 +192,16 @@ def hinge_block(
         U = X[rows][:, None, :] - X[T[rows]]  # (b, k, d): the target differences
         for q in range(T.shape[1]):
             out["G"] += (U[:, q].T * pull_w[:, q]) @ U[:, q]
+    if triplets:
+        e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]
+        out["triplets"] = tuple(np.concatenate(p) for p in zip(e, *listed))
     return out
+
+
+def _listed(i, targets, l, lam):
+    """The triplets ``(i, targets[:, q], l)`` with ``λ > 0`` and their ``λ`` (c × k)."""
+    c, q = np.nonzero(lam > 0)
+    return i[c], targets[c, q], l[c], lam[c, q]
 
 
 def _pair_block(X, rows, ic, lc, w):
@@ -291,3 +305,13 @@ class StreamingEvaluator:
         """``(S(λ), Σ λ)`` with ``λ = clip(z/σ, 0, 1)`` at ``M = LᵀL`` (the certificate's)."""
         t = self.sums(L, sigma)
         return (1 - self.mu) * self.pull + self.mu * t["G"], t["lam"]
+
+    def multipliers(self, L, sigma):
+        """The triplets with ``λ = clip(z/σ, 0, 1) > 0`` at ``M = LᵀL`` and their ``λ``
+        (the dual point of :meth:`dual`): int64 ``I, J, L`` and float64 ``λ``."""
+        parts = self.executor.map_blocks(hinge_block, self.blocks, self.data, L, sigma,
+                                         grad=False, chunk=self.chunk, triplets=True)  # fmt: skip
+        # (a Dask task adds its blocks' dicts up: their tuples come concatenated)
+        listed = [q["triplets"][s : s + 4] for q in parts for s in range(0, len(q["triplets"]), 4)]
+        e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]
+        return tuple(np.concatenate(p) for p in zip(e, *listed))

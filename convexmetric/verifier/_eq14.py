@@ -1,0 +1,163 @@
+"""Eq. (14) of Weinberger & Saul (2009) and its dual bound by brute force in float64:
+the computations of :mod:`convexmetric.verifier.lmnn` (whose docstring derives them and
+documents the certificates)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: bytes of one float64 row block of the brute-force evaluations
+BLOCK_BYTES = 64 << 20
+#: eigenvalues of the pull matrix (or of ``K``) below this fraction of the largest are
+#: its null space
+RANGE_RTOL = 1e-10
+#: the fitted metric's eigenvalues below this fraction of the largest are left out of
+#: its factor (a distance moves by at most that fraction)
+RANK_RTOL = 1e-15
+
+
+class Infeasible(Exception):
+    """The fitted point or the certificate's dual point is outside its domain."""
+
+
+def block_rows(n):
+    return max(1, BLOCK_BYTES // (8 * max(n, 1)))
+
+
+def factor(M):
+    """``L`` with ``M ≈ LᵀL`` (to ``RANK_RTOL``); :class:`Infeasible` unless ``M`` is
+    finite, symmetric and PSD."""
+    scale = max(float(np.abs(M).max()), 1e-300) if M.size else 1.0
+    if not np.isfinite(M).all() or np.abs(M - M.T).max() > 1e-10 * scale:
+        raise Infeasible("the fitted matrix is not finite and symmetric")
+    w, V = np.linalg.eigh(0.5 * (M + M.T))
+    if w[0] < -1e-10 * max(float(np.abs(w).max()), 1e-300):
+        raise Infeasible(f"the fitted matrix is not PSD (eigenvalue {w[0]:.3g})")
+    # the rows of eigenvalues below RANK_RTOL·λ_max move a distance by at most that much
+    # (relative): left out, every distance costs rank(M) products instead of d
+    keep = w > RANK_RTOL * max(float(w[-1]), 0.0)
+    return (V[:, keep] * np.sqrt(w[keep])).T
+
+
+def objective(Zs, g, y, T, mu):
+    """Eq. (14) from ``Zs[c] = X L_cᵀ`` (``M_c = L_cᵀL_c``; the pair ``(a, b)`` under
+    ``M_{g[b]}``): float64 row blocks of one class against the points of the others.
+
+    A hinge ``[1 + D(i, j) − D(i, l)]_+`` is positive only where ``D(i, l) < R_i`` with
+    ``R_i = max_j D(i, j) + 1``: each block's distances are compared once with ``R_i``,
+    and the hinges are summed over the pairs below it."""
+    pull = push = 0.0
+    sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
+    for c in np.unique(y):
+        rows_c = np.flatnonzero(y == c)
+        groups = []  # the impostor candidates by the metric of their pairs: (h, Z, ‖z‖²)
+        for h, Z in enumerate(Zs):
+            cols = np.flatnonzero((y != c) & (g == h))
+            if len(cols):
+                groups.append((h, Z[cols], sq[h][cols]))
+        step = block_rows(max(sum(len(q) for _, _, q in groups), 1))
+        for s in range(0, len(rows_c), step):
+            rows = rows_c[s : s + step]
+            Dt = _target_distances(Zs, g, rows, T)
+            pull += float(Dt.sum())
+            reach = Dt.max(axis=1) + 1.0
+            for h, Zo, sqo in groups:
+                D = Zs[h][rows] @ Zo.T
+                D *= -2.0
+                D += sqo[None]
+                D += sq[h][rows, None]
+                ii, ll = np.nonzero(D < reach[:, None])
+                H = 1.0 + Dt[ii] - D[ii, ll][:, None]  # (candidates, k)
+                push += float(H[H > 0].sum())
+    return (1 - mu) * pull + mu * push
+
+
+def _target_distances(Zs, g, rows, T):
+    """``D(i, j)`` of the rows' targets, exact (from the differences), each pair under
+    the metric of its target's cluster: ``(b, k)``."""
+    Dt = np.empty((len(rows), T.shape[1]))
+    for q in range(T.shape[1]):
+        j = T[rows, q]
+        for h in np.unique(g[j]):
+            at = g[j] == h
+            Dt[at, q] = ((Zs[h][rows[at]] - Zs[h][j[at]]) ** 2).sum(axis=1)
+    return Dt
+
+
+def dual_point(cert, n, y, T):
+    """The certificate's triplets and multipliers, checked feasible (else :class:`Infeasible`)."""
+    try:
+        I, J, L, lam = (np.asarray(cert[key]) for key in ("i", "j", "l", "lam"))
+    except KeyError as exc:
+        raise Infeasible(f"the certificate lacks {exc}") from None
+    m = len(lam)
+    if any(a.ndim != 1 or len(a) != m for a in (I, J, L, lam)):
+        raise Infeasible("the certificate's arrays i, j, l, lam differ in shape")
+    if not all(np.issubdtype(a.dtype, np.integer) for a in (I, J, L)):
+        raise Infeasible("the certificate's indices i, j, l are not integers")
+    if m and (min(a.min() for a in (I, J, L)) < 0 or max(a.max() for a in (I, J, L)) >= n):
+        raise Infeasible(f"the certificate's indices are outside [0, {n})")
+    lam = lam.astype(np.float64)
+    if not np.all((lam >= 0) & (lam <= 1)):  # (NaN fails too)
+        raise Infeasible("multipliers outside their box [0, 1]")
+    if np.any(~(T[I] == J[:, None]).any(axis=1)):
+        raise Infeasible("a certificate triplet (i, j, l) has j not a target neighbour of i")
+    if np.any(y[L] == y[I]):
+        raise Infeasible("a certificate triplet (i, j, l) has l of i's class")
+    if len(np.unique(np.stack([I, J, L], axis=1), axis=0)) != m:
+        raise Infeasible("a triplet appears twice in the certificate")
+    return I, J, L, lam
+
+
+def _scatter(X, A, B, w):
+    """``Σ_t w_t (x_{A_t} − x_{B_t})(x_{A_t} − x_{B_t})ᵀ``, by blocks of pairs."""
+    out = np.zeros((X.shape[1], X.shape[1]))
+    step = block_rows(X.shape[1])
+    for s in range(0, len(A), step):
+        U = X[A[s : s + step]] - X[B[s : s + step]]
+        out += (U.T * w[s : s + step]) @ U
+    return out
+
+
+def bound(X, y, T, mu, cert, objective, g, c, range_rtol=None):
+    """The lower bound that the certificate's dual point proves (module docstring), with
+    ``ν`` the least over the clusters' blocks (one block for a single metric)."""
+    n, k = T.shape
+    I, J, L, lam = dual_point(cert, n, y, T)
+    if mu >= 1.0:
+        raise Infeasible("mu = 1: no pull term to bound the hinge multipliers' matrix by")
+    total = mu * float(lam.sum())
+    pi, pj = np.repeat(np.arange(n), k), T.ravel()
+    rtol = RANGE_RTOL if range_rtol is None else range_rtol
+    nu = min(_block_nu(X, mu, (pi[g[pj] == h], pj[g[pj] == h]),
+                       (I[g[J] == h], J[g[J] == h], lam[g[J] == h]),
+                       (I[g[L] == h], L[g[L] == h], lam[g[L] == h]), rtol)
+             for h in range(c))  # fmt: skip
+    if nu >= 0:
+        return total
+    bound = total / (1.0 - nu)
+    F = float(cert.get("F", np.nan))
+    if np.isfinite(F):
+        bound = max(bound, total + nu * max(F, objective))
+    return bound
+
+
+def _block_nu(X, mu, pull, plus, minus, rtol):
+    """``λ_min`` of ``S_h = (1 − μ)P_h + μΣλ C_ij − μΣλ C_il`` (``plus``, ``minus``: the
+    triplets whose target, impostor is of this block) relative to ``(1 − μ)P_h``, on the
+    range of ``P_h`` (:class:`Infeasible` when an impostor difference leaves it)."""
+    P = _scatter(X, *pull, np.ones(len(pull[0])))
+    w, V = np.linalg.eigh(0.5 * (P + P.T))
+    keep = w > RANGE_RTOL * max(float(w[-1]), 1e-300) if len(w) and w[-1] > 0 else w > np.inf
+    U = X[minus[0]] - X[minus[1]]
+    off = np.sqrt(((U @ V[:, ~keep]) ** 2).sum(axis=1))
+    if len(U) and np.any(off > rtol * np.sqrt((U**2).sum(axis=1))):
+        raise Infeasible("an impostor difference with a multiplier leaves the pull range")
+    if not keep.any():
+        return np.inf  # no pull, no multiplier: S_h = 0
+    Xw = X @ (V[:, keep] / np.sqrt(w[keep]))  # the pull term's whitened coordinates
+    S0 = (1 - mu) * _scatter(Xw, *pull, np.ones(len(pull[0])))
+    S = S0 + mu * (_scatter(Xw, *plus) - _scatter(Xw, *minus))
+    w0, V0 = np.linalg.eigh(0.5 * (S0 + S0.T))
+    W0 = V0 / np.sqrt(w0)
+    return float(np.linalg.eigvalsh(0.5 * (W0.T @ (S + S.T) @ W0))[0])

@@ -1,0 +1,54 @@
+"""The independent verifier on a bare LMNN solver result (no estimator at hand)."""
+
+from convexmetric.verifier import Fitted, verify_fitted
+
+
+def lmnn_report(res, X, y, T, mu=0.5, tol=1e-4):
+    """The verifier's report on ``res`` (``convexmetric.lmnn.solver.solve`` on ``X, y, T``)
+    read as an ``LMNN`` fit."""
+    params = {"k": T.shape[1], "mu": mu, "tol": tol, "n_passes": 1}
+    attrs = {"metric_": 0.5 * (res.matrix + res.matrix.T), "targets_": T}
+    return verify_fitted(Fitted("LMNN", params, attrs, res.certificate, res.objective), X, y)
+
+
+def verified_solve(res, X, y, T, mu=0.5, tol=1e-4):
+    """:func:`lmnn_report`, asserted verified."""
+    report = lmnn_report(res, X, y, T, mu, tol)
+    assert report.verified, report.reason
+    return report
+
+
+def kernel_report(res, K, y, T, mu=0.5, tol=1e-4):
+    """The verifier's report on ``res`` (``convexmetric.lmnn.kernel_solver.solve`` on the
+    kernel ``K``) read as a ``KernelLMNN(kernel="precomputed")`` fit."""
+    params = {"k": T.shape[1], "mu": mu, "tol": tol, "kernel": "precomputed"}
+    attrs = {"A_": 0.5 * (res.matrix + res.matrix.T), "targets_": T}
+    fitted = Fitted("KernelLMNN", params, attrs, res.certificate, res.objective)
+    return verify_fitted(fitted, K, y)
+
+
+def certified_kernel_solve(res, K, y, T, mu=0.5, tol=1e-4, stored_rtol=1e-6):
+    """:func:`kernel_report`: the gap recomputed from the data within ``tol`` and the
+    bound recomputed from the certificate equal to the reported one. ``A_ = T M̂ Tᵀ`` holds
+    the solver's metric only to rounding times κ(K): the stored objective is compared to
+    ``stored_rtol`` (the verifier's 1e-8 where the kernel is well conditioned)."""
+    report = kernel_report(res, K, y, T, mu, tol)
+    assert report.certified_gap <= tol, report.reason
+    assert abs(report.lower_bound - res.lower_bound) <= 1e-9 * abs(res.lower_bound)
+    assert abs(report.objective - res.objective) <= stored_rtol * abs(res.objective)
+    return report
+
+
+def verified_multi_solve(res, X, y, T, clusters, mu=0.5, tol=1e-4, matrices=None):
+    """The verifier's report on ``res`` (``convexmetric.lmnn.multi_solver``, clusters the
+    classes) read as a ``MultiMetricLMNN`` fit, asserted verified (``matrices``: the
+    metrics in the original coordinates, default ``res.matrices``)."""
+    import numpy as np
+
+    params = {"k": T.shape[1], "mu": mu, "tol": tol, "n_clusters": None}
+    Ms = np.stack([0.5 * (M + M.T) for M in (res.matrices if matrices is None else matrices)])
+    attrs = {"metrics_": Ms, "clusters_": clusters, "targets_": T}
+    fitted = Fitted("MultiMetricLMNN", params, attrs, res.certificate, res.objective)
+    report = verify_fitted(fitted, X, y, T)
+    assert report.verified, report.reason
+    return report

@@ -1,0 +1,172 @@
+"""The independent verifier on the LMNN family: every certified fit verifies, its objective
+is eq. (14) as written here, and a changed metric or a tampered certificate does not."""
+
+import numpy as np
+import pytest
+
+from convexmetric import LMNN, KernelLMNN, MultiMetricLMNN, datasets, verify
+from convexmetric.verifier import Fitted, verify_fitted
+
+
+def eq14(X, y, T, mu, metric_of):
+    """Eq. (14) by plain loops: ``metric_of(b)`` is the matrix of pairs ``(a, b)``."""
+    pull = push = 0.0
+    for i in range(len(y)):
+        for j in T[i]:
+            u = X[i] - X[j]
+            dij = u @ metric_of(j) @ u
+            pull += dij
+            for l in range(len(y)):
+                if y[l] != y[i]:
+                    v = X[i] - X[l]
+                    push += max(0.0, 1.0 + dij - v @ metric_of(l) @ v)
+    return (1 - mu) * pull + mu * push
+
+
+def _split(name):
+    X, _, y, _ = datasets.load_split(name)
+    return X, y
+
+
+CASES = {
+    "iris": (lambda: LMNN(), "iris"),
+    "wine": (lambda: LMNN(), "wine"),
+    "streaming": (lambda: LMNN(memory_limit=20_000), "iris"),
+    "two-passes": (lambda: LMNN(n_passes=2), "wine"),
+    "multi": (lambda: MultiMetricLMNN(), "iris"),
+    "multi-kmeans": (lambda: MultiMetricLMNN(n_clusters=2, random_state=0), "iris"),
+    "kernel": (lambda: KernelLMNN(kernel="linear"), "wine"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def case(request):
+    make, name = CASES[request.param]
+    X, y = _split(name)
+    return request.param, make().fit(X, y), X, y
+
+
+def _reference(est, X, y):
+    """Eq. (14) at the fitted matrices, written here (not the verifier's code)."""
+    T, mu = est.targets_, est.mu
+    if isinstance(est, MultiMetricLMNN):
+        return eq14(X, y, T, mu, lambda b: est.metrics_[est.clusters_[b]])
+    if isinstance(est, KernelLMNN):  # linear kernel: k_i = X x_i, D = (k_i − k_j)ᵀA(…)
+        return eq14(X @ X.T, y, T, mu, lambda b: est.A_)
+    return eq14(X, y, T, mu, lambda b: est.metric_)
+
+
+def test_certified_fit_is_verified_and_its_objective_is_eq14(case, verified):
+    name, est, X, y = case
+    report = verified(est, X, y)
+    assert est.result_.status == "optimal"
+    assert report.certified_gap <= est.tol
+    assert report.objective == pytest.approx(_reference(est, X, y), rel=1e-9)
+    if name == "streaming":
+        assert est.result_.info["mode"] == "streaming"
+
+
+def test_bound_recomputed_from_the_certificate_is_the_reported_one(case):
+    _, est, X, y = case
+    report = verify(est, X, y)
+    assert report.lower_bound == pytest.approx(est.result_.lower_bound, rel=1e-9)
+
+
+def test_stored_lower_bound_is_never_read(case):
+    _, est, X, y = case
+    before = verify(est, X, y)
+    stored = est.result_.lower_bound
+    try:
+        est.result_.lower_bound = est.result_.objective
+        after = verify(est, X, y)
+    finally:
+        est.result_.lower_bound = stored
+    assert (after.lower_bound, after.objective, after.verified) == (
+        before.lower_bound,
+        before.objective,
+        before.verified,
+    )
+
+
+def _scaled(fitted, factor=1.01):
+    attrs = dict(fitted.attrs)
+    for key in ("metric_", "metrics_", "A_"):
+        if key in attrs:
+            attrs[key] = attrs[key] * factor
+    if "components_" in attrs:
+        attrs["components_"] = attrs["components_"] * np.sqrt(factor)
+    return Fitted(fitted.estimator, fitted.params, attrs, fitted.certificate, fitted.objective)
+
+
+def test_metric_scaled_after_the_fit_is_not_verified(case):
+    _, est, X, y = case
+    report = verify_fitted(_scaled(Fitted.from_estimator(est)), X, y)
+    assert not report.verified
+    assert "stored objective" in report.reason
+
+
+def _tampered(fitted, how, y):
+    cert = dict(fitted.certificate)
+    lam, i, l = cert["lam"].copy(), cert["i"].copy(), cert["l"].copy()
+    if how == "scaled":
+        lam = 0.9 * lam
+    elif how == "pushed":
+        lam[np.argmax(lam)] = 1.5
+    elif how == "negative":
+        lam[np.argmax(lam)] = -0.5
+    elif how == "same-class":
+        t = int(np.argmax(lam))
+        l[t] = np.flatnonzero((y == y[i[t]]) & (np.arange(len(y)) != i[t]))[0]
+    elif how == "out-of-range":
+        i[0] = len(y)
+    elif how == "twice":
+        cert = {key: np.r_[v, v[:1]] if isinstance(v, np.ndarray) else v for key, v in cert.items()}
+        return Fitted(fitted.estimator, fitted.params, fitted.attrs, cert, fitted.objective)
+    cert.update(lam=lam, i=i, l=l)
+    return Fitted(fitted.estimator, fitted.params, fitted.attrs, cert, fitted.objective)
+
+
+@pytest.mark.parametrize(
+    "how", ["scaled", "pushed", "negative", "same-class", "out-of-range", "twice"]
+)
+def test_tampered_certificate_is_not_verified(case, how):
+    _, est, X, y = case
+    report = verify_fitted(_tampered(Fitted.from_estimator(est), how, np.asarray(y)), X, y)
+    assert not report.verified
+    assert report.reason
+    if how != "scaled":  # an infeasible dual point proves nothing
+        assert report.lower_bound == -np.inf
+
+
+def test_certificate_is_compact(case):
+    _, est, _X, y = case
+    cert = est.result_.certificate
+    assert cert["kind"] == {"LMNN": "lmnn", "MultiMetricLMNN": "lmnn_multi",
+                            "KernelLMNN": "lmnn_kernel"}[type(est).__name__]  # fmt: skip
+    assert all(cert[key].dtype in (np.int32, np.int64) for key in "ijl")
+    assert cert["lam"].dtype == np.float64 and np.all(cert["lam"] > 0)
+    assert len(cert["lam"]) < 3 * len(y) * len(y)  # listed triplets, never a dense n×n
+
+
+def test_targets_that_are_not_the_nearest_are_refused():
+    X, y = _split("iris")
+    est = LMNN().fit(X, y)
+    fitted = Fitted.from_estimator(est)
+    attrs = dict(fitted.attrs)
+    T = attrs["targets_"].copy()
+    far = np.argmax(((X - X[0]) ** 2).sum(1) * (y == y[0]))
+    T[0, 0] = far
+    attrs["targets_"] = T
+    from convexmetric.verifier import VerificationError
+
+    with pytest.raises(VerificationError, match="nearest"):
+        verify_fitted(Fitted("LMNN", fitted.params, attrs, fitted.certificate, 0.0), X, y)
+
+
+def test_uncertified_fit_has_nothing_to_verify():
+    from convexmetric.verifier import VerificationError
+
+    X, y = _split("iris")
+    est = LMNN(refine=False).fit(X, y)
+    with pytest.raises(VerificationError, match="no certificate"):
+        verify(est, X, y)
