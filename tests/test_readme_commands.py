@@ -40,6 +40,7 @@ QUICK = {
 SKIP = {
     "solve lmnn --dataset digits --scheduler tcp://HOST:8786": "needs a running Dask scheduler",
     "solve METHOD ... --out DIR": "a pattern, not a command",
+    "verify --model DIR": "a pattern, not a command",
     "validate": "the command group, named in prose (its subcommands run below)",
 }
 
@@ -125,6 +126,10 @@ def test_readme_command_runs(cmd, workdir):
     if "predict --model m/" in cmd or "transform --model m/" in cmd:
         setup = "solve lmnn --dataset iris --out m/"
         res = CliRunner().invoke(main, [*shlex.split(setup), "--max-iter", "50"])
+        assert res.exit_code == 0, res.output
+    if cmd.startswith("verify --model m/"):  # a certified fit on the same files first
+        setup = "solve lmnn --features points.csv --labels labels.csv --out m/"
+        res = CliRunner().invoke(main, shlex.split(setup))
         assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, f"`convexmetric {' '.join(args)}` failed:\n{res.output}"

@@ -36,6 +36,7 @@ CASES = {
     "multi": (lambda: MultiMetricLMNN(), "iris"),
     "multi-kmeans": (lambda: MultiMetricLMNN(n_clusters=2, random_state=0), "iris"),
     "kernel": (lambda: KernelLMNN(kernel="linear"), "wine"),
+    "exact": (lambda: LMNN(solver="exact"), "iris"),  # the working-set SDPs' duals
 }
 
 

@@ -11,8 +11,11 @@ the set contains every term active there. The scheme:
 4. repeat until no term outside the set is violated (beyond ``tol``).
 
 The value of each restricted SDP is a lower bound on the full optimum (it drops
-nonnegative terms), and at the end it equals the full objective: the result carries
-both, and the gap certifies the solution.
+nonnegative terms), and at the end it equals the full objective. The reported bound is
+not the conic solver's number but the one its hinge multipliers prove: the last SDP's
+duals ``λ/μ ∈ [0, 1]`` of the working-set terms are a dual point of the full eq. (14)
+(every other term's multiplier 0), evaluated by :class:`.certificate.DualCertificate`
+and carried as ``result.certificate`` (kind ``"lmnn"``) for the verifier.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import time
 import numpy as np
 
 from ..problems import lmnn as P
+from ..problems.common import solve_problem
 from ..result import SolveResult
+from .certificate import DualCertificate
 
 
 def _keys(n, I, J, L):
@@ -72,8 +77,9 @@ def solve_working_set(
     while rounds < max_rounds:
         rounds += 1
         trip = (keys // (n * n), (keys // n) % n, keys % n)
-        M, value, status, _ = P.solve(X, y, targets, mu, triplets=trip, solver=solver)
-        lower = value
+        problem, Mv, _ = P.build(X, targets, mu, trip)
+        status, _ = solve_problem(problem, solver)
+        M, duals = 0.5 * (Mv.value + Mv.value.T), _duals(problem, mu, len(keys))
         I, J, L, h = P.hinge_terms(M, X, targets, y)
         new = np.setdiff1d(_keys(n, I[h > tol], J[h > tol], L[h > tol]), keys)
         full = (1 - mu) * float(np.sum(P.pull_matrix(X, targets) * M)) + mu * float(h.sum())
@@ -86,6 +92,9 @@ def solve_working_set(
             break
     else:
         status = "optimal_inaccurate"
+    cert = DualCertificate(X, P.pull_matrix(X, targets), mu)
+    lower = cert.certified(*trip, duals, F=history[-1])
+    lower = float(lower) if np.isfinite(lower) else None
     return SolveResult(
         matrix=M,
         objective=history[-1],
@@ -96,4 +105,25 @@ def solve_working_set(
         history=history,
         lower_bound=lower,
         info={"working_set": len(keys), "active": int(np.count_nonzero(h > tol))},
+        certificate=_certificate(cert, n),
     )
+
+
+def _duals(problem, mu, m):
+    """The hinge terms' multipliers ``λ ∈ [0, 1]`` (the constraints' duals over ``μ``)."""
+    if m == 0 or not problem.constraints:
+        return np.zeros(m)
+    return np.clip(np.asarray(problem.constraints[0].dual_value, dtype=float) / mu, 0.0, 1.0)
+
+
+def _certificate(cert, n):
+    """``result.certificate`` (kind ``"lmnn"``) of the bound :meth:`~.DualCertificate.certified`
+    kept."""
+    if cert.best is None:
+        return None
+    I, J, L, lam = cert.best["triplets"]
+    index = np.int32 if n < 2**31 else np.int64
+    F = cert.best["F"]
+    return {"kind": "lmnn", "i": np.asarray(I, index), "j": np.asarray(J, index),
+            "l": np.asarray(L, index), "lam": np.asarray(lam, np.float64),
+            "F": float("nan") if F is None else float(F)}  # fmt: skip
