@@ -88,6 +88,9 @@ def test_subgradient_path_is_certified_at_its_returned_point(exact, name, diagon
     assert v.verified == (res.status == "optimal"), v.reason
     if v.verified:
         assert (res.objective - value) / value <= 1e-4 + CONIC
+    # the caller's tol decides (settings as a dict, as for the other methods)
+    strict = run(name, diagonal, method="subgradient", settings={"tol": 1e-14})
+    assert strict.status == "optimal_inaccurate" and strict.certified_gap > 1e-14
 
 
 def test_status_honest_when_stopped_early(exact):

@@ -85,7 +85,6 @@ def solve(
     precondition=True,
     settings=None,
     callback=None,
-    tol=1e-4,
 ):
     """Projected subgradient (App. B), then the smoothed refinement; a SolveResult.
 
@@ -111,12 +110,11 @@ def solve(
         Run :func:`smoothed_descent` from the subgradient result.
     precondition : bool
         Solve in the variables of :func:`jacobi_scaling` (the result is mapped back).
-    settings : SubgradientSettings (``"subgradient"``) or dict, optional
+    settings : SubgradientSettings or dict, optional
+        ``"subgradient"``: a :class:`SubgradientSettings`, or a dict of its fields plus
+        ``tol``, the certified relative gap that "optimal" means (default 1e-4).
     callback : callable, optional
         ``callback(evaluations, objective, sigma)``; True stops (status "user_limit").
-    tol : float
-        The certified relative gap that "optimal" means (``"subgradient"``; the other
-        methods take theirs in ``settings``).
     """
     method = method or ("lbfgs" if diagonal else "factored")
     if method not in ("factored", "subgradient", "lbfgs"):
@@ -132,24 +130,38 @@ def solve(
             oracle = POEOracle(blocks, C, beta)
             return solve_factored(blocks, oracle, callback=callback, **(settings or {}))
         if not precondition:
-            return _solve(blocks, C, beta, diagonal, W0, refine, settings, callback, tol)
+            return _solve(blocks, C, beta, diagonal, W0, refine, settings, callback)
         scales = jacobi_scaling(blocks, C)
         scaled = [(F * s, R * s[:, None] * s[None, :]) for (F, R), s in zip(blocks, scales)]
         if W0 is not None:
             W0 = [W / s**2 if diagonal else W / np.outer(s, s) for W, s in zip(W0, scales)]
-        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, callback, tol)
+        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, callback)
         Ws = [W * s**2 if diagonal else W * np.outer(s, s) for W, s in zip(res.matrices, scales)]
         res.matrices, res.matrix = Ws, Ws[0]
         return res
 
 
-def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback, tol):
+def _settings(settings, callback):
+    """``(SubgradientSettings, tol)`` of the subgradient path from its ``settings``."""
+    if isinstance(settings, SubgradientSettings):
+        return settings, CERT_TOL
+    opts = {"max_iter": 100, "patience": 30, "rtol": 1e-4, "callback": callback,
+            **(settings or {})}  # fmt: skip
+    tol = opts.pop("tol", CERT_TOL)
+    return SubgradientSettings(**opts), tol
+
+
+#: the certified relative gap that "optimal" means on the subgradient path by default
+CERT_TOL = 1e-4
+
+
+def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
     t0 = time.perf_counter()
     oracle = POEOracle(blocks, C, beta, diagonal=diagonal)
     if W0 is None:
         W0 = [np.zeros(F.shape[1]) if diagonal else np.zeros((F.shape[1],) * 2) for F, _ in blocks]
     cone = ProductCone([NonnegativeDiagonal() if diagonal else PSDCone() for _ in blocks])
-    s = settings or SubgradientSettings(max_iter=100, patience=30, rtol=1e-4, callback=callback)
+    s, tol = _settings(settings, callback)
     res = projected_subgradient(oracle, W0, cone, s, solver_name="subgradient")
     history, iterations, status = list(res.history), res.iterations, res.status
     if refine and status != "user_limit":
