@@ -48,6 +48,16 @@ def test_solve_from_files_writes_atomically(tmp_path):
     assert report["inputs"]["labels"]["rows"] == 150
     names = {p.name for p in out.iterdir()}
     assert {"components.npy", "metric.npy", "report.json", "model.json"} <= names
+    # the "optimal" re-checked by the verifier, from the same files and split
+    check = CliRunner().invoke(
+        main,
+        [
+            "verify", "--model", str(out), "--features", str(tmp_path / "X.npy"),
+            "--labels", str(tmp_path / "y.csv"), "--split", "stratified", "--json",
+        ],
+    )  # fmt: skip
+    assert check.exit_code == 0, check.output
+    assert json.loads(check.output)["verified"] is True
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp leftovers
     M = np.load(out / "metric.npy")
     L = np.load(out / "components.npy")

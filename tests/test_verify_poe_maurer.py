@@ -185,13 +185,26 @@ def test_an_uncertified_sgd_says_completed_and_is_not_verified():
     assert not v.verified and "above tol" in v.reason
 
 
-def test_pairs_drawn_without_a_seed_cannot_be_verified():
+def test_pairs_drawn_without_a_seed_are_checked_from_the_fits_own_pairs(verified):
     from convexmetric.verifier import VerificationError
 
     X, y = _maurer_data()
     est = OperatorSimilarity(lam=0.05, solver="subgradient", n_pairs=60).fit(X, y)
-    with pytest.raises(VerificationError, match="random_state"):
-        verify(est, X, y)
+    assert est.result_.status == "optimal"
+    verified(est, X, y)  # the draw cannot be replayed: pairs_ checked against y instead
+    kept = est.pairs_.copy()
+    try:
+        est.pairs_[0, 2] = -est.pairs_[0, 2]  # a similar pair said dissimilar
+        with pytest.raises(VerificationError, match="one class"):
+            verify(est, X, y)
+        est.pairs_ = kept[:-1]
+        with pytest.raises(VerificationError, match="60 integer rows"):
+            verify(est, X, y)
+        del est.pairs_  # without them, an unseeded draw is not checkable
+        with pytest.raises(VerificationError, match="random_state"):
+            verify(est, X, y)
+    finally:
+        est.pairs_ = kept
 
 
 @pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])

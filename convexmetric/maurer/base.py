@@ -32,7 +32,11 @@ class _PairOperator(TransformerMixin, BaseEstimator):
         check_choice(self.oracle, "oracle", tuple(ORACLES), owner=name)
         n_pairs = check_scalar(self.n_pairs, "n_pairs", int, min_val=2, owner=name)
         X = check_matrix(X, "X", min_rows=2)
-        return ORACLES[self.oracle](X, y, n_pairs, random_state=self.random_state).require_both()
+        pairs = ORACLES[self.oracle](X, y, n_pairs, random_state=self.random_state)
+        # the pairs the oracle drew, as (i, j, r) rows of X: a fit from X, y is then
+        # checkable whatever its random_state (the verifier tests them against y)
+        self.pairs_ = np.column_stack([pairs.i, pairs.j, pairs.r]).astype(np.int64)
+        return pairs.require_both()
 
     def _kernel(self):
         k = self.kernel

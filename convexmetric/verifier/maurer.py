@@ -29,10 +29,12 @@ radius         float               ``F``, an attained objective value
 
 **Pairs.** ``fit(pairs)`` with a ``Pairs`` object: its points, index arrays and ``r``.
 ``fit(X, y)``: the estimator's oracle drew ``n_pairs`` pairs seeded by ``random_state``
-(an int is needed to redraw them; ``None`` or a generator cannot be replayed): both
-oracles of Maurer §5.1 are re-implemented here with the same documented draws (label
-oracle: ``i, j`` uniform, ``r = +1`` iff the labels agree; balanced: ``i`` uniform, a
-fair coin, ``j`` uniform over ``i``'s class or over the other classes). No scaling is
+(with an int, both oracles of Maurer §5.1 are re-implemented here with the same
+documented draws and the pairs redrawn — label oracle: ``i, j`` uniform, ``r = +1`` iff
+the labels agree; balanced: ``i`` uniform, a fair coin, ``j`` uniform over ``i``'s class
+or over the other classes). ``None`` or a generator cannot be replayed: the fit's own
+pairs ``pairs_`` (rows ``i, j, r``) are read instead and checked against ``y`` (indices in
+range, ``r = +1`` exactly for pairs of one class, ``n_pairs`` of them). No scaling is
 applied to ``X`` (the estimator applies none); the ``"maurer"`` kernel normalises
 rows to unit length, ``κ(x, y) = ½ exp(−4‖x/|x| − y/|y|‖²)``; a callable kernel is the
 user's function, called as given.
@@ -86,7 +88,7 @@ def _draw(X, y, params):
     return i, j, np.where(same, 1.0, -1.0)
 
 
-def _pairs(params, X, y):
+def _pairs(fitted, X, y):
     """``(points, i, j, r)`` from the fit arguments."""
     if all(hasattr(X, a) for a in ("points", "i", "j", "r")):
         P = X
@@ -94,7 +96,32 @@ def _pairs(params, X, y):
     if y is None:
         raise VerificationError("OperatorSimilarity verification needs X, y or a Pairs object.")
     X = np.asarray(X, dtype=float)
-    return (X, *_draw(X, y, params))
+    seed = fitted.params.get("random_state")
+    stored = fitted.attrs.get("pairs_")
+    if stored is not None and not isinstance(seed, (int, np.integer)):
+        return (X, *_stored(stored, y, fitted.params))
+    return (X, *_draw(X, y, fitted.params))
+
+
+def _stored(pairs, y, params):
+    """The fit's own pairs ``pairs_`` (rows ``i, j, r``) where its draw cannot be replayed:
+    ``n_pairs`` rows of indices into ``y`` whose ``r`` is the label oracle's answer
+    (``+1`` iff the labels agree, for both of §5.1's oracles)."""
+    pairs = np.asarray(pairs)
+    codes = np.unique(np.asarray(y), return_inverse=True)[1]
+    n = len(codes)
+    if (
+        pairs.ndim != 2
+        or pairs.shape != (int(params["n_pairs"]), 3)
+        or pairs.dtype.kind not in "iu"
+    ):
+        raise VerificationError(f"pairs_ must be {params['n_pairs']} integer rows (i, j, r).")
+    i, j, r = pairs[:, 0], pairs[:, 1], pairs[:, 2].astype(float)
+    if min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= n:
+        raise VerificationError(f"pairs_ must index the {n} points of the fit.")
+    if np.any(r != np.where(codes[i] == codes[j], 1.0, -1.0)):
+        raise VerificationError("pairs_ must say r = +1 exactly for pairs of one class.")
+    return i, j, r
 
 
 def _kernel(params, points):
@@ -165,7 +192,7 @@ def check(fitted, X, y=None):
     """
     t0 = time.perf_counter()
     p, cert = fitted.params, fitted.certificate
-    points, i, j, r = _pairs(p, X, y)
+    points, i, j, r = _pairs(fitted, X, y)
     n = len(points)
     if len(i) == 0 or min(i.min(), j.min()) < 0 or max(i.max(), j.max()) >= n:
         raise VerificationError(f"the pairs must index the {n} points of the fit.")
