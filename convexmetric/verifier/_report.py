@@ -86,7 +86,7 @@ class VerificationError(ValueError):
 class Verification:
     """What the verifier recomputed.
 
-    Attributes
+    Parameters
     ----------
     kind : str
         The certificate's formulation.
@@ -120,7 +120,13 @@ class Verification:
     seconds: float = 0.0
 
     def summary(self) -> dict:
-        """The report as a JSON-ready dict."""
+        """The report as a JSON-ready dict.
+
+        Returns
+        -------
+        dict
+            Every field above, floats as Python floats.
+        """
         return {k: (float(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
