@@ -91,3 +91,23 @@ def test_a_model_without_certificate_has_nothing_to_verify(wine_fit, tmp_path):
     saved = load_model(tmp_path / "m")
     with pytest.raises(VerificationError, match="no certificate"):
         Fitted.from_saved(saved.meta, saved.arrays)
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "columns", "rows"])
+def test_verify_rejects_bad_input_naming_it(wine_fit, bad):
+    from convexmetric import verify
+
+    m, X, y = wine_fit
+    X = X.copy()
+    if bad == "nan":
+        X[3, 2] = np.nan
+    elif bad == "inf":
+        X[0, 0] = np.inf
+    elif bad == "columns":
+        X = X[:, :-1]
+    else:
+        y = y[:-1]
+    words = {"nan": "'X' contains NaN", "inf": "'X' contains NaN or infinite",
+             "columns": "metric_ has shape", "rows": "n labels"}[bad]  # fmt: skip
+    with pytest.raises(VerificationError, match=words):
+        verify(m, X, y)

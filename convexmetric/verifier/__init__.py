@@ -28,7 +28,7 @@ maurer        Maurer's Ω_{ψ,λ} over the PSD cone (eq. 5)             :mod:`.m
 
 from __future__ import annotations
 
-from ._report import Fitted, Verification, VerificationError
+from ._report import Fitted, Verification, VerificationError, check_finite
 
 __all__ = ["Fitted", "Verification", "VerificationError", "verify", "verify_fitted"]
 
@@ -64,8 +64,17 @@ def verify(estimator, *fit_args, **fit_kwargs):
     return verify_fitted(Fitted.from_estimator(estimator), *fit_args, **fit_kwargs)
 
 
+#: the names of ``fit``'s arguments, for messages about bad input
+FIT_ARGS = {"POE": ("comparisons", "X"), "MKPOE": ("comparisons", "X")}
+
+
 def verify_fitted(fitted, *fit_args, **fit_kwargs):
     """:func:`verify` of a :class:`Fitted` view (an estimator or a saved model)."""
+    names = FIT_ARGS.get(fitted.estimator, ("X", "y"))
+    for k, arg in enumerate(fit_args):
+        check_finite(names[k] if k < len(names) else f"argument {k + 1}", arg)
+    for name, arg in fit_kwargs.items():
+        check_finite(name, arg)
     cert = fitted.certificate
     kinds = _kinds()
     check = kinds.get(cert.get("kind"))

@@ -82,6 +82,17 @@ class VerificationError(ValueError):
     """Nothing to verify: no certificate, an unknown kind, or data that do not fit it."""
 
 
+def check_finite(name, arg):
+    """Raise :class:`VerificationError` naming ``name`` if ``arg`` (a numeric array, or a
+    list of them) holds NaN or infinite values; other objects pass."""
+    parts = arg if isinstance(arg, (list, tuple)) else [arg]
+    for part in parts:
+        if isinstance(part, np.ndarray) or (isinstance(part, (list, tuple)) and part):
+            a = np.asarray(part)
+            if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+                raise VerificationError(f"'{name}' contains NaN or infinite values.")
+
+
 @dataclass
 class Verification:
     """What the verifier recomputed.

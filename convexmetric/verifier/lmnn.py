@@ -85,9 +85,9 @@ def check_lmnn(fitted, X, y, targets=None):
                 "problem; only full-dimensional fits are verified."
             )
     X, y = _data(X, y)
+    M = _attr(fitted, "metric_", (X.shape[1],) * 2)
     sq = np.einsum("ij,ij->i", X, X)
     T = _targets(fitted, lambda rows, cols: _sqdist(X, sq, rows, cols), y, targets)
-    M = _attr(fitted, "metric_", (X.shape[1],) * 2)
     return _check("lmnn", fitted, X, y, T, [M], np.zeros(len(y), np.int64), t0)
 
 
