@@ -180,14 +180,29 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         """The multi-metric SDP in CVXPY with ``conic_solver``; a SolveResult."""
         import time
 
+        from ..cones import PSDCone
+        from ..problems.common import solve_problem
+        from ..problems.lmnn import all_triplets
         from ..result import SolveResult
+        from .multi_certificate import exact_certificate
+        from .multi_oracle import MultiMetricOracle
 
         t0 = time.perf_counter()
         solver = str(self.conic_solver).upper()
-        Ms, value, status, _ = PM.solve(X, y, T, mu, g, c, solver=solver)
-        return SolveResult(matrix=Ms, matrices=list(Ms), objective=PM.objective(Ms, X, T, y, g, mu),
-                           status=status, seconds=time.perf_counter() - t0, solver=solver,
-                           info={"cvxpy_value": value})  # fmt: skip
+        trip = all_triplets(y, T)
+        problem, Mv, _ = PM.build(X, T, mu, g, c, trip)
+        status, _ = solve_problem(problem, solver)
+        # the conic solver's matrices are PSD to its accuracy only: projected (a point of
+        # the feasible set, whose objective is then the one reported)
+        Ms = np.stack([PSDCone().project(0.5 * (M.value + M.value.T)) for M in Mv])
+        f = PM.objective(Ms, X, T, y, g, mu)
+        duals = problem.constraints[0].dual_value if problem.constraints else np.zeros(0)
+        oracle = MultiMetricOracle(X, y, T, mu, g, c)
+        lower, cert = exact_certificate(oracle, trip, duals, f)  # its hinge duals' bound
+        return SolveResult(matrix=Ms, matrices=list(Ms), objective=f, status=status,
+                           seconds=time.perf_counter() - t0, solver=solver, lower_bound=lower,
+                           info={"cvxpy_value": float(problem.value)},
+                           certificate=cert)  # fmt: skip
 
     def distances(self, X):
         """Compute ``D̂(x, x_i)`` of eq. (16) to every training point ``x_i``.

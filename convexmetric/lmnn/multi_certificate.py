@@ -160,6 +160,28 @@ class RangeCertificate:
         return lb, nu
 
 
+def exact_certificate(oracle, triplets, duals, F):
+    """``(lower bound or None, certificate)`` of an exact solve's hinge multipliers.
+
+    ``duals`` are the conic solver's multipliers of the hinge constraints over
+    ``triplets`` (in ``[0, μ]``); ``λ = duals/μ ∈ [0, 1]`` is a dual point of the full
+    problem (0 on every other triplet), evaluated by the repaired bound above on a fresh
+    ``oracle`` (:class:`~.multi_oracle.MultiMetricOracle`) listing the triplets with
+    ``λ > 0``; ``F``: the attained objective (the trace repair)."""
+    if oracle.mu <= 0:
+        return None, None
+    I, J, L = triplets
+    lam = np.clip(np.asarray(duals, dtype=float) / oracle.mu, 0.0, 1.0)
+    nz = np.flatnonzero(lam > 0)
+    keys = (I[nz].astype(np.int64) * oracle.n + J[nz]) * oracle.n + L[nz]
+    order = np.argsort(keys, kind="stable")
+    oracle.list_terms(keys[order])
+    cert = RangeCertificate(oracle)
+    lower = cert.keep(cert.bound(lam[nz][order], F)[0], lam[nz][order], F)
+    lower = float(lower) if np.isfinite(lower) else None
+    return lower, cert.dual_point(lower)
+
+
 def negative_parts(oracle, Ms, sigma):
     """``[−min(S_g(λ), 0)]`` at ``Ms`` (original coordinates; ``oracle`` the base oracle)."""
     z = oracle.hinge_arguments(Ms)

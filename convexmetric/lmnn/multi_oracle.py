@@ -84,6 +84,11 @@ class MultiMetricOracle(Oracle):
         # a pair's metric is that of its second point's cluster (see multi_pairs)
         self.pairs = PairGraph(self.X, self.pa, self.pb, self.g[self.pb], self.c)
 
+    def list_terms(self, keys):
+        """List exactly the triplets ``keys`` (sorted ``(i·n + j)·n + l``), e.g. those an
+        exact solve gave multipliers (:func:`.multi_certificate.exact_certificate`)."""
+        self._set(np.asarray(keys, np.int64))
+
     def full_check(self, Ms, margin=None, components=None):
         """Search all triplets; merge near-violations; True if no new *violated* ones.
 
