@@ -82,29 +82,35 @@ def _diameter(X):
     return 2.0 * r if r > 0 else 1.0
 
 
+#: the options that, with the data options, say which pairs train (``solve maurer``, ``verify``)
+PAIR_OPTIONS = [
+    click.option(
+        "--pairs",
+        "pairs_file",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Pairs CSV with header i,j,r (row indices into --features).",
+    ),
+    click.option(
+        "--n-pairs",
+        type=int,
+        default=2000,
+        show_default=True,
+        help="Pairs drawn from labelled data.",
+    ),
+    click.option(
+        "--oracle",
+        type=click.Choice(["balanced", "labels"]),
+        default="balanced",
+        show_default=True,
+        help="Balanced oracle (§5.1) or label oracle (eq. 10).",
+    ),
+]
+
+
 def _common_options(f):
     opts = [
         *DATA_OPTIONS,
-        click.option(
-            "--pairs",
-            "pairs_file",
-            type=click.Path(exists=True, dir_okay=False),
-            help="Pairs CSV with header i,j,r (row indices into --features).",
-        ),
-        click.option(
-            "--n-pairs",
-            type=int,
-            default=2000,
-            show_default=True,
-            help="Pairs drawn from labelled data.",
-        ),
-        click.option(
-            "--oracle",
-            type=click.Choice(["balanced", "labels"]),
-            default="balanced",
-            show_default=True,
-            help="Balanced oracle (§5.1) or label oracle (eq. 10).",
-        ),
+        *PAIR_OPTIONS,
         click.option("--lam", type=POSITIVE_FLOAT, default=0.005, show_default=True, help="λ > 0."),
         click.option(
             "--gamma",

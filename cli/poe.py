@@ -107,39 +107,47 @@ _json = click.option("--json", "as_json", is_flag=True, help="Print one JSON obj
 _seed = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 
 
-@click.command("poe")
-@_kind
-@_diag
-@_beta
-@click.option(
+_comparisons = click.option(
     "--comparisons",
     type=click.Path(exists=True, dir_okay=False),
     help=COMPARISONS_HELP,
 )
-@click.option(
-    "--features",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Features (rows are items) for --kind linear.",
-)
-@click.option(
+_kernels = click.option(
     "--kernel",
     "kernels",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False),
     help="A kernel matrix file; repeat for --kind multi.",
 )
-@click.option(
-    "--dataset",
-    type=click.Choice(["digits_taxonomy"]),
-    help="Built-in taxonomy comparisons on digits (§5.1) [the default without files].",
-)
-@click.option(
+_n_comparisons = click.option(
     "--n-comparisons",
     type=int,
     default=1000,
     show_default=True,
     help="Comparisons drawn for --dataset.",
 )
+#: the options besides --features/--dataset that say which comparisons and items train
+#: (``solve poe``, ``verify``)
+COMPARISON_OPTIONS = [_comparisons, _kernels, _n_comparisons]
+
+
+@click.command("poe")
+@_kind
+@_diag
+@_beta
+@_comparisons
+@click.option(
+    "--features",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Features (rows are items) for --kind linear.",
+)
+@_kernels
+@click.option(
+    "--dataset",
+    type=click.Choice(["digits_taxonomy"]),
+    help="Built-in taxonomy comparisons on digits (§5.1) [the default without files].",
+)
+@_n_comparisons
 @click.option(
     "--solver",
     type=click.Choice(["subgradient", "exact", "CLARABEL", "SCS"]),

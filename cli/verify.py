@@ -18,6 +18,8 @@ import numpy as np
 
 from ._common import SPLIT_OPTION, apply_options, command_state, emit, library_errors, load_xy
 from .inputs import DATA_OPTIONS
+from .maurer import PAIR_OPTIONS
+from .poe import COMPARISON_OPTIONS
 
 #: saved estimators whose training data are ``(X, y)`` as ``solve lmnn`` reads them
 LABELLED = ("LMNN", "MultiMetricLMNN", "KernelLMNN")
@@ -26,23 +28,8 @@ SUPPORTED = (*LABELLED, "OperatorSimilarity", "POE")
 
 #: the options of ``solve maurer`` and ``solve poe`` that rebuild their training data
 METHOD_DATA = [
-    click.option(
-        "--pairs",
-        "pairs_file",
-        type=click.Path(exists=True, dir_okay=False),
-        help="Maurer: the pairs CSV given to `solve maurer --pairs`.",
-    ),
-    click.option("--n-pairs", type=int, default=2000, show_default=True,
-                 help="Maurer: pairs drawn from labelled data (as given to solve)."),
-    click.option("--oracle", type=click.Choice(["balanced", "labels"]), default="balanced",
-                 show_default=True, help="Maurer: the pair oracle given to solve."),
-    click.option("--comparisons", type=click.Path(exists=True, dir_okay=False),
-                 help="POE: the comparisons CSV given to `solve poe`."),
-    click.option("--kernel", "kernels", multiple=True,
-                 type=click.Path(exists=True, dir_okay=False),
-                 help="POE: the kernel matrix file given to `solve poe --kind kernel`."),
-    click.option("--n-comparisons", type=int, default=1000, show_default=True,
-                 help="POE: comparisons drawn for the built-in instance (as given to solve)."),
+    *PAIR_OPTIONS,
+    *COMPARISON_OPTIONS,
     click.option("--seed", type=int, default=0, show_default=True,
                  help="Maurer and POE: the seed given to solve."),
 ]  # fmt: skip
