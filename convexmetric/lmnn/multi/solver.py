@@ -1,8 +1,8 @@
 """Large-scale multi-metric LMNN (§5.2): subgradient, factor refinement, convex polish.
 
 The variable is a list ``[M^0, …, M^{c−1}]`` (one PSD block per cluster) over the
-active-list oracle of :mod:`.multi_oracle`, in per-block whitened coordinates by default
-(:class:`.multi_whitened.WhitenedOracle`, an exact change of variables). Three engine
+active-list oracle of :mod:`.oracle`, in per-block whitened coordinates by default
+(:class:`.whitened.WhitenedOracle`, an exact change of variables). Three engine
 drivers (:mod:`convexmetric.optim`) run in turn:
 
 1. projected subgradient from the single-metric solution (the paper's initialisation
@@ -32,19 +32,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._memory import settle_heap
-from .._threads import one_blas_thread
-from ..cones import ProductCone, PSDCone
-from ..linalg import components_from_metric
-from ..optim.factor import Factored, metric
-from ..optim.fista import FISTA
-from ..optim.lbfgs import LBFGS
-from ..optim.smoothing import SmoothingSettings, smoothed_descent
-from ..optim.stages import StageSettings, run_stages
-from ..optim.subgradient import SubgradientSettings, projected_subgradient
-from ..result import SolveResult, certified_gap, certified_status
-from .multi_oracle import MultiMetricOracle
-from .multi_whitened import WhitenedOracle
+from ..._memory import settle_heap
+from ..._threads import one_blas_thread
+from ...cones import ProductCone, PSDCone
+from ...linalg import components_from_metric
+from ...optim.factor import Factored, metric
+from ...optim.fista import FISTA
+from ...optim.lbfgs import LBFGS
+from ...optim.smoothing import SmoothingSettings, smoothed_descent
+from ...optim.stages import StageSettings, run_stages
+from ...optim.subgradient import SubgradientSettings, projected_subgradient
+from ...result import SolveResult, certified_gap, certified_status
+from .oracle import MultiMetricOracle
+from .whitened import WhitenedOracle
 
 __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "solve"]
 

@@ -1,5 +1,5 @@
 """Multi-metric LMNN's oracle in per-block whitened coordinates (an exact change of
-variables over :class:`.multi_oracle.MultiMetricOracle`)."""
+variables over :class:`.oracle.MultiMetricOracle`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..optim.oracle import Oracle
+from ...optim.oracle import Oracle
 
 
 class WhitenedOracle(Oracle):
