@@ -19,13 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import components_from_metric, row_distances, triplet_scatter
-from ..optim.oracle import Oracle
+from ..optim.oracle import Oracle, StageHooks
 from ..problems.lmnn import TooManyTerms
 from .active_list import ActiveList
 from .certificate import DualCertificate
 
 
-class ActiveSetOracle(ActiveList, Oracle):
+class ActiveSetOracle(ActiveList, Oracle, StageHooks):
     """Objective, subgradient, smoothing and bounds of eq. (14) over an active list.
 
     The parameters are those of :class:`.active_list.ActiveList`.

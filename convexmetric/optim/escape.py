@@ -18,7 +18,10 @@ closes the gap from wherever the descent stopped:
    or its budget ends.
 
 What is formulation-specific comes through a :class:`GapCloser`: how to escape, how
-to restart the refinement and how to fall back. The status is "optimal" only when the
+to restart the refinement and how to fall back. A formulation that escapes within the
+staged run instead, between two stages (POE's factored solver, through
+:meth:`.oracle.StageHooks.escape`), finds its directions with the same
+:func:`negative_directions`. The status is "optimal" only when the
 certified relative gap is within ``tol``.
 """
 
@@ -32,13 +35,20 @@ from ..result import SolveResult, certified_gap, certified_status
 from .deadline import Deadline
 
 
+def negative_directions(w, V, rtol=1e-10, limit=None):
+    """The eigenpairs ``(w, V)`` (ascending, as ``eigh`` gives them) of the Lagrangian's
+    gradient whose eigenvalue is below ``−rtol·max(1, max|λ|)``, most negative first, at
+    most ``limit``: the descent directions ``vvᵀ`` of a factor saddle. Returns the
+    eigenvalues and the eigenvectors (columns); both empty when none is left."""
+    neg = np.flatnonzero(w < -rtol * max(1.0, float(np.abs(w).max())))[:limit]
+    return w[neg], V[:, neg]
+
+
 def negative_curvature(S, rtol=1e-10):
     """The unit eigenvector of the most negative eigenvalue of symmetric ``S``, or ``None``
     when ``λ_min(S) ≥ −rtol·max(1, max|λ|)`` (no direction of descent left)."""
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
-    if w[0] >= -rtol * max(1.0, float(np.abs(w).max())):
-        return None
-    return V[:, 0]
+    _, D = negative_directions(*np.linalg.eigh(0.5 * (S + S.T)), rtol, 1)
+    return D[:, 0] if D.shape[1] else None
 
 
 class GapCloser:

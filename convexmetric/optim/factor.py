@@ -5,8 +5,8 @@ conditioned than first-order steps on ``M``; the problem is no longer convex in 
 the drivers certify every result by the dual bound and escape saddles (:mod:`.escape`).
 :class:`Factored` presents an oracle over ``M`` (one matrix, or a list of blocks
 ``M^g``) as an oracle over ``L`` (one factor per block): values are unchanged, gradients
-map as ``∇_L = 2 L ∇_M``. The factor is handed to the oracle's ``smooth``,
-``objective``, ``check`` and ``begin_stage`` (``components=L``), so an oracle that
+map as ``∇_L = 2 L ∇_M``. The factor is handed to the oracle's ``__call__``,
+``smooth``, ``objective``, ``check`` and ``begin_stage`` (``components=L``), so an oracle that
 computes distances from ``Z = X Lᵀ`` needs no eigendecomposition per call; its
 certificate and recentring read ``M`` alone. With ``rank_tol`` the factor sheds its
 negligible eigen-directions between stages (:func:`trimmed`): ``L`` may have fewer rows
@@ -28,7 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from .oracle import Oracle
+from .oracle import Oracle, StageHooks, hooks_of
 
 
 def metric(x):
@@ -62,33 +62,44 @@ def trimmed(x, rank_tol):
     return (V[:, keep] * np.sqrt(np.maximum(w[keep], 0.0))).T
 
 
-class Factored(Oracle):
+class Factored(Oracle, StageHooks):
     """``oracle`` (over ``M`` or ``[M^g]``) in the factor variables ``L`` or ``[L_g]``.
 
     ``rank_tol``: at the start and at the end of every stage the factor is
-    :func:`trimmed` (``None``: never; the factor keeps its rows).
+    :func:`trimmed` (``None``: never; the factor keeps its rows). The wrapped oracle's
+    stage hooks (:class:`.oracle.StageHooks`: the full check, the stage plan, the
+    clean-up) are called through, in ``M``. Raises ``ValueError`` for an oracle whose
+    points are not PSD matrices (``oracle.psd`` false: vectors, or factors already).
     """
 
+    psd = False  #: its points are factors
+
     def __init__(self, oracle, rank_tol=None):
+        if not getattr(oracle, "psd", False):
+            raise ValueError(
+                f"Factored needs an oracle over PSD matrices (M = LᵀL); {type(oracle).__name__}'s "
+                "points are not (oracle.psd is false): run the engine on it directly."
+            )
         self.oracle, self.rank_tol = oracle, rank_tol
+        self.hooks = hooks_of(oracle)
 
     @property
     def version(self):
         return self.oracle.version
 
-    def smooth(self, x, sigma, grad=True):
+    def smooth(self, x, sigma, grad=True, components=None):
         if not grad:
             return self.oracle.smooth(metric(x), sigma, grad=False, components=x)
         f, LG = self.oracle.smooth_factor(metric(x), sigma, x)
         return f, ([2.0 * g for g in LG] if isinstance(x, list) else 2.0 * LG)
 
-    def __call__(self, x):
+    def __call__(self, x, components=None):
         f, G = self.oracle(metric(x), components=x)
         if isinstance(x, list):
             return f, [2.0 * (L @ g) for L, g in zip(x, G)]
         return f, 2.0 * (x @ G)
 
-    def objective(self, x):
+    def objective(self, x, components=None):
         return self.oracle.objective(metric(x), components=x)
 
     def bound(self, stage):
@@ -97,13 +108,13 @@ class Factored(Oracle):
     def recenter(self, x, sigma):
         self.oracle.recenter(metric(x), sigma)
 
-    def check(self, x):
+    def check(self, x, components=None):
         return self.oracle.check(metric(x), components=x)
 
-    def begin_stage(self, x, index):
+    def begin_stage(self, x, index, components=None):
         if self.rank_tol is not None:
             x = trimmed(x, self.rank_tol)
-        self.oracle.begin_stage(metric(x), index, components=x)
+        self.hooks.begin_stage(metric(x), index, components=x)
         return x
 
     def end_stage(self, x):
@@ -112,7 +123,7 @@ class Factored(Oracle):
         return None if self.rank_tol is None else trimmed(x, self.rank_tol)
 
     def stage_plan(self, sigma_factor, iterations):
-        return self.oracle.stage_plan(sigma_factor, iterations)
+        return self.hooks.stage_plan(sigma_factor, iterations)
 
     def finish(self):
-        self.oracle.finish()
+        self.hooks.finish()

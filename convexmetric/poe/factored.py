@@ -34,9 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg import row_distances
+from ..optim.escape import negative_directions
 from ..optim.lbfgs import LBFGS
 from ..optim.linesearch import interval_search
-from ..optim.oracle import Oracle
+from ..optim.oracle import Oracle, StageHooks
 from ..optim.stages import StageSettings, run_stages
 from .certificate import Certificate
 
@@ -61,8 +62,11 @@ class FactoredSettings:
     random_state: int = 0  #: seed of the small random initial factors (L = 0 is a saddle)
 
 
-class FactoredPOE(Oracle):
-    """The smoothed POE objective over whitened factors ``[Lᵖ]`` (the engine's protocol)."""
+class FactoredPOE(Oracle, StageHooks):
+    """The smoothed POE objective over whitened factors ``[Lᵖ]`` (the engine's protocol),
+    with the stage hooks of its escape and its final crossover bound."""
+
+    psd = False  #: its points are factors already
 
     def __init__(self, oracle, cert, settings):
         self.o, self.cert, self.feats, self.s = oracle, cert, cert.feats, settings
@@ -75,11 +79,11 @@ class FactoredPOE(Oracle):
             d += row_distances(Fh @ L, o.pa, o.pb)  # in cache-sized chunks
         return 1.0 + d[o.left] - d[o.right]
 
-    def objective(self, Ls):
+    def objective(self, Ls, components=None):
         reg = sum(float(np.vdot(L, L)) for L in Ls)
         return reg + self.o.scale * float(np.maximum(self.z(Ls), 0.0).sum())
 
-    def smooth(self, Ls, sigma, grad=True):
+    def smooth(self, Ls, sigma, grad=True, components=None):
         """``φ_σ`` and its gradient, the hinge smoothed around the prox centre ``ū``:
         ``max_{u ∈ [0, 1]} uz − σ(u − ū)²/2``, maximised at ``u = clip(ū + z/σ, 0, 1)``."""
         z = self.z(Ls)
@@ -121,12 +125,12 @@ def _grow(prob, Ls, pairs, sigma, max_new):
     scaled by a line search on ``φ_σ``; ``None`` if nothing helps."""
     new_Ls, grew = [], False
     for L, (w, V) in zip(Ls, pairs):
-        neg = np.flatnonzero(w < -1e-10 * max(1.0, float(np.abs(w).max())))[:max_new]
-        if len(neg) == 0 or L.shape[1] >= L.shape[0]:
+        room = min(max_new, L.shape[0] - L.shape[1])  # a factor has at most r columns
+        wn, D = negative_directions(w, V, limit=max(room, 0))
+        if len(wn) == 0:
             new_Ls.append((L, None))
             continue
-        neg = neg[: L.shape[0] - L.shape[1]]
-        new_Ls.append((L, V[:, neg] * np.sqrt(-w[neg])))  # steeper directions weigh more
+        new_Ls.append((L, D * np.sqrt(-wn)))  # steeper directions weigh more
         grew = True
     if not grew:
         return None

@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._sets import member, union, unique_inverse
-from ...optim.oracle import Oracle
+from ...optim.oracle import Oracle, StageHooks
 from ...problems import lmnn_multi as PM
 from .certificate import RangeCertificate
 from .pairs import PairGraph
@@ -46,7 +46,7 @@ ASCENT_WINDOW, ASCENT_PROGRESS = 0.1, 2.0
 MARGIN = 0.2
 
 
-class MultiMetricOracle(Oracle):
+class MultiMetricOracle(Oracle, StageHooks):
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
 
     def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=MARGIN,

@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ...optim.oracle import Oracle
+from ...optim.oracle import Oracle, StageHooks
 
 
-class WhitenedOracle(Oracle):
+class WhitenedOracle(Oracle, StageHooks):
     """A multi-metric oracle in per-block whitened coordinates ``M^g = S_g M'^g S_gᵀ``.
 
     With ``S_gᵀ P_g S_g = I`` (eigenvalues of ``P_g`` floored at ``rtol·λ_max``) the
