@@ -167,8 +167,8 @@ def solve_projected(
     if not refine:
         return _finish(res, oracle, tol)
     # up to 1000 FISTA steps per stage and two stalled stages before giving up: the run
-    # ends early once the certificate closes (gap_tol), so easy instances do not pay;
-    # on a 105-dimensional kernel map (iris, 500 pairs) 400/1 left a 3e-2 gap, 1000/2 2.6e-4
+    # ends early once the certificate closes (gap_tol), so easy instances do not pay,
+    # and hard ones (a kernel map of iris) need both (benchmarks/TUNING.md)
     smoothing = (
         refine
         if isinstance(refine, SmoothingSettings)

@@ -98,7 +98,7 @@ class RangeCertificate:
         the smooth ascent goes on from its result when that is within
         :data:`SOFT_WINDOW`·``tol`` (digits to 1e-3: the supergradient steps stall at
         2.9e-3 from a stage's end 4.4e-4 above the optimum, the smooth ascent certifies
-        7.9e-4 there in 0.3 s; before it, two more stages of 0.7 s each)."""
+        7.9e-4 there, two stages sooner)."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
         out = base.outside_range()

@@ -27,22 +27,16 @@ from .pairs import PairGraph
 #: the bound's ascent runs when the relative gap is within this (and above ``tol``) and
 #: the last stage lowered the best objective by at most ``ASCENT_PROGRESS·tol`` (relative:
 #: the stages converge linearly, and a primal still moving by more is not within ``tol``
-#: of the optimum; digits over 8 nearby starts: to 1e-4 3.0 s against 3.2 s, to 1e-3
-#: the same, with the same evaluations; seven instances 0.97× the time). The
-#: stages' own multipliers stall near 7.6e-2 on digits (a few negative eigenvalues that
-#: the supergradient steps lift to 4e-3 in 0.07 s): with 0.1 the ascent certifies 1e-3
-#: at the stage that reaches the optimum's objective, two stages (0.5 s) sooner than with
-#: 3e-2. Seven instances (iris, wine, breast cancer at 1e-4; digits at 1e-3 and 1e-4;
-#: k-means clusters on digits and wine): 7.1–7.2 s against 7.6–7.8 s; 0.2: 7.6–7.7 s
+#: of the optimum). The stages' own multipliers stall well above 1e-3 on digits (a few
+#: negative eigenvalues that the supergradient steps lift): with 0.1 the ascent certifies
+#: 1e-3 at the stage that reaches the optimum's objective, two stages sooner than with
+#: 3e-2 (measurements: ``benchmarks/TUNING.md``)
 ASCENT_WINDOW, ASCENT_PROGRESS = 0.1, 2.0
 
 #: full checks list the triplets with ``z > −MARGIN``. Every evaluation costs in
 #: proportion to the list, and a narrow list goes stale sooner between checks. Digits
-#: (clusters = classes) lists 17,000 terms at the optimum with 0.2, 31,000 with 0.3;
-#: the solve to 1e-3 takes 2.5–2.7 s instead of 3.2 s (375 iterations either way), to
-#: 1e-4 4.1–4.3 s instead of 4.7–4.8 s (775 cheaper iterations instead of 675), with
-#: five k-means clusters 1.4–1.6 s instead of 1.7 s; 0.6 (108,000 terms) takes 1.5–1.8×
-#: the time of 0.3
+#: (clusters = classes) lists 17,000 terms at the optimum with 0.2, 31,000 with 0.3, and
+#: solves faster with 0.2 (measurements: ``benchmarks/TUNING.md``)
 MARGIN = 0.2
 
 

@@ -61,7 +61,7 @@ class WhitenedOracle(Oracle, StageHooks):
 
     def _args(self, Ms, components):
         """The base's ``(Ms, components)``: with factors, no metrics (the base reads the
-        factors alone; the 64 × 64 products cost 5% of a digits solve)."""
+        factors alone, and the ``d × d`` products would be wasted)."""
         Ls = self._factors(components)
         return (self.to_original(Ms) if Ls is None else None), Ls
 
