@@ -80,7 +80,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
     def smooth_factor(self, M, sigma, components):
         """:meth:`smooth`'s value and ``L ∇f_σ`` (``L = components``): the terms strictly
         inside the smoothing enter as ``Zᵀ(D − S)X`` with ``Z = X Lᵀ`` (``n·r·d`` flops,
-        not the ``n·d²`` of their ``d × d`` sum, the refinement's largest cost on the raw
+        not the ``n·d²`` of their ``d × d`` sum, a large part of the refinement's time on the raw
         MNIST sample)."""
         return self._smoothed(M, sigma, True, components, components)
 
