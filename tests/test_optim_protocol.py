@@ -17,7 +17,7 @@ from convexmetric.optim.lbfgs import LBFGS
 from convexmetric.optim.stages import StageSettings, run_stages
 from convexmetric.poe.certificate import Certificate
 from convexmetric.poe.diagonal import DiagonalLP, DiagonalSettings
-from convexmetric.poe.factored import FactoredPOE, FactoredSettings
+from convexmetric.poe.factored import FactoredSettings, WhitenedPOE
 from convexmetric.poe.oracle import POEOracle
 from convexmetric.problems import poe as P
 
@@ -79,8 +79,9 @@ def test_oracles_whose_points_are_not_psd_matrices_are_refused():
     diag, _, blocks = poe_oracle(diagonal=True)
     full, _, _ = poe_oracle()
     lp = DiagonalLP(np.ones((3, 2)), np.ones(2), 1.0, DiagonalSettings())
-    factored = FactoredPOE(full, Certificate(blocks, full), FactoredSettings())
-    for oracle in (diag, lp, factored, Factored(maurer_oracle()[0])):
+    whitened = WhitenedPOE(full, Certificate(blocks, full), FactoredSettings())
+    assert Factored(whitened).psd is False  # POE's factored solver runs through it
+    for oracle in (diag, lp, Factored(maurer_oracle()[0])):
         with pytest.raises(ValueError, match="oracle over PSD matrices"):
             Factored(oracle)
     # they still take the protocol's components= (ignored: they have no factor)

@@ -41,6 +41,9 @@ member                              what the drivers use it for
 ``psd``                             ``True`` when a point is a PSD matrix (or a list of
                                     them), so that :class:`.factor.Factored` applies;
                                     ``False`` for vectors and factors (it raises then)
+``needs_metric``                    ``False``: given ``components``, the oracle reads the
+                                    factor alone, and :class:`.factor.Factored` passes
+                                    ``None`` for the matrix (no ``LᵀL`` per evaluation)
 ==================================  ========================================================
 
 The staged driver has its own extension points, for the formulations that need them:
@@ -68,6 +71,8 @@ class Stage:
     best_f: float  #: its exact objective
     lower: float  #: the best certified lower bound so far (``-inf`` if none)
     index: int  #: the stage's number (0 first)
+    factor: Any = None  #: through :class:`.factor.Factored`: the factor of ``x``
+    best_factor: Any = None  #: through :class:`.factor.Factored`: the factor of ``best_x``
 
 
 class Oracle:
@@ -76,6 +81,7 @@ class Oracle:
     version = None
     bounds = None
     psd = True
+    needs_metric = True
 
     def __call__(self, x, components=None):
         raise NotImplementedError(f"{type(self).__name__} has no subgradient oracle")
@@ -125,7 +131,8 @@ class StageHooks:
                              check reuses that objective's search)
     ``escape(stage)``        instead of recentring, when the stage ends uncertified: a
                              point along negative curvature (:mod:`.escape` finds the
-                             directions), else ``None`` (POE's factored solver)
+                             directions), else ``None`` (POE's factored solver; through
+                             :class:`.factor.Factored`, a factor with more rows)
     ``final_bound(stage)``   once, when the run ends uncertified: a last, costlier bound at
                              ``stage.best_x``, else ``None`` (POE's crossover)
     ``finish()``             when the run ends, however: undo settings made for it
