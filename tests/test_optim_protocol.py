@@ -87,3 +87,29 @@ def test_oracles_whose_points_are_not_psd_matrices_are_refused():
     # they still take the protocol's components= (ignored: they have no factor)
     w = np.ones(2)
     assert lp.objective(w, components=None) == lp.smooth(w, 1e-9, grad=False, components=None)
+
+
+def test_factor_by_columns_is_the_transposed_factor_by_rows():
+    oracle, L = maurer_oracle()
+    rows, cols = Factored(oracle), Factored(oracle, columns=True)
+    f, G = cols.smooth(L.T, 0.1)
+    f_r, G_r = rows.smooth(L, 0.1)
+    assert f == f_r and np.array_equal(G, G_r.T)
+    assert cols.objective(L.T) == rows.objective(L)
+    np.testing.assert_allclose(cols(L.T)[1], rows(L)[1].T)
+
+
+def test_poe_whitened_oracle_reads_the_factor_alone():
+    full, _, blocks = poe_oracle()
+    whitened = WhitenedPOE(full, Certificate(blocks, full), FactoredSettings())
+    F = Factored(whitened, columns=True)
+    rng = np.random.default_rng(3)
+    Ls = [rng.normal(size=(Fh.shape[1], 2)) for Fh in whitened.feats]  # Ŵ = LLᵀ
+    f, G = F.smooth(Ls, 0.1)
+    # the same value from the metric alone (its factor by an eigendecomposition)
+    assert whitened.smooth([L @ L.T for L in Ls], 0.1, grad=False) == pytest.approx(f)
+    E = [rng.normal(size=L.shape) for L in Ls]
+    h = 1e-6
+    plus = F.smooth([L + h * D for L, D in zip(Ls, E)], 0.1, grad=False)
+    minus = F.smooth([L - h * D for L, D in zip(Ls, E)], 0.1, grad=False)
+    assert (plus - minus) / (2 * h) == pytest.approx(float(flat(G) @ flat(E)), rel=1e-5)
