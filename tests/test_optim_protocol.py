@@ -108,6 +108,8 @@ def test_poe_whitened_oracle_reads_the_factor_alone():
     f, G = F.smooth(Ls, 0.1)
     # the same value from the metric alone (its factor by an eigendecomposition)
     assert whitened.smooth([L @ L.T for L in Ls], 0.1, grad=False) == pytest.approx(f)
+    _, GW = whitened.smooth([L @ L.T for L in Ls], 0.1)  # the gradient in Ŵ: ∇_L = 2∇_Ŵ L
+    np.testing.assert_allclose(flat(G), flat([2 * g @ L for g, L in zip(GW, Ls)]), rtol=1e-8)
     E = [rng.normal(size=L.shape) for L in Ls]
     h = 1e-6
     plus = F.smooth([L + h * D for L, D in zip(Ls, E)], 0.1, grad=False)
