@@ -36,10 +36,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg import components_from_metric, row_distances
-from ..optim.escape import negative_directions
+from ..optim.escape import grown_factors
 from ..optim.factor import Factored
 from ..optim.lbfgs import LBFGS
-from ..optim.linesearch import interval_search
 from ..optim.oracle import Oracle, StageHooks
 from ..optim.stages import StageSettings, run_stages
 from .certificate import Certificate
@@ -145,40 +144,14 @@ class WhitenedPOE(Oracle, StageHooks):
         curvature = -mu * stage.best_f > 0.25 * (stage.best_f - lb)
         if not (mu < -self.s.mu_tol and curvature):
             return None
-        Ls = _grow(self, self._factors(stage.x, stage.factor), pairs, stage.sigma, self.s.max_new)
+        Ls = grown_factors(self._factors(stage.x, stage.factor), pairs,
+                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new)  # fmt: skip
         return None if Ls is None else [L.T for L in Ls]
 
     def final_bound(self, stage):
         """The crossover of :meth:`.Certificate.crossover` at the best point (costly)."""
         Ls = self._factors(stage.best_x, stage.best_factor)
         return self.cert.crossover([L @ L.T for L in Ls], self.z(Ls), stage.best_f)
-
-
-def _grow(prob, Ls, pairs, sigma, max_new):
-    """Append the negative-curvature eigenvectors of each ``Sᵖ`` as new factor columns,
-    scaled by a line search on ``φ_σ``; ``None`` if nothing helps."""
-    new_Ls, grew = [], False
-    for L, (w, V) in zip(Ls, pairs):
-        room = min(max_new, L.shape[0] - L.shape[1])  # a factor has at most r columns
-        wn, D = negative_directions(w, V, limit=max(room, 0))
-        if len(wn) == 0:
-            new_Ls.append((L, None))
-            continue
-        new_Ls.append((L, D * np.sqrt(-wn)))  # steeper directions weigh more
-        grew = True
-    if not grew:
-        return None
-
-    def stack(t):
-        return [L if D is None else np.hstack([L, np.sqrt(t) * D]) for L, D in new_Ls]
-
-    scale = max(float(sum(np.vdot(L, L) for L in Ls)), 1e-6)
-
-    def value(t):
-        return prob._value(stack(t), sigma)[0]
-
-    t, _ = interval_search(value, 10.0 * scale)
-    return None if t <= 0.0 else stack(t)
 
 
 def solve_factored(blocks, oracle, settings=None, **overrides):
