@@ -9,42 +9,42 @@ has and nothing else. ``components`` is the factor ``L`` of ``x = LᵀL`` (or th
 block factors) when the caller is :class:`.factor.Factored`, else ``None``: an oracle may
 use it (distances from ``Z = X Lᵀ``, no eigendecomposition) or ignore it.
 
-==================================  ========================================================
-member                              what the drivers use it for
-==================================  ========================================================
-``__call__(x, components=None)``    ``(f, g)``: the (approximate) objective and a
-                                    subgradient (:func:`.subgradient.projected_subgradient`)
-``smooth(x, σ, grad, components)``  the smoothed objective (each hinge ``max(0, z)``
-                                    replaced by ``max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²``
-                                    around the prox centre ``λ̄``) and its gradient;
-                                    ``grad=False``: the value only (the inner methods)
-``smooth_factor(x, σ, components)`` ``smooth``'s value and its gradient times the factor
-                                    ``L`` (:class:`.factor.Factored`'s gradient is twice
-                                    it); default: from ``smooth``; an oracle with distances
-                                    ``Z = X Lᵀ`` skips the ``d × d`` gradient
-``objective(x, components=None)``   the exact objective (best points and histories use
-                                    only this)
-``recenter(x, σ)``                  move the prox centre to the current multipliers (a
-                                    proximal method of multipliers step); default: nothing
-``bound(stage)``                    a certified lower bound on the optimum from the
-                                    multipliers at ``stage.x`` (a :class:`Stage`);
-                                    default: none
-``check(x, components=None)``       an *approximating* oracle (an active set) at an
-                                    apparent optimum: ``True`` if its approximation was
-                                    exact there (the subgradient and staged drivers)
-``version``                         an approximating oracle bumps it whenever its
-                                    approximation changes, so a driver re-evaluates before
-                                    comparing values (:mod:`.subgradient`, :mod:`.fista`);
-                                    ``None``: never changes
-``bounds``                          box constraints of the variables for L-BFGS-B
-                                    (:mod:`.lbfgs`); ``None``: unconstrained
-``psd``                             ``True`` when a point is a PSD matrix (or a list of
-                                    them), so that :class:`.factor.Factored` applies;
-                                    ``False`` for vectors and factors (it raises then)
-``needs_metric``                    ``False``: given ``components``, the oracle reads the
-                                    factor alone, and :class:`.factor.Factored` passes
-                                    ``None`` for the matrix (no ``LᵀL`` per evaluation)
-==================================  ========================================================
+====================================  ========================================================
+member                                what the drivers use it for
+====================================  ========================================================
+``__call__(x, components=None)``      ``(f, g)``: the (approximate) objective and a
+                                      subgradient (:func:`.subgradient.projected_subgradient`)
+``smooth(x, σ, grad, components)``    the smoothed objective (each hinge ``max(0, z)``
+                                      replaced by ``max_{λ∈[0,1]} λz − (σ/2)(λ − λ̄)²``
+                                      around the prox centre ``λ̄``) and its gradient;
+                                      ``grad=False``: the value only (the inner methods)
+``smooth_factor(x, σ, components)``   ``smooth``'s value and its gradient times the factor
+                                      ``L`` (:class:`.factor.Factored`'s gradient is twice
+                                      it); default: from ``smooth``; an oracle with distances
+                                      ``Z = X Lᵀ`` skips the ``d × d`` gradient
+``objective(x, components=None)``     the exact objective (best points and histories use
+                                      only this)
+``recenter(x, σ)``                    move the prox centre to the current multipliers (a
+                                      proximal method of multipliers step); default: nothing
+``bound(stage)``                      a certified lower bound on the optimum from the
+                                      multipliers at ``stage.x`` (a :class:`Stage`);
+                                      default: none
+``check(x, components=None)``         an *approximating* oracle (an active set) at an
+                                      apparent optimum: ``True`` if its approximation was
+                                      exact there (the subgradient and staged drivers)
+``version``                           an approximating oracle bumps it whenever its
+                                      approximation changes, so a driver re-evaluates before
+                                      comparing values (:mod:`.subgradient`, :mod:`.fista`);
+                                      ``None``: never changes
+``bounds``                            box constraints of the variables for L-BFGS-B
+                                      (:mod:`.lbfgs`); ``None``: unconstrained
+``psd``                               ``True`` when a point is a PSD matrix (or a list of
+                                      them), so that :class:`.factor.Factored` applies;
+                                      ``False`` for vectors and factors (it raises then)
+``needs_metric``                      ``False``: given ``components``, the oracle reads the
+                                      factor alone, and :class:`.factor.Factored` passes
+                                      ``None`` for the matrix (no ``LᵀL`` per evaluation)
+====================================  ========================================================
 
 The staged driver has its own extension points, for the formulations that need them:
 :class:`StageHooks` (a full check before a stage, a smaller factor after it, a stage
