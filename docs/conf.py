@@ -1,13 +1,17 @@
 """Sphinx configuration of the convexmetric documentation.
 
-Build (from the repository root): ``python -m sphinx -W -b html docs docs/_build/html``.
+Build (from the repository root): ``python -m sphinx -n -W -b html docs docs/_build/html``
+(``-n``: every cross-reference must resolve; ``-W``: warnings are errors).
 The gallery runs every script of ``examples/`` with its ``--quick`` option unless
 ``CONVEXMETRIC_DOCS_FULL=1`` is set (then the scripts' defaults: minutes to an hour);
 see ``_ext/gallery_hooks.py``.
-No network is used: intersphinx is deliberately absent.
+No network is used, neither by the build (intersphinx is deliberately absent) nor by a
+reader's browser: MathJax is copied into the site from the ``django-static-mathjax``
+package (see ``_ext/offline_math.py``).
 """
 
 import os
+import re
 import sys
 
 import convexmetric
@@ -23,30 +27,61 @@ version = release = convexmetric.__version__
 
 extensions = [
     "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
     "sphinx.ext.viewcode",
     "numpydoc",
     "sphinx_click",
     "sphinx_gallery.gen_gallery",
     "myst_parser",
+    "sphinx_copybutton",
     "generated",
+    "offline_math",
+    "sitecheck",
+    "xref",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 exclude_patterns = ["_build", "**/*.ipynb", "**/*.py.md5", "**/*.codeobj.json", "**/*.zip"]
 templates_path = ["_templates"]
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["convexmetric.css"]
 html_theme = "pydata_sphinx_theme"
 html_title = f"convexmetric {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
+    "github_url": "https://github.com/convexmetric/convexmetric",
+    "use_edit_page_button": False,
 }
 html_show_sourcelink = False
-# MathJax is loaded by the reader's browser from its CDN; the build itself fetches nothing.
+# "--features" must stay two hyphens (an en dash cannot be copied into a shell), and
+# quotes in commands must stay straight.
+smartquotes = False
+# The copy button leaves out the prompts of console sessions and doctests.
+copybutton_prompt_text = r"\$ |>>> |\.\.\. "
+copybutton_prompt_is_regexp = True
+copybutton_only_copy_prompt_lines = False
 
-# -- autodoc and numpydoc ---------------------------------------------------------------
+# -- cross-references -------------------------------------------------------------------
+# Built with -n: a reference that resolves nowhere is a warning, and warnings are errors.
+# Ignored are only targets outside this documentation: the Python, NumPy, SciPy and
+# scikit-learn objects the docstrings name (no intersphinx: the build uses no network),
+# and the solver internals that the docstrings of the public API mention by name for
+# developers (private modules, documented in their source, not on this site).
+nitpick_ignore_regex = [
+    (r"py:.*", r"(numpy|np|scipy|sklearn|cvxpy|cp|dask|distributed|matplotlib|click)(\..*)?"),
+]
+nitpick_ignore = []
+
+# -- autodoc, autosummary and numpydoc ---------------------------------------------------
+autosummary_generate = True
+autosummary_imported_members = False
+# the class pages list the public methods of api_members.MEMBERS (checked by the tests)
+from api_members import DATASETS, MEMBERS  # noqa: E402
+
+autosummary_context = {"api_members": MEMBERS, "api_datasets": DATASETS}
 autodoc_default_options = {"member-order": "bysource"}
 autodoc_typehints = "none"
 numpydoc_show_class_members = False
@@ -70,7 +105,10 @@ sphinx_gallery_conf = {
     "abort_on_example_error": True,
     "remove_config_comments": True,
     "download_all_examples": False,
-    "min_reported_time": 1,
+    # no run times on the pages: they are this machine's, not the reader's
+    "min_reported_time": 10**9,
+    "write_computation_times": False,
+    "within_subsection_order": "FileNameSortKey",
     "first_notebook_cell": (
         "# Each script takes its own options; in a notebook, set them here\n"
         "# (add '--quick' for a run of seconds). Figures are written to figures/.\n"
@@ -92,8 +130,12 @@ suppress_warnings = ["myst.header"]
 
 # -- sphinx-click -----------------------------------------------------------------------
 def _escape_bars(app, ctx, lines):
-    """The commands' help is plain text: ``|C|`` means the size of C, not a substitution."""
-    lines[:] = [line.replace("|", r"\|") for line in lines]
+    """The commands' help is plain text: ``|C|`` means the size of C, not a substitution.
+
+    Only such bars are escaped: a line starting with ``| `` is a line of a block that
+    click keeps as written (``\\b``), which sphinx-click renders as a line block.
+    """
+    lines[:] = [re.sub(r"\|(\w+)\|", r"\\|\1\\|", line) for line in lines]
 
 
 def setup(app):

@@ -227,7 +227,7 @@ def test_bad_n_components_named(M):
 
 
 def test_table1_protocol_on_iris_one_repeat():
-    """The example's protocol (examples/ssne_table1.py), cut to one 2-fold split."""
+    """The example's protocol (examples/ssne/ssne_table1.py), cut to one 2-fold split."""
     import importlib.util
     from pathlib import Path
 
