@@ -62,7 +62,11 @@ def _check(app, exception):
             path = os.path.join(folder, name)
             with open(path, encoding="utf-8") as fh:
                 html = fh.read()
+            seen = set()
             for what, excerpt in problems(html):
+                if what in seen:  # the first of a kind per page is enough to find it
+                    continue
+                seen.add(what)
                 page = os.path.relpath(path, app.outdir)
                 logger.warning(f"{page}: {what}: {excerpt!r}", type="sitecheck")
 

@@ -33,12 +33,68 @@ def _defining_modules(modname, clsname):
     return [m for m in out if m != modname]
 
 
+def _canonical(module, target):
+    """The full name of what ``target`` names in ``module``'s namespace (an import)."""
+    try:
+        obj = importlib.import_module(module)
+    except ImportError:
+        return None
+    for part in target.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    owner, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+    return f"{owner}.{name}" if owner and name else None
+
+
+def _lookup(dotted):
+    """The object a full dotted name names, or None."""
+    parts = dotted.split(".")
+    for n in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:n]))
+        except ImportError:
+            continue
+        for part in parts[n:]:
+            obj = getattr(obj, part, None)
+            if obj is None:
+                return None
+        return obj
+    return None
+
+
 def _resolve(app, env, node, contnode):
     if node.get("refdomain") != "py":
         return None
     target = node["reftarget"]
     domain = env.get_domain("py")
-    for module in _defining_modules(node.get("py:module"), node.get("py:class")):
+    modules = _defining_modules(node.get("py:module"), node.get("py:class"))
+    for module in [node.get("py:module"), *modules]:
+        full = _canonical(module, target) if module else None
+        if full and full != target:
+            retry = node.deepcopy()
+            retry["reftarget"] = full
+            found = domain.resolve_xref(
+                env, node["refdoc"], app.builder, node["reftype"], full, retry, contnode
+            )
+            if found is not None:
+                return found
+    # an object documented where users import it: convexmetric.SolveResult
+    last = target.rsplit(".", 1)[-1]
+    try:
+        top = importlib.import_module("convexmetric")
+        same = "." in target and getattr(top, last, None) is _lookup(target)
+    except ImportError:
+        same = False
+    if same and last in getattr(top, "__all__", ()):
+        retry = node.deepcopy()
+        found = domain.resolve_xref(
+            env, node["refdoc"], app.builder, node["reftype"], f"convexmetric.{last}", retry,
+            contnode,
+        )
+        if found is not None:
+            return found
+    for module in modules:
         retry = node.deepcopy()
         retry["py:module"] = module
         retry["py:class"] = None

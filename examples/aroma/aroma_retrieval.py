@@ -5,15 +5,15 @@ A sparse bag-of-features data set (``convexmetric.datasets.bag_of_features``: 10
 codewords, about 27 non-zeros per item, correlated codeword groups, tf-idf) stands in
 for the Caltech256 visterms. Under 5-fold cross-validation each learner sees the same
 triplets drawn from the training labels; every test item is a query against the rest
-of the test fold, ranked by ``qᵀ W p``. Printed: precision@k (k = 1…50) and mAP for
-the identity ``W = I``, OASIS, d-AROMA and f-AROMA (Fig. 3 left), and precision@10
+of the test fold, ranked by ``qᵀ W p``. Printed: ``precision@k`` (k = 1…50) and mAP for
+the identity ``W = I``, OASIS, d-AROMA and f-AROMA (Fig. 3 left), and ``precision@10``
 traced over training on the first fold (Fig. 3 middle).
 
-Run:  python examples/aroma_retrieval.py            (about 3–5 minutes on one core)
-      python examples/aroma_retrieval.py --quick    (a small version, seconds)
+Run:  python examples/aroma/aroma_retrieval.py            (about 3–5 minutes on one core)
+      python examples/aroma/aroma_retrieval.py --quick    (a small version, seconds)
 
-``--plot DIR`` also writes ``DIR/aroma_precision_at_k.png``: precision@k (mean ± std
-over folds) for each method and precision@10 along training (Fig. 3 left and middle).
+``--plot DIR`` also writes ``DIR/aroma_precision_at_k.png``: ``precision@k`` (mean ± std
+over folds) for each method and ``precision@10`` along training (Fig. 3 left and middle).
 """
 
 from __future__ import annotations

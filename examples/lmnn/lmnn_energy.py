@@ -3,7 +3,7 @@
 
 Test errors on the standard split of wine and digits. Multi-metric LMNN on digits is
 slow (ten 64×64 metrics): it runs under a time limit and its status is printed.
-Run: ``python examples/lmnn_energy.py``. ``--plot DIR`` also writes
+Run: ``python examples/lmnn/lmnn_energy.py``. ``--plot DIR`` also writes
 ``DIR/lmnn_energy.png`` (bars: test error per model and rule); ``--datasets wine``
 (or ``--quick``) is a quick run.
 """

@@ -5,7 +5,7 @@ In the spirit of Table 1 of Weinberger & Saul (2009): 3-NN test error averaged o
 random 70/30 splits (k = 3 target neighbours, mu = 0.5, as in the paper), plus the
 energy of the learned metric from both solvers on the first split.
 
-Run: ``python examples/lmnn_table1.py [--splits 5]``.
+Run: ``python examples/lmnn/lmnn_table1.py [--splits 5]``.
 ``--plot DIR`` also writes ``DIR/lmnn_table1.png`` (bars: mean test error ± std);
 ``--splits 1 --datasets iris`` (or ``--quick``) is a quick run.
 """

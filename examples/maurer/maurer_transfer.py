@@ -11,9 +11,9 @@ class, averaged over 100 draws), plus the risk of the elementary verifier on
 balanced test pairs and the sparsity of ``T`` (singular values above 2% of the
 largest). Hyperbolic PCA (§4.2) with the same kernel is shown for comparison.
 
-Run:  python examples/maurer_transfer.py            (about two minutes)
-      python examples/maurer_transfer.py --steps 30000   (a quick look)
-      python examples/maurer_transfer.py --quick         (seconds: 3000 steps, fewer pairs)
+Run:  python examples/maurer/maurer_transfer.py            (about two minutes)
+      python examples/maurer/maurer_transfer.py --steps 30000   (a quick look)
+      python examples/maurer/maurer_transfer.py --quick         (seconds: 3000 steps, fewer pairs)
 
 ``--plot DIR`` also writes ``DIR/maurer_roc_rotation.png`` and
 ``DIR/maurer_roc_rotation_scale.png``: ROC curves of the pair distance on the test

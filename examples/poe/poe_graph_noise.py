@@ -7,7 +7,7 @@ is flipped. Three training sets — all, length-2 cycles removed, fully processe
 (acyclic subset + transitive reduction) — are fitted with KPOE on the pooled-image
 kernel, diagonal and full; held-out GAUC as in §5.1.
 
-    python examples/poe_graph_noise.py [--flip 0.15] [--queries 150] [--beta 1000]
+    python examples/poe/poe_graph_noise.py [--flip 0.15] [--queries 150] [--beta 1000]
 
 ``--plot DIR`` also writes ``DIR/poe_graph_noise.png`` (bars: held-out GAUC per
 training set, diagonal and full W). ``--quick`` (6 items per class, 20 queries,

@@ -1,7 +1,7 @@
 """McFee & Lanckriet (2011) §5.1 / Table 2 in spirit: taxonomy embedding on digits.
 ==================================================================================
 
-Ten digit classes sit in a label taxonomy (convexmetric.taxonomy.DIGIT_TAXONOMY);
+Ten digit classes sit in a label taxonomy (``convexmetric.datasets.taxonomy.DIGIT_TAXONOMY``);
 comparisons (i, j, i, k) are synthesised through least common ancestors. Five
 informative kernels (linear on pixels, RBF on row / column profiles, pooled image,
 intensity histogram) and five noise kernels (linear kernels of random points on the
@@ -9,7 +9,7 @@ unit sphere in R³). Diagonal W as in the paper. Prints held-out GAUC (test item
 training j, k) in each kernel's native space and after learning, for each single
 kernel (KPOE), the unweighted sum kernel (KPOE) and MKPOE, and MKPOE's kernel weights.
 
-    python examples/poe_taxonomy.py [--per-class 20] [--comparisons 1500] [--beta 1000]
+    python examples/poe/poe_taxonomy.py [--per-class 20] [--comparisons 1500] [--beta 1000]
 
 ``--plot DIR`` also writes ``DIR/poe_taxonomy_embedding.png`` (the MKPOE embedding
 projected on its first two principal axes; test items, embedded out of sample by the

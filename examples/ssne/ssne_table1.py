@@ -17,7 +17,7 @@ Protocol (nothing is chosen on a test fold):
   2-fold CV on the training fold only (mean inner kNN accuracy; ties go to the
   smaller ``lam``, the stronger penalty); then refitted on the whole training fold.
 
-Run: ``python examples/ssne_table1.py`` (about 12 minutes on a shared 2-core machine,
+Run: ``python examples/ssne/ssne_table1.py`` (about 12 minutes on a shared 2-core machine,
 most of it LMNN on wdbc; ``--no-lmnn``: about 3 minutes);
 ``--datasets iris --repeats 1`` (or ``--quick``) for a quick look.
 
