@@ -52,9 +52,10 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
-    "github_url": "https://github.com/convexmetric/convexmetric",
     "use_edit_page_button": False,
 }
+# an explicit colour mode: with none, the theme logs a console error on a first visit
+html_context = {"default_mode": "auto"}
 html_show_sourcelink = False
 # "--features" must stay two hyphens (an en dash cannot be copied into a shell), and
 # quotes in commands must stay straight.
