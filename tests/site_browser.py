@@ -71,7 +71,7 @@ class Browser:
     def close(self):
         try:
             self.send("Browser.close")
-        except Exception:  # noqa: BLE001 - closing regardless
+        except Exception:  # closing regardless
             pass
         try:
             self._proc.wait(timeout=10)
@@ -142,9 +142,7 @@ class Browser:
             " ? MathJax.startup.promise : Promise.resolve())"
             ".then(() => document.querySelectorAll('mjx-container').length)"
         )
-        formulas = self.evaluate(
-            "document.querySelectorAll('div.math, span.math').length"
-        )
+        formulas = self.evaluate("document.querySelectorAll('div.math, span.math').length")
         return {"typeset": typeset, "formulas": formulas, "errors": self.errors()}
 
     def errors(self):

@@ -52,8 +52,13 @@ def test_every_public_name_is_in_the_reference():
         if name not in FUNCTIONS and name != "datasets":
             assert name in MEMBERS, name
     # the public helpers and the exact side have pages too
-    for module in ("convexmetric.model_io", "convexmetric.plotting", "convexmetric.problems",
-                   "convexmetric.comparisons", "convexmetric.result"):
+    for module in (
+        "convexmetric.model_io",
+        "convexmetric.plotting",
+        "convexmetric.problems",
+        "convexmetric.comparisons",
+        "convexmetric.result",
+    ):
         assert module.removeprefix("convexmetric.") in entries, module
 
 

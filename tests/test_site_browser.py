@@ -12,7 +12,6 @@ or ``CONVEXMETRIC_CHROMIUM=/path/to/chromium``) or where the site has not been b
 import os
 
 import pytest
-
 from site_browser import Browser, find_browser
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -89,7 +89,12 @@ def _resolve(app, env, node, contnode):
     if same and last in getattr(top, "__all__", ()):
         retry = node.deepcopy()
         found = domain.resolve_xref(
-            env, node["refdoc"], app.builder, node["reftype"], f"convexmetric.{last}", retry,
+            env,
+            node["refdoc"],
+            app.builder,
+            node["reftype"],
+            f"convexmetric.{last}",
+            retry,
             contnode,
         )
         if found is not None:
