@@ -150,6 +150,8 @@ numpydoc_validation_exclude = {
 }
 
 # -- sphinx-gallery ---------------------------------------------------------------------
+from sphinx_gallery.sorting import ExplicitOrder  # noqa: E402
+
 sphinx_gallery_conf = {
     "examples_dirs": [os.path.join(ROOT, "examples")],
     "gallery_dirs": ["auto_examples"],
@@ -164,6 +166,10 @@ sphinx_gallery_conf = {
     "min_reported_time": 10**9,
     "write_computation_times": False,
     "within_subsection_order": "FileNameSortKey",
+    # the papers in the order of the user guide
+    "subsection_order": ExplicitOrder(
+        [f"../examples/{p}" for p in ("lmnn", "poe", "maurer", "aroma", "ssne")]
+    ),
     "first_notebook_cell": (
         "# Each script takes its own options; in a notebook, set them here\n"
         "# (add '--quick' for a run of seconds). Figures are written to figures/.\n"

@@ -11,7 +11,7 @@ circles. On full circles whose Euclidean LOO error is 100%, one metric serves an
 of under 90° (74° at this spacing ratio), so three 120° k-means sectors cannot reach
 0%; the second table shows it (same spacing ratio, ``arc=120``: full circles). The
 argument is in the docstring of ``concentric_circles``. Run:
-``python examples/lmnn/lmnn_circles.py`` (about 10 s).
+``python examples/lmnn/lmnn_circles.py``.
 
 ``--plot DIR`` also writes ``DIR/lmnn_fig7_circles.png``: the points of seed 0 with a
 ball (the shape) of each learned metric at its cluster centre (marker = cluster), one panel

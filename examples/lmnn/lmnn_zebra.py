@@ -4,11 +4,11 @@
 Each method gives a 1-D projection (PCA, LDA) or a metric (LMNN, k = 3 target
 neighbours as in §4, and k = 1); the 1-NN test error on the standard split
 (70/30, standardized) of :func:`convexmetric.datasets.zebra_stripes` is printed for
-three seeds of the generator. Run: ``python examples/lmnn/lmnn_zebra.py`` (about 20 s).
+three seeds of the generator. Run: ``python examples/lmnn/lmnn_zebra.py``.
 
 ``--plot DIR`` also writes ``DIR/lmnn_fig2_zebra.png``: the training points of the
 first seed in the input space, on the PCA and LDA directions and after LMNN (k = 3),
-each panel titled with its 1-NN test error. ``--quick`` (one seed, about 7 s)
+each panel titled with its 1-NN test error. ``--quick`` (one seed)
 or ``--seeds 1 --n-samples 400``: quicker runs.
 """
 

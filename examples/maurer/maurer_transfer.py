@@ -11,7 +11,7 @@ class, averaged over 100 draws), plus the risk of the elementary verifier on
 balanced test pairs and the sparsity of ``T`` (singular values above 2% of the
 largest). Hyperbolic PCA (§4.2) with the same kernel is shown for comparison.
 
-Run:  python examples/maurer/maurer_transfer.py            (about two minutes)
+Run:  python examples/maurer/maurer_transfer.py            (the full run: minutes)
       python examples/maurer/maurer_transfer.py --steps 30000   (a quick look)
       python examples/maurer/maurer_transfer.py --quick         (seconds: 3000 steps, fewer pairs)
 

@@ -17,8 +17,8 @@ Protocol (nothing is chosen on a test fold):
   2-fold CV on the training fold only (mean inner kNN accuracy; ties go to the
   smaller ``lam``, the stronger penalty); then refitted on the whole training fold.
 
-Run: ``python examples/ssne/ssne_table1.py`` (about 12 minutes on a shared 2-core machine,
-most of it LMNN on wdbc; ``--no-lmnn``: about 3 minutes);
+Run: ``python examples/ssne/ssne_table1.py`` (the full run takes minutes, most of it LMNN
+on wdbc; ``--no-lmnn`` leaves LMNN out);
 ``--datasets iris --repeats 1`` (or ``--quick``) for a quick look.
 
 ``--plot DIR`` also writes ``DIR/ssne_table1.png`` (bars: mean kNN accuracy ± std per
