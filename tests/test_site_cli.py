@@ -1,6 +1,9 @@
-"""The console sessions of the command-line page (docs/cli.rst) are real: every
-``$ convexmetric ...`` line is run and its output compared with the page (``...`` on the
-page matches what changes from run to run: times, last digits)."""
+"""The console sessions of the site are real: on the command-line page (docs/cli.rst)
+and the own-data tutorial, every ``$ convexmetric ...`` line is run, in the order of the
+page and in one folder, and its output compared with the page (``...`` on the page
+matches what changes from run to run: times, last digits). The files a session reads
+come from the page: a code block captioned with the file name, or the page's Python
+examples that come before its first session (they write them)."""
 
 import doctest
 import os
@@ -12,7 +15,8 @@ from click.testing import CliRunner
 
 from convexmetric.cli.main import main
 
-PAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "cli.rst")
+DOCS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs")
+PAGES = ["cli.rst", os.path.join("tutorials", "own_data.rst")]
 
 
 def _blocks(text):
@@ -57,15 +61,27 @@ def _files(text):
     return {caption: "\n".join(body) + "\n" for kind, caption, body in _blocks(text) if caption}
 
 
-with open(PAGE, encoding="utf-8") as _fh:
-    TEXT = _fh.read()
-SESSIONS = _sessions(TEXT)
+def _read(page):
+    with open(os.path.join(DOCS, page), encoding="utf-8") as fh:
+        return fh.read()
 
 
-def test_the_page_has_sessions():
-    assert len(SESSIONS) >= 3
-    assert all(cmd.startswith("convexmetric ") for cmd, _ in SESSIONS)
-    assert "comparisons.csv" in _files(TEXT)
+def _setup(text, folder):
+    """Run the page's Python examples that come before its first console session."""
+    head = text.split(".. code-block:: console")[0]
+    namespace = {}
+    for example in doctest.DocTestParser().get_examples(head):
+        if "getfixture" not in example.source:  # pytest's own fixtures: not needed here
+            exec(compile(example.source, "<page>", "exec"), namespace)
+
+
+def test_the_pages_have_sessions():
+    text = _read("cli.rst")
+    assert len(_sessions(text)) >= 3
+    assert "comparisons.csv" in _files(text)
+    assert len(_sessions(_read(PAGES[1]))) >= 4
+    for page in PAGES:
+        assert all(cmd.startswith("convexmetric ") for cmd, _ in _sessions(_read(page)))
 
 
 def test_the_session_parser_reads_commands_and_output():
@@ -73,15 +89,24 @@ def test_the_session_parser_reads_commands_and_output():
     assert _sessions(page) == [("convexmetric x", "out 1\nout 2\n")]
 
 
-@pytest.mark.parametrize("command,expected", SESSIONS, ids=[c for c, _ in SESSIONS])
-def test_console_session(command, expected, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    for name, content in _files(TEXT).items():
-        (tmp_path / name).write_text(content, encoding="utf-8")
-    result = CliRunner().invoke(main, shlex.split(command)[1:], prog_name="convexmetric")
-    assert result.exit_code == 0, result.output
+def test_a_wrong_page_fails():
     checker = doctest.OutputChecker()
     flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-    assert checker.check_output(expected, result.output, flags), (
-        f"$ {command}\n--- the page says:\n{expected}--- the command printed:\n{result.output}"
-    )
+    assert not checker.check_output("predicted 37 labels\n", "predicted 38 labels\n", flags)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_console_sessions(page, tmp_path, monkeypatch):
+    text = _read(page)
+    monkeypatch.chdir(tmp_path)
+    for name, content in _files(text).items():
+        (tmp_path / name).write_text(content, encoding="utf-8")
+    _setup(text, tmp_path)
+    checker = doctest.OutputChecker()
+    flags = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+    for command, expected in _sessions(text):
+        result = CliRunner().invoke(main, shlex.split(command)[1:], prog_name="convexmetric")
+        assert result.exit_code == 0, f"$ {command}\n{result.output}"
+        assert checker.check_output(expected, result.output, flags), (
+            f"$ {command}\n--- the page says:\n{expected}--- the command printed:\n{result.output}"
+        )
