@@ -1,9 +1,10 @@
 """LMNN Table 1: LMNN vs Euclidean kNN on the small UCI data sets
 =================================================================
 
-In the spirit of Table 1 of Weinberger & Saul (2009): 3-NN test error averaged over
-random 70/30 splits (k = 3 target neighbours, mu = 0.5, as in the paper), plus the
-energy of the learned metric from both solvers on the first split.
+In the spirit of Table 1 of Weinberger & Saul (2009): the 3-NN test error averaged over
+random 70/30 splits (k = 3 target neighbours, mu = 0.5, as in the paper), next to the
+paper's numbers, plus the energy (eq. 14) of the learned metric from the exact and the
+large-scale solver on the first split.
 
 Run: ``python examples/lmnn/lmnn_table1.py [--splits 5]``.
 ``--plot DIR`` also writes ``DIR/lmnn_table1.png`` (bars: mean test error ± std);
@@ -20,6 +21,47 @@ from convexmetric.neighbors import knn_error
 
 NAMES = ("iris", "wine", "breast_cancer")
 
+# %%
+# The paper's numbers
+# -------------------
+# Table 1 of the paper gives the 3-NN test error (%) over 100 random 70/30 splits,
+# with the Euclidean metric and after LMNN (the "LMNN / PCA" row: on these small sets
+# PCA keeps every dimension). The paper does not report breast_cancer. Its inputs are
+# not standardised, which is why its Euclidean error on wine (features on very
+# different scales) is 25%; the standard split here standardises them, so the Euclidean
+# column is lower and the gain LMNN has left to make is smaller.
+
+PAPER = {"iris": (4.87, 4.37), "wine": (25.00, 8.72)}
+
+# %%
+# One data set over several splits
+# --------------------------------
+# Each split standardises on its training part (``datasets.split``), learns the metric
+# with the large-scale solver (its certificate makes the status "optimal"), and
+# measures the 3-NN test error with and without it. On the first split the exact
+# working-set solver is run too: its objective and the large-scale one agree to the
+# solvers' tolerance.
+
+
+def errors(name, splits):
+    """Test errors (Euclidean, LMNN) over the splits, and the two solvers' energies."""
+    X, y = datasets.load(name)
+    euclidean, learned, energies = [], [], ""
+    for seed in range(splits):
+        Xtr, Xte, ytr, yte = datasets.split(X, y, random_state=seed)
+        m = LMNN(k=3, mu=0.5).fit(Xtr, ytr)
+        euclidean.append(knn_error(Xtr, ytr, Xte, yte, 3))
+        learned.append(1.0 - m.score(Xte, yte))
+        if seed == 0:
+            exact = LMNN(k=3, mu=0.5, solver="exact").fit(Xtr, ytr).objective_
+            energies = f"{exact:.4f} / {m.objective_:.4f}"
+    return np.array(euclidean), np.array(learned), energies
+
+
+# %%
+# The table, beside the paper's
+# -----------------------------
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser()
@@ -30,25 +72,22 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.quick:
         args.splits, args.datasets = 1, ["iris"]
-    print(f"{'data':14s} {'Euclidean':>12s} {'LMNN':>12s}   eq.14 exact / subgradient (split 0)")
+    print(f"3-NN test error (%) over {args.splits} split(s); the paper: 100 splits")
+    print(
+        f"{'data':14s} {'Euclidean':>13s} {'LMNN':>13s} {'paper: Eucl.':>13s} "
+        f"{'paper: LMNN':>12s}   eq.14 exact / subgradient (split 0)"
+    )
     means, stds = {}, {}
     for name in args.datasets:
-        X, y = datasets.load(name)
-        e0, e1 = [], []
-        for seed in range(args.splits):
-            Xtr, Xte, ytr, yte = datasets.split(X, y, random_state=seed)
-            m = LMNN(k=3, mu=0.5).fit(Xtr, ytr)
-            e0.append(knn_error(Xtr, ytr, Xte, yte, 3))
-            e1.append(1.0 - m.score(Xte, yte))
-            if seed == 0:
-                exact = LMNN(k=3, mu=0.5, solver="exact").fit(Xtr, ytr).objective_
-                energies = f"{exact:.4f} / {m.objective_:.4f}"
+        e0, e1, energies = errors(name, args.splits)
+        paper = PAPER.get(name)
+        theirs = f"{paper[0]:13.2f} {paper[1]:12.2f}" if paper else f"{'—':>13s} {'—':>12s}"
         print(
-            f"{name:14s} {100 * np.mean(e0):5.2f} ± {100 * np.std(e0):4.2f} "
-            f"{100 * np.mean(e1):5.2f} ± {100 * np.std(e1):4.2f}   {energies}"
+            f"{name:14s} {100 * e0.mean():6.2f} ± {100 * e0.std():4.2f} "
+            f"{100 * e1.mean():6.2f} ± {100 * e1.std():4.2f} {theirs}   {energies}"
         )
-        means[name] = {"Euclidean 3-NN": np.mean(e0), "LMNN 3-NN": np.mean(e1)}
-        stds[name] = {"Euclidean 3-NN": np.std(e0), "LMNN 3-NN": np.std(e1)}
+        means[name] = {"Euclidean 3-NN": e0.mean(), "LMNN 3-NN": e1.mean()}
+        stds[name] = {"Euclidean 3-NN": e0.std(), "LMNN 3-NN": e1.std()}
     if args.plot:
         from convexmetric.plotting import plot_bars, save_figure
 
@@ -63,6 +102,12 @@ def main(argv=None):
         print(f"figure written to {path}")
     return means
 
+
+# %%
+# Run
+# ---
+# On this site the script runs with ``--quick`` (iris, one split); without it, five
+# splits of the three data sets.
 
 if __name__ == "__main__":
     main()

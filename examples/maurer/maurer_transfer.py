@@ -36,6 +36,14 @@ from convexmetric.maurer.pairs import balanced_pairs
 TRAIN, TEST = [0, 1, 2, 3, 4], [5, 6, 7, 8]
 
 
+# %%
+# Learning on some classes, testing on others
+# -------------------------------------------
+# The similarity is learned from pairs of the digits 0–4 and applied to pairs of the
+# classes 5–8, which it never saw: the area under the ROC curve of the pair distance,
+# as a detector of "same class", measures how well it transfers (§6).
+
+
 def experiment(rotate, scale, steps, n_pairs=20000, seed=0, copies=2, keep=None):
     """Train on rotated/scaled 0–4, evaluate on rotated/scaled 5–8; return a dict of numbers.
 
@@ -75,6 +83,12 @@ def experiment(rotate, scale, steps, n_pairs=20000, seed=0, copies=2, keep=None)
     return out
 
 
+# %%
+# The figures
+# -----------
+# ROC curves of the pair distance for each representation.
+
+
 def roc_figure(kept, column, steps):
     from convexmetric.plotting import plot_roc
 
@@ -86,6 +100,13 @@ def roc_figure(kept, column, steps):
         title=f"Maurer (2008) §6, transfer to digits 5–8 ({column}, {steps} SGD steps):\n"
         "ROC of the pair distance as a detector of class equality",
     )
+
+
+# %%
+# The table
+# ---------
+# Each row is one kind of transformation of the digits; the columns are the
+# representations compared (the normalised input, the learned operator, hyperbolic PCA).
 
 
 def main(argv=None):
@@ -121,6 +142,11 @@ def main(argv=None):
             print("figure written to", save_figure(fig, os.path.join(args.plot, name)))
     return results
 
+
+# %%
+# Run
+# ---
+# On this site the script runs with ``--quick``; without it, the full run.
 
 if __name__ == "__main__":
     main()
