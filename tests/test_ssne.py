@@ -231,7 +231,7 @@ def test_table1_protocol_on_iris_one_repeat():
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "ssne_table1.py"
+    path = Path(__file__).resolve().parents[1] / "examples" / "ssne" / "ssne_table1.py"
     spec = importlib.util.spec_from_file_location("ssne_table1", path)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
