@@ -46,6 +46,8 @@ def test_page_in_a_browser(browser, page, width):
     assert report["typeset"] == report["formulas"], report
     if page.startswith("guide/"):
         assert report["formulas"] > 20, report  # the maths is there, and typeset
+    if page == "index.html":
+        assert report["formulas"] >= 2, report
     assert browser.evaluate(_WIDE) == []  # wide blocks scroll
 
 
