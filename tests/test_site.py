@@ -136,3 +136,11 @@ def test_no_timings_of_past_runs_on_learner_pages():
         prose = re.sub(r"(?m)^(\s*)(>>>|\.\.\.) .*$", "", _read(page))  # doctests
         match = TIMING.search(prose)
         assert match is None, f"{page}: {match.group(0)!r}"
+
+
+def test_command_help_keeps_its_line_blocks(conf):
+    """click's ``\\b`` blocks (the CSV example of ``filter`` and ``solve poe``) reach the
+    page as line blocks, one line each; only ``|C|`` (a size) is escaped."""
+    lines = ["| i,j,k,l", "| 0,1,0,2", "the size |C| of the set"]
+    conf["_escape_bars"](None, None, lines)
+    assert lines == ["| i,j,k,l", "| 0,1,0,2", r"the size \|C\| of the set"]
