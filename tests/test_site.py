@@ -126,12 +126,17 @@ def test_status_words_come_from_the_code():
         assert '* - ``"optimal_inaccurate"``' not in text, page  # no hand-made copy
 
 
-TIMING = re.compile(r"\d(\.\d+)?\s?×\s+the time|\b\d+(\.\d+)?\s(s|ms|seconds)\b[,.;)]|\btook\b")
+TIMING = re.compile(
+    r"\d(\.\d+)?\s?×\s+the time|\b\d+(\.\d+)?\s(s|ms|seconds|minutes)\b[,.;)]|\btook\b"
+    r"|\b\d+(\.\d+)?\s(s|ms)\s{2,}"  # a column of times in a table
+)
 
 
 def test_no_timings_of_past_runs_on_learner_pages():
     pages = [os.path.join(DOCS, p) for p in ("index.rst", "getting_started.rst", "concepts.rst")]
-    pages += glob.glob(os.path.join(DOCS, "guide", "*.rst"))
+    for folder in ("guide", "tutorials"):
+        pages += glob.glob(os.path.join(DOCS, folder, "*.rst"))
+        pages += glob.glob(os.path.join(DOCS, folder, "*.txt"))
     for page in pages:
         prose = re.sub(r"(?m)^(\s*)(>>>|\.\.\.) .*$", "", _read(page))  # doctests
         match = TIMING.search(prose)
