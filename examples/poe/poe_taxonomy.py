@@ -34,6 +34,23 @@ from convexmetric.metrics import gauc
 # it orders correctly before any learning.
 
 
+# %%
+# The paper's numbers
+# -------------------
+# Table 2 of the paper (its own image data, five colour and intensity kernels and five
+# random ones): the held-out accuracy of relative comparisons in each kernel's native
+# space and after learning. The data here differ (digits, other kernels), so what is
+# compared is the pattern: learning raises every informative kernel, the unweighted
+# sum is worse than the best single kernel, MKPOE beats both, and the noise kernels
+# stay near 0.5.
+
+PAPER = {
+    "best single kernel (linear)": (0.862, 0.951),
+    "unweighted sum (K1)": (0.718, 0.861),
+    "MKPOE (K4)": (None, 0.984),
+}
+
+
 def native(K, C):
     D = np.diag(K)[:, None] + np.diag(K)[None, :] - 2 * K
     return float(np.mean(D[C.i, C.j] < D[C.k, C.l]))
@@ -84,6 +101,9 @@ def main(argv=None):
     for name, w in zip(T.kernel_names, mk.kernel_weights_):
         print(f"  {name:12s} {w:.4f}")
     print(f"noise kernels together: {mk.kernel_weights_[5:].sum():.4f}")
+    print("the paper's Table 2 (its data), native / learned:")
+    for name, (before, after) in PAPER.items():
+        print(f"  {name:28s} {'—' if before is None else f'{before:.3f}':>5s} / {after:.3f}")
     if a.plot:
         figures(a.plot, T, mk, Ktr, Kte, held_out(mk, Ktr, Kte))
 
