@@ -1,7 +1,7 @@
 """The built site in a real browser: headless Chromium, no network, opens the index,
 a user-guide page and the command-line page from ``docs/_build/html`` and finds the
-maths typeset (MathJax, bundled with the site), no console error, no failed load, and
-every wide block (display maths, code, output) scrolling inside its box rather than
+maths typeset (MathJax, bundled with the site), no console error, no failed load, a
+copy button on every code block, and every wide block (display maths, code, output) scrolling inside its box rather than
 being cut off.
 
 Skipped, with the reason, where no Chromium is installed (``apt-get install chromium``,
@@ -48,6 +48,10 @@ def test_page_in_a_browser(browser, page, width):
         assert report["formulas"] > 20, report  # the maths is there, and typeset
     if page == "index.html":
         assert report["formulas"] >= 2, report
+    if page == "cli.html":  # every code block has its copy button
+        buttons = browser.evaluate("document.querySelectorAll('button.copybtn').length")
+        blocks = browser.evaluate("document.querySelectorAll('div.highlight pre').length")
+        assert blocks > 3 and buttons == blocks, (buttons, blocks)
     assert browser.evaluate(_WIDE) == []  # wide blocks scroll
 
 
