@@ -1,8 +1,8 @@
 """The built site in a real browser: headless Chromium, no network, opens the index,
 a user-guide page and the command-line page from ``docs/_build/html`` and finds the
 maths typeset (MathJax, bundled with the site), no console error, no failed load, a
-copy button on every code block, and every wide block (display maths, code, output) scrolling inside its box rather than
-being cut off.
+copy button on every code block, and every wide block (display maths, code, output)
+scrolling inside its box rather than being cut off.
 
 Skipped, with the reason, where no Chromium is installed (``apt-get install chromium``,
 or ``CONVEXMETRIC_CHROMIUM=/path/to/chromium``) or where the site has not been built

@@ -49,20 +49,25 @@ class CommandOutput(SphinxDirective):
         return [block, nodes.image(uri=f"/_generated/{plot}", alt=self.arguments[0])]
 
 
+def status_table():
+    """The reStructuredText list-table of ``convexmetric.result.STATUS_MESSAGES``."""
+    from convexmetric.result import STATUS_MESSAGES
+
+    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 22 78", ""]
+    lines += ["   * - status", "     - meaning"]
+    for word, meaning in STATUS_MESSAGES.items():
+        lines += [f'   * - ``"{word}"``', f"     - {meaning}"]
+    return lines
+
+
 class StatusWords(SphinxDirective):
     """The table of status words, ``convexmetric.result.STATUS_MESSAGES``, as the code
     has it (so the site cannot disagree with ``SolveResult.message``)."""
 
     def run(self):
-        from convexmetric.result import STATUS_MESSAGES
-
-        lines = [".. list-table::", "   :header-rows: 1", "   :widths: 22 78", ""]
-        lines += ["   * - status", "     - meaning"]
-        for word, meaning in STATUS_MESSAGES.items():
-            lines += [f'   * - ``"{word}"``', f"     - {meaning}"]
         container = nodes.container(classes=["status-words"])
         source = "convexmetric.result.STATUS_MESSAGES"
-        self.state.nested_parse(StringList(lines, source=source), 0, container)
+        self.state.nested_parse(StringList(status_table(), source=source), 0, container)
         return [container]
 
 
