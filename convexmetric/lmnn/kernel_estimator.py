@@ -38,7 +38,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
     random_state : int or None
         Accepted for a uniform interface; the fit makes no random choice.
     verbose : {0, 1}
-        Log the solver's progress (INFO, logger ``convexmetric.lmnn_extensions``).
+        Log the solver's progress (INFO, logger ``convexmetric.lmnn``).
 
     Attributes
     ----------
@@ -49,6 +49,8 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
     objective_, result_, targets_, n_iter_ : float, SolveResult, ndarray, int
         As in :class:`~convexmetric.LMNN`.
 
+    Notes
+    -----
     ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
     the distance in the kernel's feature space; ``get_mahalanobis_matrix`` exists for
     ``kernel="linear"`` only (``M = XᵀAX`` over the training inputs ``X``).

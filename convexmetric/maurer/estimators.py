@@ -66,8 +66,8 @@ class OperatorSimilarity(_PairOperator):
 
     Attributes
     ----------
-    coef_, singular_values_, components_ (linear), metric_, objective_, train_risk_,
-    result_, n_iter_ (``result_.iterations``)
+    coef_, singular_values_, components_ (linear), metric_, objective_, train_risk_, result_
+        The fitted operator and its fit (``n_iter_`` is ``result_.iterations``).
     pairs_ : ndarray of shape (n_pairs, 3), int
         After a fit from ``X, y``: the pairs the oracle drew, rows ``(i, j, r)`` of ``X``
         (``r = +1`` similar, ``−1`` dissimilar); the verifier reads them.

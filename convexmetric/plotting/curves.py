@@ -1,5 +1,5 @@
 """Evaluation curves: ROC of a distance as a detector of class equality (Maurer 2008,
-§6) and precision@k of a ranking (Crammer & Chechik 2012, Fig. 3)."""
+§6) and ``precision@k`` of a ranking (Crammer & Chechik 2012, Fig. 3)."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def plot_roc(embeddings, y, *, title=None):
 
 
 def plot_precision_at_k(curves, ks, *, title=None, trace=None):
-    """Precision@k against k for each method; optionally P@10 along training.
+    """Precision@k against k for each method; optionally ``P@10`` along training.
 
     Parameters
     ----------

@@ -89,6 +89,8 @@ class POE(MahalanobisMixin, _POEBase):
     result_ : SolveResult
     n_iter_ : int, ``result_.iterations``
 
+    Notes
+    -----
     With ``kernel=None`` or ``"linear"`` POE learns a Mahalanobis metric on the inputs:
     metric-learn's ``get_mahalanobis_matrix``, ``get_metric``, ``pair_distance`` and
     ``pair_score`` apply (``M = W`` for LPOE, ``M = X_fitᵀ W X_fit`` for the linear

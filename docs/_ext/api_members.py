@@ -30,7 +30,7 @@ MEMBERS = {
     "FactoredAROMA": _ONLINE,
     "OASIS": _ONLINE,
     "SSNE": ["fit", "transform", "similarity", "score"],
-    "SolveResult": ["summary"],
+    "SolveResult": ["summary", "gap", "certified_gap", "message", "success"],
     "Verification": ["summary"],
 }  # fmt: skip
 

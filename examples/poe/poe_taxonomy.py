@@ -1,7 +1,7 @@
 """McFee & Lanckriet (2011) §5.1 / Table 2 in spirit: taxonomy embedding on digits.
 ==================================================================================
 
-Ten digit classes sit in a label taxonomy (convexmetric.taxonomy.DIGIT_TAXONOMY);
+Ten digit classes sit in a label taxonomy (``convexmetric.datasets.taxonomy.DIGIT_TAXONOMY``);
 comparisons (i, j, i, k) are synthesised through least common ancestors. Five
 informative kernels (linear on pixels, RBF on row / column profiles, pooled image,
 intensity histogram) and five noise kernels (linear kernels of random points on the
@@ -9,7 +9,7 @@ unit sphere in R³). Diagonal W as in the paper. Prints held-out GAUC (test item
 training j, k) in each kernel's native space and after learning, for each single
 kernel (KPOE), the unweighted sum kernel (KPOE) and MKPOE, and MKPOE's kernel weights.
 
-    python examples/poe_taxonomy.py [--per-class 20] [--comparisons 1500] [--beta 1000]
+    python examples/poe/poe_taxonomy.py [--per-class 20] [--comparisons 1500] [--beta 1000]
 
 ``--plot DIR`` also writes ``DIR/poe_taxonomy_embedding.png`` (the MKPOE embedding
 projected on its first two principal axes; test items, embedded out of sample by the
@@ -27,10 +27,41 @@ from convexmetric import MKPOE, POE
 from convexmetric.datasets.taxonomy import make_taxonomy
 from convexmetric.metrics import gauc
 
+# %%
+# Kernels and comparisons
+# -----------------------
+# The held-out GAUC of a kernel in its native space: the share of test comparisons
+# it orders correctly before any learning.
+
+
+# %%
+# The paper's numbers
+# -------------------
+# Table 2 of the paper (its own image data, five colour and intensity kernels and five
+# random ones): the held-out accuracy of relative comparisons in each kernel's native
+# space and after learning. The data here differ (digits, other kernels), so what is
+# compared is the pattern: learning raises every informative kernel, the unweighted
+# sum is worse than the best single kernel, MKPOE beats both, and the noise kernels
+# stay near 0.5.
+
+PAPER = {
+    "best single kernel (linear)": (0.862, 0.951),
+    "unweighted sum (K1)": (0.718, 0.861),
+    "MKPOE (K4)": (None, 0.984),
+}
+
 
 def native(K, C):
     D = np.diag(K)[:, None] + np.diag(K)[None, :] - 2 * K
     return float(np.mean(D[C.i, C.j] < D[C.k, C.l]))
+
+
+# %%
+# Single kernels, their sum, and MKPOE
+# ------------------------------------
+# As in Table 2 of the paper, each informative kernel alone (KPOE), their unweighted
+# sum, and MKPOE over all ten kernels; MKPOE should give the noise kernels (almost)
+# no weight.
 
 
 def main(argv=None):
@@ -70,8 +101,17 @@ def main(argv=None):
     for name, w in zip(T.kernel_names, mk.kernel_weights_):
         print(f"  {name:12s} {w:.4f}")
     print(f"noise kernels together: {mk.kernel_weights_[5:].sum():.4f}")
+    print("the paper's Table 2 (its data), native / learned:")
+    for name, (before, after) in PAPER.items():
+        print(f"  {name:28s} {'—' if before is None else f'{before:.3f}':>5s} / {after:.3f}")
     if a.plot:
         figures(a.plot, T, mk, Ktr, Kte, held_out(mk, Ktr, Kte))
+
+
+# %%
+# The figures
+# -----------
+# The MKPOE embedding on its first two principal axes, and its kernel weights.
 
 
 def figures(folder, T, mk, Ktr, Kte, score):
@@ -91,6 +131,11 @@ def figures(folder, T, mk, Ktr, Kte, score):
                     title="POE §5.1: MKPOE kernel weights (the last five are noise)")  # fmt: skip
     print("figure written to", save_figure(fig, os.path.join(folder, "poe_kernel_weights.png")))
 
+
+# %%
+# Run
+# ---
+# On this site the script runs with ``--quick``; without it, the full run.
 
 if __name__ == "__main__":
     main()

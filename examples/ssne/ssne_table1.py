@@ -17,8 +17,8 @@ Protocol (nothing is chosen on a test fold):
   2-fold CV on the training fold only (mean inner kNN accuracy; ties go to the
   smaller ``lam``, the stronger penalty); then refitted on the whole training fold.
 
-Run: ``python examples/ssne_table1.py`` (about 12 minutes on a shared 2-core machine,
-most of it LMNN on wdbc; ``--no-lmnn``: about 3 minutes);
+Run: ``python examples/ssne/ssne_table1.py`` (the full run takes minutes, most of it LMNN
+on wdbc; ``--no-lmnn`` leaves LMNN out);
 ``--datasets iris --repeats 1`` (or ``--quick``) for a quick look.
 
 ``--plot DIR`` also writes ``DIR/ssne_table1.png`` (bars: mean kNN accuracy ± std per
@@ -50,6 +50,13 @@ except ImportError:  # pragma: no cover
 PAPER = {"iris": (96.22, 1.00), "wine": (98.46, 0.38), "breast_cancer": (97.12, 0.33)}
 K = 3
 M = 16
+
+
+# %%
+# The protocol
+# ------------
+# Repeated 2-fold cross-validation, kNN accuracy in each space; SSNE's ``lam`` is
+# chosen by an inner cross-validation on the training fold.
 
 
 def knn_acc(Ztr, ytr, Zte, yte, k=K):
@@ -101,6 +108,12 @@ def run(name, repeats, grid, with_lmnn, seed=0, keep=None):
     return cols, chosen
 
 
+# %%
+# The figures
+# -----------
+# Bars of Table 1, and an embedding of a test fold.
+
+
 def figures(folder, rows, kept, repeats):
     from convexmetric.plotting import plot_bars, plot_embeddings, save_figure
 
@@ -122,6 +135,13 @@ def figures(folder, rows, kept, repeats):
         )
         path = os.path.join(folder, f"ssne_embedding_{name}.png")
         print("figure written to", save_figure(fig, path))
+
+
+# %%
+# The table, beside the paper's
+# -----------------------------
+# The last columns give the paper's SSNE accuracy (mean ± std) and the target this
+# implementation aims at (the paper's mean minus two standard deviations).
 
 
 def main(argv=None):
@@ -177,6 +197,11 @@ def main(argv=None):
         figures(args.plot, rows, kept, args.repeats)
     return rows
 
+
+# %%
+# Run
+# ---
+# On this site the script runs with ``--quick``; without it, the full run.
 
 if __name__ == "__main__":
     main()

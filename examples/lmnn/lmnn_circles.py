@@ -11,7 +11,7 @@ circles. On full circles whose Euclidean LOO error is 100%, one metric serves an
 of under 90° (74° at this spacing ratio), so three 120° k-means sectors cannot reach
 0%; the second table shows it (same spacing ratio, ``arc=120``: full circles). The
 argument is in the docstring of ``concentric_circles``. Run:
-``python examples/lmnn_circles.py`` (about 10 s).
+``python examples/lmnn/lmnn_circles.py``.
 
 ``--plot DIR`` also writes ``DIR/lmnn_fig7_circles.png``: the points of seed 0 with a
 ball (the shape) of each learned metric at its cluster centre (marker = cluster), one panel
@@ -28,6 +28,13 @@ from convexmetric.neighbors import loo_error
 warnings.simplefilter("ignore")
 
 
+# %%
+# One global metric against local ones
+# ------------------------------------
+# One LMNN metric for all the data, then multi-metric LMNN (eq. 16) with two and three
+# local metrics, one per k-means cluster; each row of the table is a seed of the arcs.
+
+
 def fit_row(X, y, seed, counts=(2, 3)):
     """LOO errors (Euclidean, 1 metric, then each count) and the fitted models."""
     one = LMNN(k=1).fit(X, y)
@@ -37,6 +44,12 @@ def fit_row(X, y, seed, counts=(2, 3)):
         errs.append(mm.loo_error(1))
         models.append(mm)
     return errs, models
+
+
+# %%
+# The figure
+# ----------
+# The test points under each learned model, with the local metrics drawn as ellipses.
 
 
 def figure(X, y, errs, models):
@@ -55,6 +68,13 @@ def figure(X, y, errs, models):
         panels,
         title="LMNN Fig. 7: concentric arcs; ellipses: balls of the learned metrics (seed 0)",
     )
+
+
+# %%
+# Beside the paper
+# ----------------
+# The paper reports the leave-one-out 1-NN error falling 100% → 21% → 0% as metrics
+# are added (the docstring above says how the data differ); the tables print ours.
 
 
 def main(argv=None):
@@ -83,6 +103,11 @@ def main(argv=None):
         path = save_figure(figure(*shown), os.path.join(args.plot, "lmnn_fig7_circles.png"))
         print(f"figure written to {path}")
 
+
+# %%
+# Run
+# ---
+# On this site the script runs with ``--quick``; without it, the full run.
 
 if __name__ == "__main__":
     main()

@@ -3,7 +3,7 @@
 
 Test errors on the standard split of wine and digits. Multi-metric LMNN on digits is
 slow (ten 64×64 metrics): it runs under a time limit and its status is printed.
-Run: ``python examples/lmnn_energy.py``. ``--plot DIR`` also writes
+Run: ``python examples/lmnn/lmnn_energy.py``. ``--plot DIR`` also writes
 ``DIR/lmnn_energy.png`` (bars: test error per model and rule); ``--datasets wine``
 (or ``--quick``) is a quick run.
 """
@@ -21,6 +21,26 @@ from convexmetric.neighbors import knn_error
 
 warnings.simplefilter("ignore")
 LIMITS = {"wine": None, "digits": 300.0}
+
+# %%
+# The paper's numbers
+# -------------------
+# Table 1 of the paper, test error (%): wine (100 random splits of unstandardised data)
+# and MNIST (which the 8×8 digits here only stand in for): Euclidean kNN, LMNN with
+# kNN, LMNN with the energy rule, and multi-metric LMNN.
+
+PAPER = {
+    "wine": {"Euclidean": 25.00, "LMNN kNN": 8.72, "LMNN energy": 7.67, "MM-LMNN kNN": 8.72},
+    "digits": {"Euclidean": 2.12, "LMNN kNN": 1.72, "LMNN energy": 1.37, "MM-LMNN kNN": 1.18},
+}
+
+
+# %%
+# Two decision rules, one and several metrics
+# -------------------------------------------
+# kNN under the learned metric against the energy-based rule of eq. (15), which adds the
+# test point to the loss under each candidate label and takes the cheapest, for one
+# metric and for one metric per class (§3.5, §5.2).
 
 
 def main(argv=None):
@@ -49,6 +69,11 @@ def main(argv=None):
         fit = time.perf_counter() - t0
         mknn, men = np.mean(mm.predict(Xte) != yte), np.mean(mm.energy_predict(Xte) != yte)
         print(f"{name:8s} {'MM-LMNN':14s} {mknn:7.2%} {men:7.2%} {fit:7.1f}  {mm.result_.status}")
+        paper = PAPER[name]
+        source = "MNIST" if name == "digits" else name
+        print(
+            f"{'':8s} the paper ({source}): " + ", ".join(f"{k} {v:.2f}%" for k, v in paper.items())
+        )
         table[name] = {
             "Euclidean kNN": euc,
             "LMNN kNN": knn,
@@ -69,6 +94,11 @@ def main(argv=None):
         print(f"figure written to {path}")
     return table
 
+
+# %%
+# Run
+# ---
+# On this site the script runs with ``--quick``; without it, the full run.
 
 if __name__ == "__main__":
     main()
