@@ -4,14 +4,14 @@ The oracle keeps the paper's two sets: the *active list* ``N^(t)`` of every trip
 found violated at a full check, and the current active set ``N_t ⊆ N^(t)`` of triplets
 with a positive hinge (:mod:`.oracle`). Between full checks (every ``check_every`` calls,
 an interval that adapts) only the active list is searched; a full check is a blocked
-impostor search (no n×n matrix, :mod:`.stream`) or a tree search (:mod:`..balltree`).
+impostor search (no n×n matrix, :mod:`.blocks.stream`) or a tree search (:mod:`..balltree`).
 At apparent convergence the drivers call :meth:`ActiveList.check`, a full check; new
 violations reopen the run (the final check of App. A.1).
 
 Bounded memory. ``memory_limit`` (bytes of working memory) caps the active list at
 ``memory_limit // BYTES_PER_TERM`` triplets and sizes the blocks of the full checks.
 When a full check at an accepted point (or any check) would exceed the cap, the
-list switches, once and for good, to the streaming mode of :mod:`.stream`: the
+list switches, once and for good, to the streaming mode of :mod:`.blocks.stream`: the
 objective, its (sub)gradient, the smoothed objective and the certificate's dual
 matrix are then computed exactly over all triplets by row blocks. The streaming
 smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
@@ -28,7 +28,7 @@ import numpy as np
 from .._sets import member, unique, unique_inverse
 from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
-from .stream import StreamingEvaluator, plan_blocks
+from .blocks.stream import StreamingEvaluator, plan_blocks
 
 #: bytes per listed triplet, counting the temporaries of a merge and a gradient update
 BYTES_PER_TERM = 256
@@ -61,7 +61,7 @@ class ActiveList:
     memory_limit : int or None
         Bytes of working memory (see the module docstring); ``None``: unbounded.
     executor : object, optional
-        Runs the block functions of :mod:`.stream` (full checks, streaming sums).
+        Runs the block functions of :mod:`.blocks.stream` (full checks, streaming sums).
     """
 
     def __init__(
@@ -195,7 +195,7 @@ class ActiveList:
         by at most ``δ = ‖M' − M‖_F · max ‖x_i − x_l‖²``, so every ``z`` by ``2δ``: when
         ``2δ < m`` the triplets violated at ``M'`` are among the kept ones, and their
         exact values decide. Brute-force searches run as the executor's block map
-        (:mod:`.stream`), tree searches in this process (remembered at ``M`` itself)."""
+        (:mod:`.blocks.stream`), tree searches in this process (remembered at ``M`` itself)."""
         Lc = self._components(M, components)
         out = self._recall(M, Lc)
         if out is None:
@@ -280,7 +280,7 @@ class ActiveList:
         return self._capped((f, G))
 
     def _go_streaming(self):
-        """Switch to exact evaluation over all triplets by row blocks (:mod:`.stream`)."""
+        """Switch to exact evaluation over all triplets by row blocks (:mod:`.blocks.stream`)."""
         self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
         # the drivers re-evaluate their points right after the switch, capped by the exact

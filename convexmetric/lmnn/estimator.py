@@ -32,10 +32,10 @@ from .._validation import (
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..neighbors import loo_error, target_neighbors
 from ..problems import lmnn as P
-from .dask_executor import check_backend, executor_for
+from .blocks.dask_executor import check_backend, executor_for
+from .blocks.predict import energy_chunk, knn_chunk, predict_blocks
 from .exact import solve_working_set
 from .passes import run_passes
-from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
 
@@ -103,9 +103,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
-        :mod:`convexmetric.lmnn.dask_executor`): the full checks, exact objectives and the streaming
-        mode's sums, and :meth:`predict`/:meth:`energy_predict` by test-row blocks. The
-        same algorithm as ``"local"`` (same iterates up to summation order).
+        :mod:`convexmetric.lmnn.blocks.dask_executor`): the full checks, exact
+        objectives and the streaming mode's sums, and :meth:`predict`/:meth:`energy_predict`
+        by test-row blocks. The same algorithm as ``"local"`` (same iterates up to summation order).
 
     Attributes
     ----------

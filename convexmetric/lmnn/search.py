@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..problems.lmnn import TooManyTerms
-from .stream import row_blocks
+from .blocks.data import row_blocks
 
 #: relative widening of the radius, as in the brute force (:func:`.full_check.terms_block`)
 RTOL = 1e-5

@@ -28,7 +28,7 @@ triplets ``(i, j, l)`` (each differently labelled pair once, by symmetry:
 this process; a distributed executor (Dask, :mod:`.dask_executor`) ships the data once
 (``scatter``) and runs ``map_blocks`` / ``map_terms`` on its workers. Every block of one
 evaluation shares ``Z = X Lᵀ`` and the float32 search matrix, computed once per process
-(:func:`~.blocks.project`).
+(:func:`~.data.project`).
 
 Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
 :func:`plan_blocks` sizes both from the budget.
@@ -39,10 +39,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._sets import unique
-from ..linalg import row_distances
-from ..problems.lmnn import TooManyTerms
-from .blocks import (  # noqa: F401 (the block helpers, importable from here as before)
+from ..._sets import unique
+from ...linalg import row_distances
+from ...problems.lmnn import TooManyTerms
+from .data import (  # noqa: F401 (the block helpers, importable from here as before)
     BYTES_PER_BLOCK_CELL,
     Projection,
     StreamData,
@@ -56,7 +56,7 @@ from .full_check import collect_terms, terms_block
 
 class LocalExecutor:
     """Runs block functions in this process, one block after another, with one
-    :class:`~.blocks.Workspace` (an executor serves one thread)."""
+    :class:`~.data.Workspace` (an executor serves one thread)."""
 
     name = "local"
 

@@ -11,7 +11,7 @@ comparing each row with all the other classes (MNIST 60,000 × 164 at a metric o
 from one float32 GEMM with widened radii (a superset: relative ``rtol``, absolute
 ``rtol · (1 + max ‖z‖²)``), their hinge arguments are recomputed in double precision from
 the differences. :func:`terms_block` is pure (a function of the rows, the data and
-``L``; its buffers and projection live in the caller's :class:`~.blocks.Workspace`, one
+``L``; its buffers and projection live in the caller's :class:`~.data.Workspace`, one
 per thread): an executor maps it over the blocks, in this process or on Dask workers.
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import row_distances
-from .blocks import Workspace
+from ...linalg import row_distances
+from .data import Workspace
 
 #: rows of a full check's block compared in one pass (:func:`_pairs`)
 GROUP_ROWS = 64
@@ -74,7 +74,7 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, marg
     ``count`` and ``overflow``: past ``max_terms`` triplets the block stops and returns
     ``overflow=True`` without arrays. The values ``z`` are those of
     :func:`~convexmetric.problems.lmnn.hinge_terms` (same formula, double precision).
-    ``ws``: the calling thread's :class:`~.blocks.Workspace` (a fresh one if None).
+    ``ws``: the calling thread's :class:`~.data.Workspace` (a fresh one if None).
     """
     _, y, T = data
     ws = ws if ws is not None else Workspace()

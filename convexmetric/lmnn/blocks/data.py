@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..linalg import target_distances
+from ...linalg import target_distances
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
 BYTES_PER_BLOCK_CELL = 16

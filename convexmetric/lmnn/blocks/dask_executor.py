@@ -142,7 +142,7 @@ class DaskExecutor:
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
-        """Send ``data`` (a :class:`~.blocks.StreamData`) to every worker's store.
+        """Send ``data`` (a :class:`~.data.StreamData`) to every worker's store.
 
         Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
         so that it can be sent again after a worker failure."""
