@@ -395,4 +395,7 @@ def _mode_info(oracle):
         info.update(stream_evaluations=oracle.stream.evaluations,
                     stream_block_rows=oracle.stream.block_rows,
                     switched_after_calls=getattr(oracle, "switched_at", None))  # fmt: skip
+    stream = getattr(oracle, "stream", None)
+    if stream is not None:  # the block work's wall time (full checks, streamed sums)
+        info.update(block_seconds=stream.seconds, block_executor=stream.executor.name)
     return info
