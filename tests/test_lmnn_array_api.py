@@ -148,3 +148,22 @@ def test_no_gpu_gives_a_clear_error():
     X, y = _data(n=60)[:2]
     with pytest.raises((ImportError, RuntimeError), match="device='cuda"):
         LMNN(device="cuda:0").fit(X, y)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_active_list_distances_on_a_device(device):
+    from convexmetric.linalg import row_distances, target_distances
+
+    X, y, T, L = _data(seed=4)
+    ex = DeviceExecutor(device)
+    data = ex.scatter(StreamData(X, y, T))
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, len(y), 300), rng.integers(0, len(y), 300)
+    Z, Dt, d = ex.list_distances(data, L, a, b)
+    Zh = X @ L.T
+    np.testing.assert_allclose(Z, Zh, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Dt, target_distances(Zh, T), rtol=1e-12)
+    np.testing.assert_allclose(d, row_distances(Zh, a, b), rtol=1e-12)
+    kept = ex._pairs
+    ex.list_distances(data, 2 * L, a, b)
+    assert ex._pairs is kept  # the same list: its device copies are reused

@@ -335,13 +335,23 @@ class ActiveList:
                 self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
             self._next_check = self.calls + self._interval
         self.calls += 1
-        Z = self._Z = self._project(Lc)  # (kept for the factor gradient, ActiveSetOracle)
-        Dt = target_distances(Z, self.T)
-        d_il = row_distances(Z, self._pair_I, self._pair_L)
+        Dt, d_il = self._list_distances(Lc)
         z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
+
+    def _list_distances(self, Lc):
+        """The target distances (n × k) and the listed pairs' distances at ``Lc``; ``Z =
+        X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle). On the
+        executor's device when it has one (:meth:`.blocks.device.DeviceExecutor.list_distances`:
+        the products there, the values back)."""
+        on_device = getattr(self.executor, "list_distances", None)
+        if on_device is None:
+            Z = self._Z = self._project(Lc)
+            return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
+        self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
+        return Dt, d_il
 
     def _project(self, Lc):
         """``Z = X Lcᵀ`` into a buffer reused from call to call (a fresh ``n × r`` array

@@ -35,7 +35,7 @@ import numpy as np
 
 from .data import StreamData
 from .stream import LocalExecutor
-from .xp import device_of, to_numpy
+from .xp import device_of, row_distances, to_numpy
 
 #: default bytes of device memory one block may take (a ``block_rows × n`` float32 product)
 BLOCK_MEMORY = 4 << 30
@@ -134,6 +134,7 @@ class DeviceExecutor(LocalExecutor):
         self.device_name = device
         self.xp, self.device = resolve(device, owner)
         self.block_memory = int(block_memory)
+        self._pairs = None  #: (host I, host L, device I, device L) of the active list's pairs
         self._check_precision()
 
     def _check_precision(self):
@@ -164,6 +165,24 @@ class DeviceExecutor(LocalExecutor):
         rows = self.block_memory // (12 * max(n, 1))
         chunk = self.block_memory // (16 * (2 * d + 6 * k + 8))
         return int(max(64, min(rows, 16384))), int(max(1 << 12, min(chunk, 1 << 22)))
+
+    def list_distances(self, data, L, pair_I, pair_L):
+        """``(Z, D_target, d_pairs)`` on the host: ``Z = X Lᵀ``, the target distances and
+        ``‖z_a − z_b‖²`` of the active list's pairs, computed on the device (the
+        evaluation of :meth:`~convexmetric.lmnn.active_list.ActiveList.hinge_arguments`).
+
+        The projection is the workspace's (a full check at the same ``L`` reuses it);
+        the pairs' device copies are kept while the list holds the same arrays."""
+        P = self.workspace.project(data, L)
+        if self._pairs is None or self._pairs[0] is not pair_I or self._pairs[1] is not pair_L:
+            self._pairs = (pair_I, pair_L, self.asarray(pair_I), self.asarray(pair_L))
+        d = row_distances(self.xp, P.Z, self._pairs[2], self._pairs[3])
+        return to_numpy(P.Z), to_numpy(P.Dt), to_numpy(d)
+
+    def close(self, data):
+        """Forget the workspace and the pairs' device copies."""
+        super().close(data)
+        self._pairs = None
 
     def describe(self):
         """A short description for logs and reports."""
