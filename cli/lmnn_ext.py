@@ -10,9 +10,9 @@ import time
 import numpy as np
 
 from ..lmnn import kernel_solver as SK
-from ..lmnn import multi_solver as SM
 from ..lmnn.estimator import LMNN
 from ..lmnn.extensions import KernelLMNN, MultiMetricLMNN
+from ..lmnn.multi import solver as SM
 from ..lmnn.solver import solve as solve_linear
 from ..problems import lmnn_kernel as PK
 from ..problems import lmnn_multi as PM

@@ -4,13 +4,11 @@ glibc serves an allocation above its *mmap threshold* from a fresh mapping, whos
 fault on first touch, and raises the threshold to the size of the largest mapped block
 freed so far (at most 32 MiB; the heap's trim threshold to twice that). A solve's
 temporaries of a few MiB therefore cost page faults at every evaluation, or none,
-depending on what the process happened to free before: with 256 KiB distance chunks
-(:func:`convexmetric.linalg.row_distances`) the 60,000-point LMNN fit took 117.2 s
-instead of 113.8 s, its scatters paying three times the page faults (the threshold had
-stayed low), and an ``(n·k) × d`` difference on digits took 1.1 ms instead of 0.3 ms
-after some imports. :func:`settle_heap` allocates and frees one 31 MiB block, which leaves the
-allocator in the state the largest temporaries would leave it in anyway, so a solve's
-speed no longer depends on the process's history. It changes no setting (``mallopt``
+depending on what the process happened to free before (the timings of one fit then
+vary with what ran earlier in the process: ``benchmarks/TUNING.md``). :func:`settle_heap`
+allocates and frees one 31 MiB block, which leaves the allocator in the state the
+largest temporaries would leave it in anyway, so a solve's speed no longer depends on the
+process's history. It changes no setting (``mallopt``
 would freeze the threshold for the whole process) and costs two system calls; with
 another allocator, or with the thresholds fixed by a ``MALLOC_*`` variable (Dask's
 workers run with ``MALLOC_TRIM_THRESHOLD_``), it is one allocation.

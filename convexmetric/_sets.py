@@ -1,8 +1,8 @@
 """Set operations on integer keys (triplet and pair keys of the active lists), by sorting.
 
 numpy 2's ``np.unique`` without ``return_inverse`` (and so ``np.union1d``) hashes the
-values before sorting the result: on 31,000 ``int64`` keys it takes 2.6 ms where one
-sort takes 0.15 ms (numpy 2.4 on this project's machine), and ``np.isin`` sorts both
+values before sorting the result, many times slower than one sort on the lists' tens of
+thousands of ``int64`` keys (``benchmarks/TUNING.md``), and ``np.isin`` sorts both
 arrays. The active lists call these at every full check. These functions give the same
 arrays as their numpy counterparts, by one sort (or a binary search into sorted keys).
 """

@@ -1,9 +1,9 @@
 """One BLAS thread for the solvers' many small products.
 
-On small matrices, multithreaded BLAS costs more than it buys (2–5× slower on this
-project's 2-core reference machine, worse on a busy one). ``threadpoolctl``'s
-``threadpool_limits`` inspects every loaded library on *each* call (about 4 ms), which
-is as long as a whole diagonal-LP solve; one :class:`ThreadpoolController`, created on
+On small matrices, multithreaded BLAS costs more than it buys (it synchronises threads
+on every small product, worse on a busy machine). ``threadpoolctl``'s
+``threadpool_limits`` inspects every loaded library on *each* call, which can take as
+long as a whole diagonal-LP solve; one :class:`ThreadpoolController`, created on
 first use and reused, makes the switch cost microseconds.
 """
 

@@ -23,12 +23,11 @@ whose minimiser ``Σ⁻¹ = Σ₀⁻¹ + x xᵀ / r`` is, by Woodbury, the covar
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from ..bilinear import triplet_differences
-from .common import solve_problem
+from .common import cp, solve_problem
 
 __all__ = [
     "arow_covariance_objective",

@@ -5,8 +5,20 @@ from __future__ import annotations
 import time
 import warnings
 
-import cvxpy as cp
 
+class _LazyCvxpy:
+    """``cvxpy``, imported on first use: building or solving a problem imports it, while
+    the numpy halves of these modules (objectives, hinge terms, margins) never do, so
+    ``import convexmetric`` does not pay for it."""
+
+    def __getattr__(self, name):
+        import cvxpy
+
+        return getattr(cvxpy, name)
+
+
+#: ``cvxpy`` for the formulations (``from .common import cp``), imported lazily.
+cp = _LazyCvxpy()
 #: Tight default tolerances per conic solver (named explicitly; never CVXPY's choice).
 SOLVER_OPTIONS = {
     "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9, "max_iter": 500},

@@ -16,12 +16,11 @@ neighbour of ``i`` and ``l`` any point of another class. Note (misprint in the p
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
 from ..linalg import components_from_metric
 from ..neighbors import impostor_blocks
-from .common import solve_problem
+from .common import cp, solve_problem
 
 
 def all_triplets(y, targets):

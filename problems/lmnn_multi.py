@@ -20,11 +20,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cvxpy as cp
 import numpy as np
 
 from ..linalg import components_from_metric
-from .common import solve_problem
+from .common import cp, solve_problem
 from .lmnn import all_triplets
 
 

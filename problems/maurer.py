@@ -19,10 +19,9 @@ against the CVXPY optimal value at CVXPY's solution.
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
-from .common import solve_problem
+from .common import cp, solve_problem
 
 REGULARIZERS = ("hs", "trace")
 

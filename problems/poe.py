@@ -26,10 +26,9 @@ Diagonal matrices are passed as the vectors of their diagonals.
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
-from .common import solve_problem
+from .common import cp, solve_problem
 
 
 def lpoe_blocks(X):

@@ -40,7 +40,7 @@ def certified_kernel_solve(res, K, y, T, mu=0.5, tol=1e-4, stored_rtol=1e-6):
 
 
 def verified_multi_solve(res, X, y, T, clusters, mu=0.5, tol=1e-4, matrices=None):
-    """The verifier's report on ``res`` (``convexmetric.lmnn.multi_solver``, clusters the
+    """The verifier's report on ``res`` (``convexmetric.lmnn.multi.solver``, clusters the
     classes) read as a ``MultiMetricLMNN`` fit, asserted verified (``matrices``: the
     metrics in the original coordinates, default ``res.matrices``)."""
     import numpy as np

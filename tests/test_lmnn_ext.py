@@ -10,10 +10,10 @@ from lmnn_verify import certified_kernel_solve, kernel_report
 from convexmetric import LMNN, datasets
 from convexmetric.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
 from convexmetric.lmnn import kernel_solver as SK
-from convexmetric.lmnn import multi_solver as SM
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.energy import energy_scores
 from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
+from convexmetric.lmnn.multi import solver as SM
 from convexmetric.lmnn.reduction import leading_components
 from convexmetric.neighbors import sqdist, target_neighbors
 from convexmetric.problems import lmnn as P

@@ -6,8 +6,8 @@ from lmnn_verify import verified_multi_solve
 
 from convexmetric import datasets
 from convexmetric.linalg import psd_scaling
-from convexmetric.lmnn import multi_certificate as SP
-from convexmetric.lmnn import multi_solver as SM
+from convexmetric.lmnn.multi import certificate as SP
+from convexmetric.lmnn.multi import solver as SM
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.linesearch import bracket_search
 from convexmetric.problems import lmnn_multi as PM
@@ -212,7 +212,7 @@ def test_ascent_raises_the_bound_below_the_exact_optimum(which, request):
 
 
 def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
-    from convexmetric.lmnn import multi_oracle as MO
+    from convexmetric.lmnn.multi import oracle as MO
     from convexmetric.optim.oracle import Stage
 
     X, y, T, _ = exact

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from convexmetric.lmnn.multi_pairs import PairGraph
+from convexmetric.lmnn.multi.pairs import PairGraph
 
 
 def _graph(seed):

@@ -19,7 +19,7 @@ from convexmetric.optim.factor import Factored, trimmed
 from convexmetric.optim.fista import FISTA
 from convexmetric.optim.lbfgs import LBFGS
 from convexmetric.optim.linesearch import bracket_search, golden_section, interval_search
-from convexmetric.optim.oracle import Oracle
+from convexmetric.optim.oracle import Oracle, StageHooks
 from convexmetric.optim.smoothing import SmoothingSettings, smoothed_descent
 from convexmetric.optim.stages import StageSettings, run_stages
 from convexmetric.optim.subgradient import SubgradientSettings, projected_subgradient
@@ -175,7 +175,7 @@ def test_trimmed_factor_keeps_the_metric_and_sheds_negligible_directions():
     assert trimmed(out, 1e-8) is out  # no row to shed: the same factor, bit for bit
 
 
-class Recording(Oracle):
+class Recording(Oracle, StageHooks):
     """``f(M) = ⟨C, M⟩ + ½‖M‖²`` (optimum ``max(−C, 0)``), recording the factor that
     every exact objective and every ``begin_stage`` sees."""
 

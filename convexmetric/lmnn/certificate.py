@@ -28,8 +28,7 @@ multipliers already have the right sum (on the MNIST sample ``μΣλ`` is within
 negative eigenvalues. The trace bound ``μΣλ + F·min(0, ν(λ))`` is concave in ``λ``; the
 engine's ascent (:mod:`convexmetric.optim.trace_ascent`) raises it over the multipliers
 of the triplets near the kink. From stage multipliers 6e-4 from ``F``, five steps gave
-6e-5 and twenty 2e-5 (0.3 s and 1 s; the products in single precision, the bound itself
-exact).
+6e-5 and twenty 2e-5 (the products in single precision, the bound itself exact).
 
 **Crossover** (:meth:`DualCertificate.crossover`). The multipliers read off a smoothed
 solve, ``clip(λ̄ + z/σ, 0, 1)``, are poor on the triplets at the kink ``z ≈ 0``, where

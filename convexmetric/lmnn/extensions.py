@@ -24,11 +24,11 @@ from ..linalg import components_from_metric
 from ..neighbors import sqdist, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn_multi as PM
-from . import multi_solver as SM
 from ._shared import _check_common, _check_labels, knn_from_distances, logger
 from .energy import energy_predict
 from .estimator import LMNN
 from .kernel_estimator import KernelLMNN  # noqa: F401
+from .multi import solver as SM
 
 
 class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
@@ -184,8 +184,8 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         from ..problems.common import solve_problem
         from ..problems.lmnn import all_triplets
         from ..result import SolveResult
-        from .multi_certificate import exact_certificate
-        from .multi_oracle import MultiMetricOracle
+        from .multi.certificate import exact_certificate
+        from .multi.oracle import MultiMetricOracle
 
         t0 = time.perf_counter()
         solver = str(self.conic_solver).upper()

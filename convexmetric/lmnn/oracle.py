@@ -19,13 +19,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import components_from_metric, row_distances, triplet_scatter
-from ..optim.oracle import Oracle
+from ..optim.oracle import Oracle, StageHooks
 from ..problems.lmnn import TooManyTerms
 from .active_list import ActiveList
 from .certificate import DualCertificate
 
 
-class ActiveSetOracle(ActiveList, Oracle):
+class ActiveSetOracle(ActiveList, Oracle, StageHooks):
     """Objective, subgradient, smoothing and bounds of eq. (14) over an active list.
 
     The parameters are those of :class:`.active_list.ActiveList`.
@@ -80,8 +80,8 @@ class ActiveSetOracle(ActiveList, Oracle):
     def smooth_factor(self, M, sigma, components):
         """:meth:`smooth`'s value and ``L ∇f_σ`` (``L = components``): the terms strictly
         inside the smoothing enter as ``Zᵀ(D − S)X`` with ``Z = X Lᵀ`` (``n·r·d`` flops,
-        not the ``n·d²`` of their ``d × d`` sum; the raw MNIST sample's refinement spent
-        40% of its time there)."""
+        not the ``n·d²`` of their ``d × d`` sum, a large part of the refinement's time on the raw
+        MNIST sample)."""
         return self._smoothed(M, sigma, True, components, components)
 
     def _smoothed(self, M, sigma, grad, components, left):
@@ -193,7 +193,7 @@ class ActiveSetOracle(ActiveList, Oracle):
         """The bound after the ascent of :meth:`.DualCertificate.ascend` from ``lam``, and
         after the crossover from there when the ascent closed under half the gap it had to
         close (the ascent repairs ``ν`` of nearly right multipliers: on the MNIST sample a
-        stage's 1.5e-3 became 1.5e-4 in 1.8 s; the crossover fits the kink's multipliers to
+        stage's 1.5e-3 became 1.5e-4; the crossover fits the kink's multipliers to
         complementarity, for a near-optimal point with poor ones)."""
         needed = (F - bound) - tol * abs(F)
         lam = cert.ascend(self.I, self.J, self.L, z, lam, F, tol=tol)
@@ -205,8 +205,8 @@ class ActiveSetOracle(ActiveList, Oracle):
     def _crossover(self, cert, M, z, lam, F, bound, tol):
         """The crossover's bound, with a back-off: when a crossover closed under a quarter
         of the gap it had to close, the next 1, 2, 4 (at most 8) eligible bounds skip it,
-        except within ``2·tol`` (on the MNIST sample the crossovers added 0–20% each and
-        cost a third of every tail stage; on small data one crossover certifies)."""
+        except within ``2·tol`` (on the MNIST sample the crossovers added little each and
+        cost much of every tail stage; on small data one crossover certifies)."""
         if self._cross_skip > 0 and F - bound > 2 * tol * abs(F):
             self._cross_skip -= 1
             return bound

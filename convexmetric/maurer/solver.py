@@ -68,12 +68,12 @@ class HingeOracle(Oracle):
         G = (self.U.T * w) @ self.U / self.m
         return loss / self.m + self.lam_m * reg, 0.5 * (G + G.T) + self.lam_m * g_reg
 
-    def __call__(self, A):
+    def __call__(self, A, components=None):
         z = self._z(A)
         act = z > 0
         return self._assemble(A, float(z[act].sum()), np.where(act, self.coef, 0.0))
 
-    def smooth(self, A, sigma, grad=True):
+    def smooth(self, A, sigma, grad=True, components=None):
         """The Huber-smoothed eq. (5) and its gradient (``grad=False``: the value only)."""
         z = self._z(A)
         sat = z >= sigma
@@ -84,7 +84,7 @@ class HingeOracle(Oracle):
         w = self.coef * np.clip(z / sigma, 0.0, 1.0)
         return self._assemble(A, loss, w)
 
-    def objective(self, A):
+    def objective(self, A, components=None):
         z = self._z(A)
         return float(np.maximum(z, 0).mean() + self.lam_m * regularizer_value(A, self.regularizer))
 
@@ -167,8 +167,8 @@ def solve_projected(
     if not refine:
         return _finish(res, oracle, tol)
     # up to 1000 FISTA steps per stage and two stalled stages before giving up: the run
-    # ends early once the certificate closes (gap_tol), so easy instances do not pay;
-    # on a 105-dimensional kernel map (iris, 500 pairs) 400/1 left a 3e-2 gap, 1000/2 2.6e-4
+    # ends early once the certificate closes (gap_tol), so easy instances do not pay,
+    # and hard ones (a kernel map of iris) need both (benchmarks/TUNING.md)
     smoothing = (
         refine
         if isinstance(refine, SmoothingSettings)

@@ -18,7 +18,10 @@ closes the gap from wherever the descent stopped:
    or its budget ends.
 
 What is formulation-specific comes through a :class:`GapCloser`: how to escape, how
-to restart the refinement and how to fall back. The status is "optimal" only when the
+to restart the refinement and how to fall back. A formulation that escapes within the
+staged run instead, between two stages (POE's factored solver, through
+:meth:`.oracle.StageHooks.escape`), grows its factors by :func:`grown_factors`, along the
+directions of the same :func:`negative_directions`. The status is "optimal" only when the
 certified relative gap is within ``tol``.
 """
 
@@ -30,15 +33,51 @@ import numpy as np
 
 from ..result import SolveResult, certified_gap, certified_status
 from .deadline import Deadline
+from .linesearch import interval_search
+
+
+def negative_directions(w, V, rtol=1e-10, limit=None):
+    """The eigenpairs ``(w, V)`` (ascending, as ``eigh`` gives them) of the Lagrangian's
+    gradient whose eigenvalue is below ``−rtol·max(1, max|λ|)``, most negative first, at
+    most ``limit``: the descent directions ``vvᵀ`` of a factor saddle. Returns the
+    eigenvalues and the eigenvectors (columns); both empty when none is left."""
+    neg = np.flatnonzero(w < -rtol * max(1.0, float(np.abs(w).max())))[:limit]
+    return w[neg], V[:, neg]
+
+
+def grown_factors(Ls, pairs, value, max_new):
+    """The factors ``Ls`` (``Wᵖ = LᵖLᵖᵀ``) with the negative-curvature eigenvectors of each
+    block's Lagrangian gradient (eigenpairs ``pairs``) appended as new columns, at most
+    ``max_new`` a block and never more columns than rows, each weighted by ``√−λ`` (steeper
+    directions weigh more) and all scaled by one line search on ``value(Ls)``
+    (:func:`.linesearch.interval_search`); ``None`` if no block has such a direction or
+    no step lowers ``value``: the rank-increase step of low-rank SDP methods, within a
+    staged run."""
+    new_Ls, grew = [], False
+    for L, (w, V) in zip(Ls, pairs):
+        room = min(max_new, L.shape[0] - L.shape[1])  # a factor has at most r columns
+        wn, D = negative_directions(w, V, limit=max(room, 0))
+        if len(wn) == 0:
+            new_Ls.append((L, None))
+            continue
+        new_Ls.append((L, D * np.sqrt(-wn)))
+        grew = True
+    if not grew:
+        return None
+
+    def stack(t):
+        return [L if D is None else np.hstack([L, np.sqrt(t) * D]) for L, D in new_Ls]
+
+    scale = max(float(sum(np.vdot(L, L) for L in Ls)), 1e-6)
+    t, _ = interval_search(lambda t: value(stack(t)), 10.0 * scale)
+    return None if t <= 0.0 else stack(t)
 
 
 def negative_curvature(S, rtol=1e-10):
     """The unit eigenvector of the most negative eigenvalue of symmetric ``S``, or ``None``
     when ``λ_min(S) ≥ −rtol·max(1, max|λ|)`` (no direction of descent left)."""
-    w, V = np.linalg.eigh(0.5 * (S + S.T))
-    if w[0] >= -rtol * max(1.0, float(np.abs(w).max())):
-        return None
-    return V[:, 0]
+    _, D = negative_directions(*np.linalg.eigh(0.5 * (S + S.T)), rtol, 1)
+    return D[:, 0] if D.shape[1] else None
 
 
 class GapCloser:

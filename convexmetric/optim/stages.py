@@ -20,7 +20,7 @@ run goes on. The status is "optimal" only at a certified stop (or when the final
 certifies the best point within ``gap_tol``); a stall, a cap or the last stage gives
 "optimal_inaccurate", a time limit or the callback "user_limit".
 
-Otherwise the oracle may :meth:`~.Oracle.escape` along negative curvature
+Otherwise the oracle may :meth:`~.StageHooks.escape` along negative curvature
 (the next stage starts there), or the prox centre moves to the stage's multipliers
 (:meth:`~.Oracle.recenter`, an augmented-Lagrangian step that removes the smoothing bias
 at a *fixed* σ) and σ is updated: ``σ ← max(σ·sigma_factor, sigma_min)`` (continuation
@@ -42,7 +42,7 @@ from ..progress import notify
 from ..result import SolveResult, certified_gap
 from . import vectors
 from .deadline import Deadline
-from .oracle import Stage
+from .oracle import Stage, hooks_of
 
 
 @dataclass(kw_only=True)
@@ -110,9 +110,9 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
         ``evaluations``, ``stages``, ``final_sigma`` and ``certified_gap``.
     """
     run = _Run(oracle, inner, settings or StageSettings(), x0, best, lower)
-    s = run.s
+    s, hooks = run.s, run.hooks
     if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
-        oracle.finish()  # the caller's point is certified already: no stage
+        hooks.finish()  # the caller's point is certified already: no stage
         return run.result("optimal")
     status = None
     try:
@@ -121,9 +121,9 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
     except KeyboardInterrupt:
         status = "user_limit"
     finally:
-        oracle.finish()
+        hooks.finish()
     if status != "user_limit" and certified_gap(run.best_f, run.low) > (s.gap_tol or 0.0):
-        extra = oracle.final_bound(run.snapshot(run.best_x))
+        extra = hooks.final_bound(run.snapshot(run.best_x))
         run.low = run.low if extra is None else max(run.low, float(extra))
         if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
             status = "optimal"
@@ -135,6 +135,7 @@ class _Run:
 
     def __init__(self, oracle, inner, s, x0, best, lower):
         self.oracle, self.inner, self.s = oracle, inner, s
+        self.hooks = hooks_of(oracle)  #: the stage hooks (:class:`.oracle.StageHooks`)
         self.clock, self.counts = Deadline(s.time_limit), Counts(cap=s.max_evaluations)
         self.x = inner.start(oracle, x0)
         f0 = float(oracle.objective(self.x))
@@ -150,12 +151,12 @@ class _Run:
 
     def stage(self):
         """One stage and its bound; the run's status if it ends here, else ``None``."""
-        s, oracle, counts = self.s, self.oracle, self.counts
-        moved = oracle.begin_stage(self.x, self.index)
+        s, oracle, hooks, counts = self.s, self.oracle, self.hooks, self.counts
+        moved = hooks.begin_stage(self.x, self.index)
         self.x = self.x if moved is None else moved
-        factor, budget = oracle.stage_plan(s.sigma_factor, self._budget())
+        factor, budget = hooks.stage_plan(s.sigma_factor, self._budget())
         self.x, stopped = self.inner.run(oracle, self.x, self.sigma, budget, self.clock, counts)
-        settled = oracle.end_stage(self.x)
+        settled = hooks.end_stage(self.x)
         self.x = self.x if settled is None else settled
         counts.stages += 1
         f = float(oracle.objective(self.x))
@@ -203,7 +204,7 @@ class _Run:
     def _advance(self, factor):
         """Escape along negative curvature, or recentre and update σ; never a status."""
         s = self.s
-        moved = self.oracle.escape(self.snapshot(self.x))
+        moved = self.hooks.escape(self.snapshot(self.x))
         if moved is not None:
             self.x, self.index = moved, self.index + 1
             self.counts.notes["escapes"] = self.counts.notes.get("escapes", 0) + 1

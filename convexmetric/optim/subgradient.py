@@ -121,7 +121,7 @@ class _Plain(Oracle):
     def __init__(self, fn):
         self.fn = fn
 
-    def __call__(self, x):
+    def __call__(self, x, components=None):
         return self.fn(x)
 
 

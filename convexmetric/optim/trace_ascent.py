@@ -136,11 +136,10 @@ SOFT_ROUNDS, SOFT_ITERATIONS = 4, 30
 #: ``SUBSPACE·s`` at the round's first point (:meth:`_SoftModel.restricted`). Near the
 #: optimum those are a cluster about 0 (complementary slackness: ``S_g`` vanishes on the
 #: range of ``M^g``), well apart from the rest: digits' ten blocks (47–53 directions)
-#: keep 6–17. A model evaluation costs 0.7 ms instead of 3.8 ms, and the ascents that
-#: certify digits to 1e-3 (the states of two runs) take 0.12–0.16 s instead of
-#: 0.39–0.50 s, to the same bound. With 0.2·s the same time, but a first proposal can
-#: fall far (to a relative gap of 2.6, from 3e-3) where the directions left out turn
-#: negative
+#: keep 6–17, so a model evaluation is several times cheaper and the ascents reach the
+#: same bound sooner. With 0.2·s a first proposal can fall far (to a relative gap of 2.6,
+#: from 3e-3) where the directions left out turn negative (measurements:
+#: ``benchmarks/TUNING.md``)
 SUBSPACE = 0.4
 
 

@@ -128,18 +128,21 @@ class DiagonalSettings:
 
 
 class DiagonalLP(Oracle):
-    """The Huber-smoothed LP in scaled weights ``w ≥ 0`` (the engine's protocol)."""
+    """The Huber-smoothed LP in scaled weights ``w ≥ 0`` (the engine's protocol; its points
+    are vectors, so :class:`~convexmetric.optim.factor.Factored` does not apply)."""
+
+    psd = False
 
     def __init__(self, A, r, s, settings):
         self.A, self.r, self.s, self.settings = A, r, s, settings
         self.bounds = [(0.0, None)] * A.shape[1]
         self.best = BestDual()  #: the multipliers of the best bound (the certificate)
 
-    def smooth(self, w, sigma, grad=True):
+    def smooth(self, w, sigma, grad=True, components=None):
         f, g = _huber(w, self.A, self.r, self.s, sigma)
         return (f, g) if grad else f
 
-    def objective(self, w):
+    def objective(self, w, components=None):
         return float(self.r @ w + self.s * np.maximum(1.0 - self.A @ w, 0.0).sum())
 
     def bound(self, stage):

@@ -12,7 +12,9 @@ kernel map ``Φ``) every block has ``R = I`` and features ``F̂ᵖ`` (``n × r�
 (each hinge smoothed around the prox centre ``ū``: ``max_{u∈[0,1]} uz − σ(u − ū)²/2``)
 has the gradient ``2 Sᵖ(λ) Lᵖ = 2Lᵖ + 2s F̂ᵖᵀ L(w) Zᵖ`` with ``w = clip(ū + z/σ, 0, 1)``
 and ``L(w)`` the sparse signed Laplacian: one evaluation costs ``O(n r k)`` (no
-``n × n`` eigendecomposition). The engine's staged driver (:mod:`convexmetric.optim.stages`)
+``n × n`` eigendecomposition). :class:`WhitenedPOE` is this objective over the ``Ŵᵖ``;
+the engine's factor adapter (:class:`convexmetric.optim.factor.Factored`, by columns)
+presents it in the ``Lᵖ``, and the staged driver (:mod:`convexmetric.optim.stages`)
 runs L-BFGS stages for ``σ = σ₀, σ₀/10, …`` down to ``σ_min``, then at a fixed σ with the
 prox centre moved to each stage's multipliers (an augmented Lagrangian on the dual).
 
@@ -33,10 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..linalg import row_distances
+from ..linalg import components_from_metric, row_distances
+from ..optim.escape import grown_factors
+from ..optim.factor import Factored
 from ..optim.lbfgs import LBFGS
-from ..optim.linesearch import interval_search
-from ..optim.oracle import Oracle
+from ..optim.oracle import Oracle, StageHooks
 from ..optim.stages import StageSettings, run_stages
 from .certificate import Certificate
 
@@ -61,13 +64,30 @@ class FactoredSettings:
     random_state: int = 0  #: seed of the small random initial factors (L = 0 is a saddle)
 
 
-class FactoredPOE(Oracle):
-    """The smoothed POE objective over whitened factors ``[Lᵖ]`` (the engine's protocol)."""
+class WhitenedPOE(Oracle, StageHooks):
+    """The smoothed POE objective over whitened blocks ``[Ŵᵖ]`` (the engine's protocol),
+    with the stage hooks of its escape and its final crossover bound.
+
+    The solver drives it in factors through :class:`~convexmetric.optim.factor.Factored`
+    (``columns=True``): ``Ŵᵖ = LᵖLᵖᵀ`` with ``Lᵖ`` (``rᵖ × kᵖ``) grown by columns, seen here
+    as ``components = [Lᵖᵀ]``; distances come from ``Zᵖ = F̂ᵖLᵖ`` and no ``rᵖ × rᵖ``
+    matrix is formed (``needs_metric`` is false). Without ``components`` the factors
+    come from an eigendecomposition.
+    """
+
+    needs_metric = False
 
     def __init__(self, oracle, cert, settings):
         self.o, self.cert, self.feats, self.s = oracle, cert, cert.feats, settings
         self.center = np.zeros(len(oracle.left))
-        self._stage = None  #: (u, μ, eigenpairs) of the last bound
+        self._stage = None  #: (u, μ, eigenpairs, bound) of the last bound
+
+    @staticmethod
+    def _factors(Ws, components):
+        """``[Lᵖ]`` (``Ŵᵖ = LᵖLᵖᵀ``) from the engine's factors ``components = [Lᵖᵀ]``."""
+        if components is None:
+            components = [components_from_metric(W) for W in Ws]
+        return [Lt.T for Lt in components]
 
     def z(self, Ls):
         o, d = self.o, np.zeros(self.o.P)
@@ -75,68 +95,63 @@ class FactoredPOE(Oracle):
             d += row_distances(Fh @ L, o.pa, o.pb)  # in cache-sized chunks
         return 1.0 + d[o.left] - d[o.right]
 
-    def objective(self, Ls):
+    def objective(self, Ws, components=None):
+        Ls = self._factors(Ws, components)
         reg = sum(float(np.vdot(L, L)) for L in Ls)
         return reg + self.o.scale * float(np.maximum(self.z(Ls), 0.0).sum())
 
-    def smooth(self, Ls, sigma, grad=True):
-        """``φ_σ`` and its gradient, the hinge smoothed around the prox centre ``ū``:
-        ``max_{u ∈ [0, 1]} uz − σ(u − ū)²/2``, maximised at ``u = clip(ū + z/σ, 0, 1)``."""
+    def _value(self, Ls, sigma):
+        """``(φ_σ, w)``: the hinge smoothed around the prox centre ``ū``,
+        ``max_{u ∈ [0, 1]} uz − σ(u − ū)²/2``, maximised at ``w = clip(ū + z/σ, 0, 1)``."""
         z = self.z(Ls)
         w = np.clip(self.center + z / sigma, 0.0, 1.0)
         hub = w * z - 0.5 * sigma * (w - self.center) ** 2
-        f = sum(float(np.vdot(L, L)) for L in Ls) + self.o.scale * float(hub.sum())
+        return sum(float(np.vdot(L, L)) for L in Ls) + self.o.scale * float(hub.sum()), w
+
+    def smooth(self, Ws, sigma, grad=True, components=None):
+        """``φ_σ`` and its gradient in ``Ŵ``: ``I + s F̂ᵖᵀ L(w) F̂ᵖ`` (``grad=False``: the
+        value only)."""
+        f, w = self._value(self._factors(Ws, components), sigma)
         if not grad:
             return f
-        Lap = self.o.laplacian(w)
-        s = self.o.scale
-        return f, [2 * L + 2 * s * (Fh.T @ (Lap @ (Fh @ L))) for Fh, L in zip(self.feats, Ls)]
+        Lap, s = self.o.laplacian(w), self.o.scale
+        return f, [np.eye(Fh.shape[1]) + s * (Fh.T @ (Lap @ Fh)) for Fh in self.feats]
+
+    def smooth_factor(self, Ws, sigma, components):
+        """``φ_σ`` and ``Lᵖᵀ`` times its gradient: ``(Lᵖ + s F̂ᵖᵀ L(w) Zᵖ)ᵀ``, one sparse
+        product with ``kᵖ`` columns per block."""
+        Ls = self._factors(Ws, components)
+        f, w = self._value(Ls, sigma)
+        Lap, s = self.o.laplacian(w), self.o.scale
+        return f, [(L + s * (Fh.T @ (Lap @ (Fh @ L)))).T for Fh, L in zip(self.feats, Ls)]
 
     def bound(self, stage):
         """The certificate from the stage's multipliers ``s·clip(ū + z/σ, 0, 1)``."""
-        u = np.clip(self.center + self.z(stage.x) / stage.sigma, 0.0, 1.0)
+        Ls = self._factors(stage.x, stage.factor)
+        u = np.clip(self.center + self.z(Ls) / stage.sigma, 0.0, 1.0)
         lb, mu, pairs = self.cert.bound(self.o.scale * u, stage.best_f, eigvecs=True)
         self._stage = (u, mu, pairs, lb)
         return lb
 
-    def recenter(self, Ls, sigma):
+    def recenter(self, Ws, sigma):
+        """The prox centre moves to the multipliers of the last :meth:`bound` (the staged
+        driver bounds every stage before it recentres)."""
         self.center = self._stage[0]
 
     def escape(self, stage):
-        """New columns along negative curvature when its repair dominates the open gap."""
+        """New factor rows along negative curvature when its repair dominates the open gap."""
         _, mu, pairs, lb = self._stage
         curvature = -mu * stage.best_f > 0.25 * (stage.best_f - lb)
         if not (mu < -self.s.mu_tol and curvature):
             return None
-        return _grow(self, stage.x, pairs, stage.sigma, self.s.max_new)
+        Ls = grown_factors(self._factors(stage.x, stage.factor), pairs,
+                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new)  # fmt: skip
+        return None if Ls is None else [L.T for L in Ls]
 
     def final_bound(self, stage):
         """The crossover of :meth:`.Certificate.crossover` at the best point (costly)."""
-        Ls = stage.best_x
+        Ls = self._factors(stage.best_x, stage.best_factor)
         return self.cert.crossover([L @ L.T for L in Ls], self.z(Ls), stage.best_f)
-
-
-def _grow(prob, Ls, pairs, sigma, max_new):
-    """Append the negative-curvature eigenvectors of each ``Sᵖ`` as new factor columns,
-    scaled by a line search on ``φ_σ``; ``None`` if nothing helps."""
-    new_Ls, grew = [], False
-    for L, (w, V) in zip(Ls, pairs):
-        neg = np.flatnonzero(w < -1e-10 * max(1.0, float(np.abs(w).max())))[:max_new]
-        if len(neg) == 0 or L.shape[1] >= L.shape[0]:
-            new_Ls.append((L, None))
-            continue
-        neg = neg[: L.shape[0] - L.shape[1]]
-        new_Ls.append((L, V[:, neg] * np.sqrt(-w[neg])))  # steeper directions weigh more
-        grew = True
-    if not grew:
-        return None
-
-    def stack(t):
-        return [L if D is None else np.hstack([L, np.sqrt(t) * D]) for L, D in new_Ls]
-
-    scale = max(float(sum(np.vdot(L, L) for L in Ls)), 1e-6)
-    t, _ = interval_search(lambda t: prob.smooth(stack(t), sigma, grad=False), 10.0 * scale)
-    return None if t <= 0.0 else stack(t)
 
 
 def solve_factored(blocks, oracle, settings=None, **overrides):
@@ -166,7 +181,7 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
                            time_limit=s.time_limit,
                            callback=s.callback, name="factored L-BFGS")  # fmt: skip
     inner = LBFGS(maxcor=20, gtol=1e-12, ftol=s.ftol, maxls=50, rescue=True)
-    res = run_stages(FactoredPOE(oracle, cert, s), L0, inner, stages)
+    res = run_stages(Factored(WhitenedPOE(oracle, cert, s), columns=True), L0, inner, stages)
     Ls = res.matrices
     Ws = [T @ (L @ L.T) @ T.T for T, L in zip(cert.T, Ls)]
     res.info.update(ranks=[L.shape[1] for L in Ls],

@@ -42,6 +42,7 @@ class POEOracle(Oracle):
         self.pa, self.pb = keys // nn, keys % nn
         self.P = len(keys)
         self.reg_grad = [np.diag(R).copy() if diagonal else R for _, R in blocks]
+        self.psd = not diagonal  #: the diagonal's points are vectors: no factor form
 
     @functools.cached_property
     def diffs(self):
@@ -98,14 +99,14 @@ class POEOracle(Oracle):
             grads.append(G + self.scale * H)
         return grads
 
-    def __call__(self, Ws):
+    def __call__(self, Ws, components=None):
         """``(f(W), subgradient)``; the hinge's subgradient is 0 at the kink."""
         z = self.hinge_arguments(Ws)
         act = z > 0
         f = self._reg(Ws) + self.scale * float(z[act].sum())
         return f, self._grad(act.astype(float))
 
-    def smooth(self, Ws, sigma, grad=True):
+    def smooth(self, Ws, sigma, grad=True, components=None):
         """Huber-smoothed objective and its gradient (see :mod:`convexmetric.optim.smoothing`);
         ``grad=False``: the value only."""
         z = self.hinge_arguments(Ws)
@@ -113,7 +114,7 @@ class POEOracle(Oracle):
         f = self._reg(Ws) + self.scale * float(hub.sum())
         return (f, self._grad(np.clip(z / sigma, 0.0, 1.0))) if grad else f
 
-    def objective(self, Ws):
+    def objective(self, Ws, components=None):
         """The exact objective."""
         z = self.hinge_arguments(Ws)
         return self._reg(Ws) + self.scale * float(np.maximum(z, 0.0).sum())

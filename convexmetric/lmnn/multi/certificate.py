@@ -7,7 +7,7 @@ for every ``M ⪰ 0``,
     S_g(λ) = (1 − μ)P_g + μ Σ λ_t (C_ij[g(j)=g] − C_il[g(l)=g]).
 
 Triplets whose impostor difference leaves ``range(P_{g(l)})`` get ``λ_t = 0`` (see
-:meth:`.multi_oracle.MultiMetricOracle.lower_bound`); then every ``S_g`` lives on
+:meth:`.oracle.MultiMetricOracle.lower_bound`); then every ``S_g`` lives on
 ``range(P_g)``, and in the coordinates ``B_g = V_r Λ_r^{-1/2}`` (``B_gᵀP_gB_g = I``)
 ``S'_g = B_gᵀ S_g B_g = (1 − μ)I + …``. Let ``ν = min_g λ_min(S'_g)/(1 − μ)``, so that
 ``S_g ⪰ ν(1 − μ)P_g`` and ``Σ_g ⟨S_g, M^g⟩ ≥ ν·pull(M)``. At an optimum ``M*``,
@@ -26,7 +26,7 @@ problem is not convex: a factor point can be stationary while some ``S_g(λ)`` h
 negative eigenvalues in directions that ``M^g`` does not use (a Burer–Monteiro
 saddle). ``D_g = −min(S_g, 0)`` (:func:`negative_parts`) keeps ``M^g + tD_g ⪰ 0`` for all
 ``t ≥ 0`` and has directional derivative ``−Σ_g ‖min(S_g, 0)‖²_F < 0``. The solver's
-convex polish (FISTA on the ``M^g``, :func:`.multi_solver.solve`) cannot stall at such
+convex polish (FISTA on the ``M^g``, :func:`.solver.solve`) cannot stall at such
 a point, so it needs no escape; the direction is kept as a diagnostic.
 """
 
@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..optim import trace_ascent
+from ...optim import trace_ascent
 
 #: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) runs from the
 #: supergradient ascent's result when its gap is within this multiple of ``tol``
@@ -42,7 +42,7 @@ SOFT_WINDOW = 5.0
 
 
 class RangeCertificate:
-    """The repaired bound above for a :class:`~.multi_oracle.MultiMetricOracle` ``base``."""
+    """The repaired bound above for a :class:`~.oracle.MultiMetricOracle` ``base``."""
 
     def __init__(self, base, rtol=1e-10):
         self.base, self.B, self.V = base, [], []
@@ -98,7 +98,7 @@ class RangeCertificate:
         the smooth ascent goes on from its result when that is within
         :data:`SOFT_WINDOW`·``tol`` (digits to 1e-3: the supergradient steps stall at
         2.9e-3 from a stage's end 4.4e-4 above the optimum, the smooth ascent certifies
-        7.9e-4 there in 0.3 s; before it, two more stages of 0.7 s each)."""
+        7.9e-4 there, two stages sooner)."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
         out = base.outside_range()
@@ -166,7 +166,7 @@ def exact_certificate(oracle, triplets, duals, F):
     ``duals`` are the conic solver's multipliers of the hinge constraints over
     ``triplets`` (in ``[0, μ]``); ``λ = duals/μ ∈ [0, 1]`` is a dual point of the full
     problem (0 on every other triplet), evaluated by the repaired bound above on a fresh
-    ``oracle`` (:class:`~.multi_oracle.MultiMetricOracle`) listing the triplets with
+    ``oracle`` (:class:`~.oracle.MultiMetricOracle`) listing the triplets with
     ``λ > 0``; ``F``: the attained objective (the trace repair)."""
     if oracle.mu <= 0:
         return None, None

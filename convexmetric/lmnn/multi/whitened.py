@@ -1,5 +1,5 @@
 """Multi-metric LMNN's oracle in per-block whitened coordinates (an exact change of
-variables over :class:`.multi_oracle.MultiMetricOracle`)."""
+variables over :class:`.oracle.MultiMetricOracle`)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..optim.oracle import Oracle
+from ...optim.oracle import Oracle, StageHooks
 
 
-class WhitenedOracle(Oracle):
+class WhitenedOracle(Oracle, StageHooks):
     """A multi-metric oracle in per-block whitened coordinates ``M^g = S_g M'^g S_gᵀ``.
 
     With ``S_gᵀ P_g S_g = I`` (eigenvalues of ``P_g`` floored at ``rtol·λ_max``) the
@@ -61,7 +61,7 @@ class WhitenedOracle(Oracle):
 
     def _args(self, Ms, components):
         """The base's ``(Ms, components)``: with factors, no metrics (the base reads the
-        factors alone; the 64 × 64 products cost 5% of a digits solve)."""
+        factors alone, and the ``d × d`` products would be wasted)."""
         Ls = self._factors(components)
         return (self.to_original(Ms) if Ls is None else None), Ls
 

@@ -7,9 +7,9 @@ evaluated. The subgradient of block ``g`` is
 
     G_g = (1 − μ) Σ_{g(j)=g} C_ij + μ Σ_{active, g(j)=g} C_ij − μ Σ_{active, g(l)=g} C_il,
 
-computed over the distinct pairs of the list (:class:`.multi_pairs.PairGraph`: block
+computed over the distinct pairs of the list (:class:`.pairs.PairGraph`: block
 ``g`` touches only the points of its own pairs, and every product is over those rows).
-:class:`.multi_whitened.WhitenedOracle` is the exact change of variables that equalises the
+:class:`.whitened.WhitenedOracle` is the exact change of variables that equalises the
 blocks' curvature. Both implement the engine's protocol
 (:mod:`convexmetric.optim.oracle`) over the list of blocks.
 """
@@ -18,35 +18,29 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sets import member, union, unique_inverse
-from ..optim.oracle import Oracle
-from ..problems import lmnn_multi as PM
-from .multi_certificate import RangeCertificate
-from .multi_pairs import PairGraph
+from ..._sets import member, union, unique_inverse
+from ...optim.oracle import Oracle, StageHooks
+from ...problems import lmnn_multi as PM
+from .certificate import RangeCertificate
+from .pairs import PairGraph
 
 #: the bound's ascent runs when the relative gap is within this (and above ``tol``) and
 #: the last stage lowered the best objective by at most ``ASCENT_PROGRESS·tol`` (relative:
 #: the stages converge linearly, and a primal still moving by more is not within ``tol``
-#: of the optimum; digits over 8 nearby starts: to 1e-4 3.0 s against 3.2 s, to 1e-3
-#: the same, with the same evaluations; seven instances 0.97× the time). The
-#: stages' own multipliers stall near 7.6e-2 on digits (a few negative eigenvalues that
-#: the supergradient steps lift to 4e-3 in 0.07 s): with 0.1 the ascent certifies 1e-3
-#: at the stage that reaches the optimum's objective, two stages (0.5 s) sooner than with
-#: 3e-2. Seven instances (iris, wine, breast cancer at 1e-4; digits at 1e-3 and 1e-4;
-#: k-means clusters on digits and wine): 7.1–7.2 s against 7.6–7.8 s; 0.2: 7.6–7.7 s
+#: of the optimum). The stages' own multipliers stall well above 1e-3 on digits (a few
+#: negative eigenvalues that the supergradient steps lift): with 0.1 the ascent certifies
+#: 1e-3 at the stage that reaches the optimum's objective, two stages sooner than with
+#: 3e-2 (measurements: ``benchmarks/TUNING.md``)
 ASCENT_WINDOW, ASCENT_PROGRESS = 0.1, 2.0
 
 #: full checks list the triplets with ``z > −MARGIN``. Every evaluation costs in
 #: proportion to the list, and a narrow list goes stale sooner between checks. Digits
-#: (clusters = classes) lists 17,000 terms at the optimum with 0.2, 31,000 with 0.3;
-#: the solve to 1e-3 takes 2.5–2.7 s instead of 3.2 s (375 iterations either way), to
-#: 1e-4 4.1–4.3 s instead of 4.7–4.8 s (775 cheaper iterations instead of 675), with
-#: five k-means clusters 1.4–1.6 s instead of 1.7 s; 0.6 (108,000 terms) takes 1.5–1.8×
-#: the time of 0.3
+#: (clusters = classes) lists 17,000 terms at the optimum with 0.2, 31,000 with 0.3, and
+#: solves faster with 0.2 (measurements: ``benchmarks/TUNING.md``)
 MARGIN = 0.2
 
 
-class MultiMetricOracle(Oracle):
+class MultiMetricOracle(Oracle, StageHooks):
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
 
     def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=MARGIN,
@@ -81,12 +75,12 @@ class MultiMetricOracle(Oracle):
         pairs, inv = unique_inverse(np.concatenate([self.I * n + self.J, self.I * n + self.L]))
         self.inv_j, self.inv_l = inv[:m], inv[m:]
         self.pa, self.pb = pairs // n, pairs % n
-        # a pair's metric is that of its second point's cluster (see multi_pairs)
+        # a pair's metric is that of its second point's cluster (see .pairs)
         self.pairs = PairGraph(self.X, self.pa, self.pb, self.g[self.pb], self.c)
 
     def list_terms(self, keys):
         """List exactly the triplets ``keys`` (sorted ``(i·n + j)·n + l``), e.g. those an
-        exact solve gave multipliers (:func:`.multi_certificate.exact_certificate`)."""
+        exact solve gave multipliers (:func:`.certificate.exact_certificate`)."""
         self._set(np.asarray(keys, np.int64))
 
     def full_check(self, Ms, margin=None, components=None):
@@ -148,7 +142,7 @@ class MultiMetricOracle(Oracle):
 
     def gradient(self, w):
         """Per-block gradient ``(1 − μ)P_g + μ Σ_{pairs of g} ω_p δ_p δ_pᵀ`` for hinge
-        weights ``w`` over the active list (:meth:`.multi_pairs.PairGraph.scatter`)."""
+        weights ``w`` over the active list (:meth:`.pairs.PairGraph.scatter`)."""
         H = self.pairs.scatter(self._pair_weights(w))
         return [(1 - self.mu) * P + self.mu * Hg for P, Hg in zip(self.P, H)]
 
@@ -192,7 +186,7 @@ class MultiMetricOracle(Oracle):
     def smooth_factor(self, Ms, sigma, components):
         """:meth:`smooth`'s value and ``[L_g ∇_g f_σ]`` (``L_g = components[g]``), from the
         projection ``Z`` of the distances just computed
-        (:meth:`.multi_pairs.PairGraph.factor_scatter`: no ``d × d`` sum)."""
+        (:meth:`.pairs.PairGraph.factor_scatter`: no ``d × d`` sum)."""
         f, lam = self._smoothed(Ms, sigma, components)
         H = self.pairs.factor_scatter(self._pair_weights(lam), self._Z,
                                       [len(Lg) for Lg in components])  # fmt: skip
@@ -230,13 +224,13 @@ class MultiMetricOracle(Oracle):
         projected onto it: those ``λ_t`` are set to 0. Without it one such triplet
         makes every ``θ > 0`` infeasible (digits: constant pixels within a class; the
         bound was 1.2e-5 against an optimum of 211). The remaining ``λ`` is repaired
-        exactly by :class:`.multi_certificate.RangeCertificate`
+        exactly by :class:`.certificate.RangeCertificate`
         (scaling by ``1/(1 − ν)``, ``ν`` the smallest generalised eigenvalue of
         ``(S_g(λ), (1 − μ)P_g)`` over the blocks), so the bound is valid for any estimate.
         ``F`` (an attained objective value) adds the trace repair, and when the gap is
         above :attr:`tol` and within :data:`ASCENT_WINDOW` the multipliers near the kink
         climb the trace bound first, if ``ascend``
-        (:meth:`.multi_certificate.RangeCertificate.ascend`).
+        (:meth:`.certificate.RangeCertificate.ascend`).
         """
         cert = self.certificate()
         lam, z = cert.multipliers(Ms, sigma)
@@ -248,7 +242,7 @@ class MultiMetricOracle(Oracle):
         return bound
 
     def certificate(self):
-        """The :class:`.multi_certificate.RangeCertificate` of this oracle (made once)."""
+        """The :class:`.certificate.RangeCertificate` of this oracle (made once)."""
         if self._cert is None:
             self._cert = RangeCertificate(self)
         return self._cert

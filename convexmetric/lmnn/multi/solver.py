@@ -1,8 +1,8 @@
 """Large-scale multi-metric LMNN (§5.2): subgradient, factor refinement, convex polish.
 
 The variable is a list ``[M^0, …, M^{c−1}]`` (one PSD block per cluster) over the
-active-list oracle of :mod:`.multi_oracle`, in per-block whitened coordinates by default
-(:class:`.multi_whitened.WhitenedOracle`, an exact change of variables). Three engine
+active-list oracle of :mod:`.oracle`, in per-block whitened coordinates by default
+(:class:`.whitened.WhitenedOracle`, an exact change of variables). Three engine
 drivers (:mod:`convexmetric.optim`) run in turn:
 
 1. projected subgradient from the single-metric solution (the paper's initialisation
@@ -15,8 +15,7 @@ drivers (:mod:`convexmetric.optim`) run in turn:
    stages search all triplets at every evaluation; every stage's bound climbs the trace
    bound over the multipliers near the kink (:meth:`.MultiMetricOracle.lower_bound`), and
    the refinement runs until the certified gap is within ``tol`` or it stalls (digits to
-   1e-3: 1.9 s, 356 evaluations, certified at the stage that first reaches the optimum's
-   objective; to 1e-4: 3.3 s);
+   1e-3: certified at the stage that first reaches the optimum's objective);
 3. the convex polish (:func:`polish`): FISTA on the ``M^g`` at a large fixed σ with
    recentring after every 30 steps, a proximal method of multipliers whose inner
    minimisers make every ``S_g(λ)`` PSD, until the certified gap is within ``tol``.
@@ -32,19 +31,19 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .._memory import settle_heap
-from .._threads import one_blas_thread
-from ..cones import ProductCone, PSDCone
-from ..linalg import components_from_metric
-from ..optim.factor import Factored, metric
-from ..optim.fista import FISTA
-from ..optim.lbfgs import LBFGS
-from ..optim.smoothing import SmoothingSettings, smoothed_descent
-from ..optim.stages import StageSettings, run_stages
-from ..optim.subgradient import SubgradientSettings, projected_subgradient
-from ..result import SolveResult, certified_gap, certified_status
-from .multi_oracle import MultiMetricOracle
-from .multi_whitened import WhitenedOracle
+from ..._memory import settle_heap
+from ..._threads import one_blas_thread
+from ...cones import ProductCone, PSDCone
+from ...linalg import components_from_metric
+from ...optim.factor import Factored, metric
+from ...optim.fista import FISTA
+from ...optim.lbfgs import LBFGS
+from ...optim.smoothing import SmoothingSettings, smoothed_descent
+from ...optim.stages import StageSettings, run_stages
+from ...optim.subgradient import SubgradientSettings, projected_subgradient
+from ...result import SolveResult, certified_gap, certified_status
+from .oracle import MultiMetricOracle
+from .whitened import WhitenedOracle
 
 __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "solve"]
 
@@ -52,9 +51,7 @@ __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "so
 #: (:func:`convexmetric.optim.factor.trimmed`). The blocks' optima have a few dominant
 #: directions (digits: 1–6 eigenvalues above 1e-3·λ_max, of 64), and an iteration costs
 #: in proportion to the factors' rows: 8–19 rows a block from the fifth stage with 1e-4,
-#: 22–30 with 1e-8 (LMNN's own setting). Seven instances (iris, wine, breast cancer,
-#: digits to 1e-3 and 1e-4, k-means clusters) took 7.9–8.1 s instead of 9.0–9.3 s; digits
-#: to 1e-4 3.3–3.4 s instead of 4.2–4.4 s, to 1e-3 2.6–2.7 s either way.
+#: 22–30 with 1e-8 (LMNN's own setting; measurements: ``benchmarks/TUNING.md``).
 RANK_TOL = 1e-4
 
 
@@ -64,10 +61,8 @@ class MultiSettings:
 
     #: projected-subgradient iterations before the refinement. Digits (1,257 × 64, ten
     #: blocks) from the single-metric start: 20 steps lower the objective from 1726 to
-    #: 1721 (the optimum is 210) in 0.17 s. Over 4 nearby starts of each of seven
-    #: instances (iris, wine, breast cancer at 1e-4; digits at 1e-3 and 1e-4; k-means
-    #: clusters on digits and wine) the solves took 7.3 s in all with 1 step, 7.4 s with
-    #: 2, 7.8 s with 5 and with 20; digits to 1e-3 over 8 starts 2.05 s against 2.30 s
+    #: 1721 (the optimum is 210), and more steps only slow the solve down (measurements:
+    #: ``benchmarks/TUNING.md``)
     max_iter: int = 1
     refine: bool | str = True  #: True: factors then polish; "fista": continuation; False
     tol: float = 1e-4  #: the certified relative gap that "optimal" means
