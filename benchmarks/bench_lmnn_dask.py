@@ -29,9 +29,9 @@ import numpy as np
 
 from convexmetric import datasets
 from convexmetric.lmnn.active_list import BYTES_PER_TERM
-from convexmetric.lmnn.dask_executor import MAX_TASKS, DaskExecutor
+from convexmetric.lmnn.blocks.dask_executor import MAX_TASKS, DaskExecutor
+from convexmetric.lmnn.blocks.stream import LocalExecutor, StreamingEvaluator
 from convexmetric.lmnn.solver import DEFAULT_MEMORY_LIMIT
-from convexmetric.lmnn.stream import LocalExecutor, StreamingEvaluator
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import pull_matrix
 
@@ -61,7 +61,7 @@ def per_eval(ev, L, evals):
 def _held():
     from dask.sizeof import sizeof
 
-    from convexmetric.lmnn.dask_worker import STORE
+    from convexmetric.lmnn.blocks.dask_worker import STORE
 
     return sizeof(list(STORE.values()))
 
@@ -165,7 +165,7 @@ def run(name, evals, fit, L):
 
 def on_paper(n=1_000_000, d=64, k=3, workers=32, memory_limit=1 << 30):
     """Cost of one evaluation of a 1M-point fit on 32 workers (no measurement)."""
-    from convexmetric.lmnn.stream import plan_blocks
+    from convexmetric.lmnn.blocks.stream import plan_blocks
 
     block_rows = plan_blocks(n, d, k, memory_limit)[0]
     blocks = -(-n // block_rows)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..lmnn.dask_executor import dask_client
+from ..lmnn.blocks.dask_executor import dask_client
 from ..lmnn.estimator import LMNN
 from ..neighbors import knn_error
 from ._common import (

@@ -20,8 +20,8 @@ from lmnn_verify import verified_solve  # noqa: E402
 from convexmetric import LMNN, datasets  # noqa: E402
 from convexmetric.lmnn import solver as S  # noqa: E402
 from convexmetric.lmnn.active_list import BYTES_PER_TERM  # noqa: E402
-from convexmetric.lmnn.dask_executor import DaskBackendError, DaskExecutor  # noqa: E402
-from convexmetric.lmnn.stream import (  # noqa: E402
+from convexmetric.lmnn.blocks.dask_executor import DaskBackendError, DaskExecutor  # noqa: E402
+from convexmetric.lmnn.blocks.stream import (  # noqa: E402
     LocalExecutor,
     StreamData,
     TooManyTerms,
@@ -84,7 +84,7 @@ def test_block_map_is_the_same_on_dask(client, wine, sigma):
 
 
 def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypatch):
-    from convexmetric.lmnn import dask_executor as lmnn_dask
+    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
 
     X, _, y, T = wine
     data, blocks = StreamData(X, y, T), row_blocks(y, 16)
@@ -293,7 +293,7 @@ def test_cli_scheduler_is_single_metric_only():
 
 
 def test_dask_client_local_cluster_is_closed():
-    from convexmetric.lmnn.dask_executor import dask_client
+    from convexmetric.lmnn.blocks.dask_executor import dask_client
 
     with dask_client("local:1") as c:
         assert len(c.scheduler_info()["workers"]) == 1
@@ -302,8 +302,8 @@ def test_dask_client_local_cluster_is_closed():
 
 
 def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
-    from convexmetric.lmnn import dask_executor as lmnn_dask
-    from convexmetric.lmnn import predict_blocks
+    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
+    from convexmetric.lmnn.blocks import predict as predict_blocks
 
     X, ylab, _, _ = wine
     rng = np.random.default_rng(0)

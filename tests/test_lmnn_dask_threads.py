@@ -15,9 +15,9 @@ distributed = pytest.importorskip("distributed")
 
 from convexmetric import LMNN, datasets  # noqa: E402
 from convexmetric.lmnn.active_list import BYTES_PER_TERM  # noqa: E402
-from convexmetric.lmnn.blocks import StreamData, Workspace, row_blocks  # noqa: E402
-from convexmetric.lmnn.full_check import terms_block  # noqa: E402
-from convexmetric.lmnn.stream import hinge_block  # noqa: E402
+from convexmetric.lmnn.blocks.data import StreamData, Workspace, row_blocks  # noqa: E402
+from convexmetric.lmnn.blocks.full_check import terms_block  # noqa: E402
+from convexmetric.lmnn.blocks.stream import hinge_block  # noqa: E402
 from convexmetric.neighbors import target_neighbors  # noqa: E402
 
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convexmetric.lmnn.stream import StreamingEvaluator
+from convexmetric.lmnn.blocks.stream import StreamingEvaluator
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import hinge_terms, pull_matrix
 
@@ -92,7 +92,7 @@ def test_nearby_metric_is_answered_by_the_last_search():
 def test_brute_force_by_row_groups_finds_every_triplet(monkeypatch, group):
     """The full check compares rows by groups (sorted by radius) against a per-column
     threshold: with groups of every size it finds exactly hinge_terms' triplets."""
-    from convexmetric.lmnn import full_check as stream
+    from convexmetric.lmnn.blocks import full_check as stream
 
     monkeypatch.setattr(stream, "GROUP_ROWS", group)
     for seed in range(12):

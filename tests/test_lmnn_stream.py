@@ -10,7 +10,7 @@ from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.active_list import BYTES_PER_TERM
-from convexmetric.lmnn.stream import (
+from convexmetric.lmnn.blocks.stream import (
     LocalExecutor,
     StreamData,
     StreamingEvaluator,

@@ -193,7 +193,7 @@ def augment(images, moves=AUGMENT_MOVES):
     return out
 
 
-def augmented_mnist(*, pca=MNIST_PCA, random_state=0):
+def augmented_mnist(*, pca=MNIST_PCA, random_state=0, moves=AUGMENT_MOVES):
     """Make 60,000 training points from the 4,000 training images of :func:`mnist_split`.
 
     Each training image (pixels / 255) is kept and moved by each of :data:`AUGMENT_MOVES`:
@@ -209,6 +209,9 @@ def augmented_mnist(*, pca=MNIST_PCA, random_state=0):
         Principal components of the augmented training part to project on.
     random_state : int, default=0
         Seeds the split of :func:`mnist_split`.
+    moves : sequence of moves, default=:data:`AUGMENT_MOVES`
+        The moves applied to each training image (as in :data:`AUGMENT_MOVES`): the
+        training part has ``4000 · (1 + len(moves))`` points.
 
     Returns
     -------
@@ -224,9 +227,9 @@ def augmented_mnist(*, pca=MNIST_PCA, random_state=0):
     X, y = load_mnist()
     pca = _check_pca(pca, X.shape[1], "augmented_mnist")
     tr, te = _split_indices(y, random_state)
-    Xtr = augment(X[tr])
+    Xtr = augment(X[tr], moves)
     Xte = X[te].astype(np.float32)
-    reps = 1 + len(AUGMENT_MOVES)
+    reps = 1 + len(moves)
     source = np.tile(np.arange(len(tr)), reps)
     if pca is not None:
         mean, V = pca_fit(Xtr, pca)

@@ -4,14 +4,14 @@ The oracle keeps the paper's two sets: the *active list* ``N^(t)`` of every trip
 found violated at a full check, and the current active set ``N_t ⊆ N^(t)`` of triplets
 with a positive hinge (:mod:`.oracle`). Between full checks (every ``check_every`` calls,
 an interval that adapts) only the active list is searched; a full check is a blocked
-impostor search (no n×n matrix, :mod:`.stream`) or a tree search (:mod:`..balltree`).
+impostor search (no n×n matrix, :mod:`.blocks.stream`) or a tree search (:mod:`..balltree`).
 At apparent convergence the drivers call :meth:`ActiveList.check`, a full check; new
 violations reopen the run (the final check of App. A.1).
 
 Bounded memory. ``memory_limit`` (bytes of working memory) caps the active list at
 ``memory_limit // BYTES_PER_TERM`` triplets and sizes the blocks of the full checks.
 When a full check at an accepted point (or any check) would exceed the cap, the
-list switches, once and for good, to the streaming mode of :mod:`.stream`: the
+list switches, once and for good, to the streaming mode of :mod:`.blocks.stream`: the
 objective, its (sub)gradient, the smoothed objective and the certificate's dual
 matrix are then computed exactly over all triplets by row blocks. The streaming
 smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
@@ -28,7 +28,7 @@ import numpy as np
 from .._sets import member, unique, unique_inverse
 from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
-from .stream import StreamingEvaluator, plan_blocks
+from .blocks.stream import StreamingEvaluator, plan_blocks
 
 #: bytes per listed triplet, counting the temporaries of a merge and a gradient update
 BYTES_PER_TERM = 256
@@ -61,7 +61,7 @@ class ActiveList:
     memory_limit : int or None
         Bytes of working memory (see the module docstring); ``None``: unbounded.
     executor : object, optional
-        Runs the block functions of :mod:`.stream` (full checks, streaming sums).
+        Runs the block functions of :mod:`.blocks.stream` (full checks, streaming sums).
     """
 
     def __init__(
@@ -195,7 +195,7 @@ class ActiveList:
         by at most ``δ = ‖M' − M‖_F · max ‖x_i − x_l‖²``, so every ``z`` by ``2δ``: when
         ``2δ < m`` the triplets violated at ``M'`` are among the kept ones, and their
         exact values decide. Brute-force searches run as the executor's block map
-        (:mod:`.stream`), tree searches in this process (remembered at ``M`` itself)."""
+        (:mod:`.blocks.stream`), tree searches in this process (remembered at ``M`` itself)."""
         Lc = self._components(M, components)
         out = self._recall(M, Lc)
         if out is None:
@@ -280,7 +280,7 @@ class ActiveList:
         return self._capped((f, G))
 
     def _go_streaming(self):
-        """Switch to exact evaluation over all triplets by row blocks (:mod:`.stream`)."""
+        """Switch to exact evaluation over all triplets by row blocks (:mod:`.blocks.stream`)."""
         self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
         # the drivers re-evaluate their points right after the switch, capped by the exact
@@ -335,13 +335,23 @@ class ActiveList:
                 self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
             self._next_check = self.calls + self._interval
         self.calls += 1
-        Z = self._Z = self._project(Lc)  # (kept for the factor gradient, ActiveSetOracle)
-        Dt = target_distances(Z, self.T)
-        d_il = row_distances(Z, self._pair_I, self._pair_L)
+        Dt, d_il = self._list_distances(Lc)
         z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
+
+    def _list_distances(self, Lc):
+        """The target distances (n × k) and the listed pairs' distances at ``Lc``; ``Z =
+        X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle). On the
+        executor's device when it has one (:meth:`.blocks.device.DeviceExecutor.list_distances`:
+        the products there, the values back)."""
+        on_device = getattr(self.executor, "list_distances", None)
+        if on_device is None:
+            Z = self._Z = self._project(Lc)
+            return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
+        self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
+        return Dt, d_il
 
     def _project(self, Lc):
         """``Z = X Lcᵀ`` into a buffer reused from call to call (a fresh ``n × r`` array

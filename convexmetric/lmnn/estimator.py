@@ -32,10 +32,11 @@ from .._validation import (
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..neighbors import loo_error, target_neighbors
 from ..problems import lmnn as P
-from .dask_executor import check_backend, executor_for
+from .blocks.dask_executor import check_backend, executor_for
+from .blocks.device import check_device
+from .blocks.predict import energy_chunk, knn_chunk, predict_blocks
 from .exact import solve_working_set
 from .passes import run_passes
-from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
 
@@ -103,9 +104,15 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
-        :mod:`convexmetric.lmnn.dask_executor`): the full checks, exact objectives and the streaming
-        mode's sums, and :meth:`predict`/:meth:`energy_predict` by test-row blocks. The
-        same algorithm as ``"local"`` (same iterates up to summation order).
+        :mod:`convexmetric.lmnn.blocks.dask_executor`): the full checks, exact
+        objectives and the streaming mode's sums, and :meth:`predict`/:meth:`energy_predict`
+        by test-row blocks. The same algorithm as ``"local"`` (same iterates up to summation order).
+    device : str or None, default=None
+        Where the block work runs in this process: None (or ``"cpu"``) NumPy;
+        ``"cuda"``, ``"cuda:N"`` a GPU through PyTorch or CuPy (``pip install
+        'convexmetric[gpu]'``); other strings in :mod:`convexmetric.lmnn.blocks.device`.
+        The full checks, exact objectives and streaming sums run on the device's arrays,
+        the solver and the certificate in NumPy float64; the triplets are the CPU's.
 
     Attributes
     ----------
@@ -139,6 +146,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         verbose=0,
         memory_limit=2**30,
         backend="local",
+        device=None,
     ):
         self.k = k
         self.mu = mu
@@ -159,6 +167,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
 
         self.memory_limit = memory_limit
         self.backend = backend
+        self.device = device
 
     def _validate_params(self):
         name = type(self).__name__
@@ -184,6 +193,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
 
         check_memory_limit(self.memory_limit, owner=name)
         check_backend(self.backend, owner=name)
+        check_device(self.device, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -317,7 +327,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
-            executor=executor_for(self.backend, owner=type(self).__name__),
+            executor=executor_for(self.backend, owner=type(self).__name__,
+                                  device=getattr(self, "device", None)),
         )
 
     def _mahalanobis_matrix(self):

@@ -18,11 +18,9 @@ stages, each an engine driver (:mod:`convexmetric.optim`):
    stage's full check reuses that objective's search), the factor drops its
    eigen-directions below ``rank_tol·λ_max`` (``L`` gets fewer rows: a distance costs
    ``rank`` products, not ``d``). The default
-   1e-3 sheds what phase 1's subgradient steps left behind at once (after phase 1 on
-   MNIST 60,000 × 164, 103 of 164 eigenvalues are above 1e-3·λ_max, 139 above 1e-4,
-   all above 1e-8; the optimum has 52–53): against 1e-8, the certified fit took 0.73×
-   the time on the MNIST sample, 0.82× on digits, 0.79× on raw 784 pixels, 0.87× at
-   60,000 points, at equal or lower objectives (every one certified to 1e-4).
+   1e-3 sheds at once the small eigen-directions phase 1's subgradient steps leave
+   behind (the optimum has far lower rank than phase 1's iterate), at equal or lower
+   certified objectives (the measurements are in ``benchmarks/TUNING.md``).
    ``refine="fista"``: FISTA with continuation on ``M`` over the PSD cone instead.
 3. **Closing the gap** (:func:`convexmetric.optim.escape.close_gap`): a factor descent
    can stop at a Burer–Monteiro saddle, and which one depends on rounding; escapes along
@@ -196,7 +194,7 @@ def _phase1(oracle, M0, s):
     """App. A's subgradient phase; returns its result with ``matrix`` the metric ``M``."""
     # before a refinement, phase 1 only finds the active set and the scale: it hands over
     # once it gains under 1% in 10 iterations (the refinement's L-BFGS does the rest far
-    # faster: on the MNIST sample 50 iterations instead of 220, 15 s less, same result)
+    # faster, to the same result: benchmarks/TUNING.md)
     rtol, patience = (HANDOVER_RTOL, 10) if s.refine else (1e-4, 20)
     ps = s.phase1_settings or SubgradientSettings(max_iter=s.max_iter, rtol=rtol,
                                                   patience=patience, step_scale=0.3)  # fmt: skip
@@ -395,4 +393,7 @@ def _mode_info(oracle):
         info.update(stream_evaluations=oracle.stream.evaluations,
                     stream_block_rows=oracle.stream.block_rows,
                     switched_after_calls=getattr(oracle, "switched_at", None))  # fmt: skip
+    stream = getattr(oracle, "stream", None)
+    if stream is not None:  # the block work's wall time (full checks, streamed sums)
+        info.update(block_seconds=stream.seconds, block_executor=stream.executor.name)
     return info

@@ -8,7 +8,7 @@ joined later holds nothing and raises :class:`WorkerDataMissing` (the client the
 sends the data again).
 
 A worker runs several tasks at once in its threads; each thread has its own
-:class:`~.blocks.Workspace` per fit (``STORE[token]["workspaces"]``, keyed by thread), so
+:class:`~.data.Workspace` per fit (``STORE[token]["workspaces"]``, keyed by thread), so
 no two tasks ever share a buffer or a projection.
 """
 
@@ -18,8 +18,8 @@ import threading
 
 import numpy as np
 
-from .._sets import member, union
-from .blocks import Workspace
+from ..._sets import member, union
+from .data import Workspace
 
 
 class WorkerDataMissing(RuntimeError):

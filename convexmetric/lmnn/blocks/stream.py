@@ -28,7 +28,7 @@ triplets ``(i, j, l)`` (each differently labelled pair once, by symmetry:
 this process; a distributed executor (Dask, :mod:`.dask_executor`) ships the data once
 (``scatter``) and runs ``map_blocks`` / ``map_terms`` on its workers. Every block of one
 evaluation shares ``Z = X Lᵀ`` and the float32 search matrix, computed once per process
-(:func:`~.blocks.project`).
+(:func:`~.data.project`).
 
 Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
 :func:`plan_blocks` sizes both from the budget.
@@ -36,13 +36,14 @@ Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk ·
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 
-from .._sets import unique
-from ..linalg import row_distances
-from ..problems.lmnn import TooManyTerms
-from .blocks import (  # noqa: F401 (the block helpers, importable from here as before)
+from ..._sets import unique
+from ...problems.lmnn import TooManyTerms
+from .data import (  # noqa: F401 (the block helpers, importable from here as before)
     BYTES_PER_BLOCK_CELL,
     Projection,
     StreamData,
@@ -52,11 +53,22 @@ from .blocks import (  # noqa: F401 (the block helpers, importable from here as 
     row_blocks,
 )
 from .full_check import collect_terms, terms_block
+from .xp import (
+    astype,
+    concat,
+    device_of,
+    is_numpy,
+    namespace,
+    row_distances,
+    take,
+    to_device,
+    to_numpy,
+)
 
 
 class LocalExecutor:
     """Runs block functions in this process, one block after another, with one
-    :class:`~.blocks.Workspace` (an executor serves one thread)."""
+    :class:`~.data.Workspace` (an executor serves one thread)."""
 
     name = "local"
 
@@ -97,26 +109,36 @@ def _candidates(rows, data, L, rtol, ws):
     """Step 1 of the module docstring for one block: ``(Z, D_target, ii, ll)``.
 
     ``(rows[ii], ll)`` are candidate impostor pairs (a superset of those with a positive
-    hinge term); ``D_target`` are the exact target distances of the rows."""
-    _, y, T = data
+    hinge term); ``D_target`` are the exact target distances of the rows. ``rows`` is a
+    host index array; the others are of the data's namespace (:mod:`.xp`)."""
+    T = data.targets
     P = ws.project(data, L)
-    Z = P.Z
-    Zb = Z[rows]
-    Dt = np.stack([row_distances(Z, rows, T[rows, s]) for s in range(T.shape[1])], axis=1)
-    radius = Dt.max(axis=1) + 1.0
+    xp, Z = namespace(P.Z), P.Z
+    rd = to_device(rows, Z)
+    Dt = xp.stack([row_distances(xp, Z, rd, take(xp, T[:, s], rd)) for s in range(T.shape[1])],
+                  axis=1)  # fmt: skip
+    radius = xp.max(Dt, axis=1) + 1.0
     # ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 > (‖z_i‖² − r_i)/2, the ‖z_l‖²/2 column
     # folded into one float32 GEMM, r_i widened (relative rtol, absolute rtol·max‖z‖²)
-    A = np.zeros((len(rows), Z.shape[1] + 2), np.float32)
-    A[:, :-2] = Zb
-    A[:, -2] = 1.0
-    G = A @ P.B.T
-    c0, c1 = P.ranges[y[rows[0]].item()]
-    G[:, c0:c1] = -np.inf  # the block's own class: never an impostor
-    thr = 0.5 * (P.sq[rows] - radius * (1 + rtol) - rtol * P.scale)
-    flat = np.flatnonzero(G > thr[:, None].astype(np.float32))
+    G = _row_matrix(xp, take(xp, Z, rd)) @ P.B.T
+    c0, c1 = P.ranges[P.labels[rows[0]].item()]
+    G[:, c0:c1] = -float("inf")  # the block's own class: never an impostor
+    thr = 0.5 * (take(xp, P.sq, rd) - radius * (1 + rtol) - rtol * P.scale)
+    ii, ll = xp.nonzero(G > astype(xp, thr[:, None], xp.float32))
     del G
-    ii, ll = np.divmod(flat, len(P.order))
-    return Z, Dt, ii, P.order[ll]
+    return Z, Dt, ii, take(xp, P.order, ll)
+
+
+def _row_matrix(xp, Zb):
+    """float32 ``[z_i, 1, 0]``: times ``B``'s rows, ``z_i·z_l − ‖z_l‖²/2``."""
+    if is_numpy(xp):
+        A = np.zeros((len(Zb), Zb.shape[1] + 2), np.float32)
+        A[:, :-2] = Zb
+        A[:, -2] = 1.0
+        return A
+    dev = device_of(Zb)
+    one = xp.ones((Zb.shape[0], 1), dtype=xp.float32, device=dev)
+    return concat(xp, [astype(xp, Zb, xp.float32), one, xp.zeros_like(one)], axis=1)
 
 
 def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None,
@@ -160,53 +182,92 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     d = X.shape[1]
     ws = ws if ws is not None else Workspace()
     Z, Dt, ii, ll = _candidates(rows, data, L, rtol, ws)
+    xp = namespace(Z)
+    rd = to_device(rows, Z)
     out = {"value": 0.0, "lam": 0.0, "count": 0, "G": np.zeros((d, d)) if grad else None}
-    pull_w = np.zeros((len(rows), T.shape[1]))
+    pull_w = xp.zeros((len(rows), T.shape[1]), dtype=xp.float64, device=device_of(Z))
     listed = []
-    for s in range(0, len(ii), chunk):
+    for s in range(0, ii.shape[0], chunk):
         # 2. exact hinge arguments in double precision, from the differences
-        ic, lc = ii[s : s + chunk], ll[s : s + chunk]
-        H = 1.0 + Dt[ic] - row_distances(Z, rows[ic], lc)[:, None]  # (c, k)
+        e = min(s + chunk, ii.shape[0])  # (in bounds: the standard leaves the rest open)
+        ic, lc = ii[s:e], ll[s:e]
+        H = 1.0 + take(xp, Dt, ic) - row_distances(xp, Z, take(xp, rd, ic), lc)[:, None]  # (c, k)
         pos = H > 0
-        out["count"] += int(np.count_nonzero(pos))
+        out["count"] += int(xp.count_nonzero(pos))
         if sigma is None:
-            lam = pos.astype(float)
-            out["value"] += float(H[pos].sum())
+            lam = astype(xp, pos, xp.float64)
+            out["value"] += float(xp.sum(H[pos]))
         else:
-            lam = np.clip(H / sigma, 0.0, 1.0)
-            out["value"] += float(np.sum(lam * H - 0.5 * sigma * lam**2))
-        out["lam"] += float(lam.sum())
+            lam = xp.clip(H / sigma, 0.0, 1.0)
+            out["value"] += float(xp.sum(lam * H - 0.5 * sigma * lam**2))
+        out["lam"] += float(xp.sum(lam))
         if triplets:
-            listed.append(_listed(rows[ic], T[rows[ic]], lc, lam))
+            listed.append(_listed(xp, take(xp, rd, ic), take(xp, T, take(xp, rd, ic)), lc, lam))
         if cap is not None and out["value"] > cap:
             return {"value": np.inf, "lam": np.inf, "count": out["count"], "G": out["G"]}
         if not grad:
             continue
-        pull_w += np.stack([np.bincount(ic, lam[:, q], len(rows)) for q in range(H.shape[1])], 1)
+        pull_w += _row_sums(xp, ic, lam, len(rows))
         # 3. push part Σ w_il (x_i − x_l)(x_i − x_l)ᵀ = Xᵀ(D − W)X, W sparse (b × n)
-        w = lam.sum(axis=1)
+        w = xp.sum(lam, axis=1)
         keep = w > 0
-        if keep.any():
-            out["G"] -= _pair_block(X, rows, ic[keep], lc[keep], w[keep])
+        if bool(xp.any(keep)):
+            out["G"] -= _pair_block(xp, X, rd, ic[keep], lc[keep], w[keep])
     if grad:
-        U = X[rows][:, None, :] - X[T[rows]]  # (b, k, d): the target differences
-        for q in range(T.shape[1]):
-            out["G"] += (U[:, q].T * pull_w[:, q]) @ U[:, q]
+        for part in _pull_parts(xp, X, rd, take(xp, T, rd), pull_w):
+            out["G"] += part
     if triplets:
         e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]
         out["triplets"] = tuple(np.concatenate(p) for p in zip(e, *listed))
     return out
 
 
-def _listed(i, targets, l, lam):
-    """The triplets ``(i, targets[:, q], l)`` with ``λ > 0`` and their ``λ`` (c × k)."""
-    c, q = np.nonzero(lam > 0)
-    return i[c], targets[c, q], l[c], lam[c, q]
+def _listed(xp, i, targets, l, lam):
+    """The triplets ``(i, targets[:, q], l)`` with ``λ > 0`` and their ``λ`` (c × k), on
+    the host: int64 ``I, J, L`` and float64 ``λ``."""
+    c, q = xp.nonzero(lam > 0)
+    if is_numpy(xp):
+        return i[c], targets[c, q], l[c], lam[c, q]
+    k = lam.shape[1]
+    flat = c * k + q
+    J = xp.take(xp.reshape(targets, (-1,)), flat)
+    lam_cq = xp.take(xp.reshape(lam, (-1,)), flat)
+    return tuple(to_numpy(v) for v in (take(xp, i, c), J, take(xp, l, c), lam_cq))
 
 
-def _pair_block(X, rows, ic, lc, w):
-    """``Σ_t w_t (x_{rows[ic_t]} − x_{lc_t})(…)ᵀ`` through one sparse ``b × n`` matrix."""
+def _row_sums(xp, ic, lam, b):
+    """``(b, k)``: the rows of ``lam`` added up by block row ``ic`` (sorted ascending)."""
+    if is_numpy(xp):
+        return np.stack([np.bincount(ic, lam[:, q], b) for q in range(lam.shape[1])], 1)
+    # no scatter-add in the standard: ``ic`` is sorted (row-major nonzero), so a row's
+    # entries are one run, its sum a difference of cumulative sums
+    zero = xp.zeros((1, lam.shape[1]), dtype=lam.dtype, device=device_of(lam))
+    cs = concat(xp, [zero, xp.cumulative_sum(lam, axis=0)])
+    edges = xp.searchsorted(ic, xp.arange(b + 1, dtype=ic.dtype, device=device_of(ic)))
+    return take(xp, cs, edges[1:]) - take(xp, cs, edges[:-1])
+
+
+def _pull_parts(xp, X, rd, targets, pull_w):
+    """``Σ_i pull_w[i, q] (x_i − x_{t_iq})(…)ᵀ`` for each target slot ``q`` (host d × d)."""
+    if is_numpy(xp):
+        U = X[rd][:, None, :] - X[targets]  # (b, k, d): the target differences
+        for q in range(targets.shape[1]):
+            yield (U[:, q].T * pull_w[:, q]) @ U[:, q]
+        return
+    Xb = take(xp, X, rd)
+    for q in range(targets.shape[1]):
+        U = Xb - take(xp, X, targets[:, q])
+        yield to_numpy((xp.matrix_transpose(U) * pull_w[:, q]) @ U)
+
+
+def _pair_block(xp, X, rd, ic, lc, w):
+    """``Σ_t w_t (x_{rows[ic_t]} − x_{lc_t})(…)ᵀ`` (host d × d): on NumPy through one
+    sparse ``b × n`` matrix, elsewhere as one product of the differences."""
     n, d = X.shape
+    if not is_numpy(xp):
+        U = take(xp, X, take(xp, rd, ic)) - take(xp, X, lc)
+        return to_numpy((xp.matrix_transpose(U) * w) @ U)
+    rows = rd
     if len(ic) * d <= 20_000:
         U = X[rows[ic]] - X[lc]
         return (U.T * w) @ U
@@ -239,11 +300,14 @@ class StreamingEvaluator:
     def __init__(self, X, y, targets, mu, pull, *, memory_limit=None, executor=None):
         self.mu, self.pull = mu, pull
         n, d = X.shape
-        self.block_rows, self.chunk = plan_blocks(n, d, targets.shape[1], memory_limit)
-        self.blocks = row_blocks(y, self.block_rows)
         self.executor = executor if executor is not None else LocalExecutor()
+        # an executor of its own memory (a device) sizes its blocks itself
+        plan = getattr(self.executor, "plan_blocks", plan_blocks)
+        self.block_rows, self.chunk = plan(n, d, targets.shape[1], memory_limit)
+        self.blocks = row_blocks(y, self.block_rows)
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = self.checks = 0
+        self.seconds = 0.0  #: wall time spent in the block functions (all calls)
 
     def terms(self, L, max_terms=None, margin=0.0):
         """The violated triplets at ``M = LᵀL``: int64 arrays ``(I, J, L)`` (a full check
@@ -251,12 +315,14 @@ class StreamingEvaluator:
         Past ``max_terms`` raises :class:`TooManyTerms`."""
         self.checks += 1
         kw = {"margin": margin} if margin else {}
+        start = time.perf_counter()
         try:
             parts = self.executor.map_terms(terms_block, self.blocks, self.data, L,
                                             max_terms=max_terms, chunk=self.chunk,
                                             **kw)  # fmt: skip
         finally:
             self.executor.release()
+            self.seconds += time.perf_counter() - start
         if not parts:
             e = np.empty(0, np.int64)
             return e, e, e
@@ -268,9 +334,11 @@ class StreamingEvaluator:
 
         ``cap``: give up once ``Σ φ`` is known to exceed it (``value = inf``)."""
         self.evaluations += 1
+        start = time.perf_counter()
         parts = self.executor.map_blocks(
             hinge_block, self.blocks, self.data, L, sigma, grad=grad, chunk=self.chunk, cap=cap
         )
+        self.seconds += time.perf_counter() - start
         total = {"value": 0.0, "lam": 0.0, "count": 0, "G": None}
         for p in parts:
             total["value"] += p["value"]
@@ -309,8 +377,10 @@ class StreamingEvaluator:
     def multipliers(self, L, sigma):
         """The triplets with ``λ = clip(z/σ, 0, 1) > 0`` at ``M = LᵀL`` and their ``λ``
         (the dual point of :meth:`dual`): int64 ``I, J, L`` and float64 ``λ``."""
+        start = time.perf_counter()
         parts = self.executor.map_blocks(hinge_block, self.blocks, self.data, L, sigma,
                                          grad=False, chunk=self.chunk, triplets=True)  # fmt: skip
+        self.seconds += time.perf_counter() - start
         # (a Dask task adds its blocks' dicts up: their tuples come concatenated)
         listed = [q["triplets"][s : s + 4] for q in parts for s in range(0, len(q["triplets"]), 4)]
         e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]

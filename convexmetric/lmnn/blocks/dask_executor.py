@@ -90,11 +90,21 @@ def check_backend(value, owner="LMNN"):
     )
 
 
-def executor_for(backend, owner="LMNN", **kwargs):
+def executor_for(backend, owner="LMNN", device=None, **kwargs):
     """The executor of ``backend``: ``None`` (in-process) for "local", a
-    :class:`DaskExecutor` on the running Client for "dask".
+    :class:`DaskExecutor` on the running Client for "dask"; with a ``device`` (not
+    None or "cpu"), a :class:`~.device.DeviceExecutor` in this process.
 
     Raises ValueError naming 'backend' when no Client is running."""
+    if device not in (None, "cpu"):
+        if check_backend(backend, owner) != "local":
+            raise ValueError(
+                f"{owner}(device={device!r}) runs the block work in this process: "
+                f"'backend' must be 'local' with a device. Got {backend!r} instead."
+            )
+        from .device import DeviceExecutor
+
+        return DeviceExecutor(device, owner=owner)
     if check_backend(backend, owner) == "local":
         return None
     distributed = _require_distributed(owner)
@@ -142,7 +152,7 @@ class DaskExecutor:
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
-        """Send ``data`` (a :class:`~.blocks.StreamData`) to every worker's store.
+        """Send ``data`` (a :class:`~.data.StreamData`) to every worker's store.
 
         Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
         so that it can be sent again after a worker failure."""

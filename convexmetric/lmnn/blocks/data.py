@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..linalg import target_distances
+from .xp import device_of, is_numpy, namespace, take, target_distances, to_device, to_numpy
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
 BYTES_PER_BLOCK_CELL = 16
@@ -54,17 +54,21 @@ def row_blocks(y, block_rows):
 
 
 class Projection(NamedTuple):
-    """``Z = X Lᵀ`` and the search matrices of the candidate step, shared by all blocks."""
+    """``Z = X Lᵀ`` and the search matrices of the candidate step, shared by all blocks.
 
-    X: np.ndarray
-    L: np.ndarray
-    Z: np.ndarray
-    sq: np.ndarray  #: ‖z_i‖²
-    B: np.ndarray  #: float32 ``[z_l, −‖z_l‖²/2, 1]``, rows sorted by class (``order``)
-    order: np.ndarray
+    The arrays are of the data's namespace and device (:mod:`.xp`); ``L``, ``labels``,
+    ``ranges`` and ``scale`` are host values (NumPy, Python)."""
+
+    X: object
+    L: np.ndarray  #: host copy of the components (compared, never computed with)
+    Z: object
+    sq: object  #: ‖z_i‖²
+    B: object  #: float32 ``[z_l, −‖z_l‖²/2, 1]``, rows sorted by class (``order``)
+    order: object
     ranges: dict  #: class → (first, end) of its rows in ``order``
     scale: float  #: ``max ‖z‖² + 1``
-    Dt: np.ndarray  #: (n, k) exact target distances ``‖z_i − z_j‖²``
+    Dt: object  #: (n, k) exact target distances ``‖z_i − z_j‖²``
+    labels: np.ndarray  #: host labels (a block's class is ``labels[rows[0]]``)
 
 
 class Workspace:
@@ -118,18 +122,30 @@ def project(data, L, ws=None):
 
 def _projection(data, L):
     X, y, T = data
-    Z = X @ L.T
-    sq = np.einsum("ij,ij->i", Z, Z)
-    order = np.argsort(y, kind="stable")
-    ys = np.asarray(y)[order]
+    xp = namespace(X)
+    labels = to_numpy(y)
+    Z = X @ to_device(L, X).T
+    sq = xp.sum(Z * Z, axis=1) if not is_numpy(xp) else np.einsum("ij,ij->i", Z, Z)
+    order_h = np.argsort(labels, kind="stable")
+    ys = labels[order_h]
     starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
     ends = np.r_[starts[1:], len(ys)]
+    order = to_device(order_h, X)
     r = Z.shape[1]
-    B = np.empty((len(order), r + 2), np.float32)
-    B[:, :r] = Z[order]
-    B[:, r] = -0.5 * sq[order]
+    Zo, so = take(xp, Z, order), take(xp, sq, order)
+    ones = xp.ones((len(order_h), 1), dtype=xp.float32, device=device_of(X))
+    B = xp.concat([xp.astype(Zo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32), ones],
+                  axis=1) if not is_numpy(xp) else _search_matrix(Zo, so, r)  # fmt: skip
+    ranges = {ys[a].item(): (int(a), int(e)) for a, e in zip(starts, ends)}
+    Dt = target_distances(xp, Z, T)
+    scale = float(xp.max(sq)) + 1.0 if sq.shape[0] else 1.0
+    return Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges, scale, Dt, labels)
+
+
+def _search_matrix(Zo, so, r):
+    """NumPy's ``B`` written in place (no concatenated temporaries)."""
+    B = np.empty((len(so), r + 2), np.float32)
+    B[:, :r] = Zo
+    B[:, r] = -0.5 * so
     B[:, r + 1] = 1.0
-    ranges = {ys[a].item(): (a, e) for a, e in zip(starts, ends)}
-    Dt = target_distances(Z, T)
-    return Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges,
-                      float(sq.max(initial=0.0)) + 1.0, Dt)  # fmt: skip
+    return B

@@ -1,7 +1,7 @@
 """kNN and energy prediction (eq. 15) by blocks of test rows, through an executor.
 
 In this process one call covers all rows; on a Dask cluster
-(:class:`~convexmetric.lmnn.dask_executor.DaskExecutor`) the training side goes to the
+(:class:`~convexmetric.lmnn.blocks.dask_executor.DaskExecutor`) the training side goes to the
 workers' stores once and each block of test rows travels with its task.
 """
 
@@ -18,7 +18,7 @@ def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):
     test rows, results concatenated.
 
     ``executor=None`` calls ``fn`` once on all rows in this process; a
-    :class:`~convexmetric.lmnn.dask_executor.DaskExecutor` sends ``data`` (the training
+    :class:`~convexmetric.lmnn.blocks.dask_executor.DaskExecutor` sends ``data`` (the training
     side) to the workers' stores once and maps ``fn`` over the blocks, each travelling
     with its task. ``Q`` may be a tuple of arrays with the same rows (cut together)."""
     if executor is None:
@@ -40,7 +40,7 @@ def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):
 
 def knn_chunk(Z, data, k):
     """kNN labels (encoded) of the rows ``Z``; ``data = (Z_train, y_train)``."""
-    from ..neighbors import knn_predict
+    from ...neighbors import knn_predict
 
     return knn_predict(data[0], data[1], Z, k)
 
@@ -49,7 +49,7 @@ def energy_chunk(Q, data):
     """Energy-based labels (eq. 15) of the test rows ``Q = (X, test_clusters)``;
     ``data``: the keyword arguments of :func:`~convexmetric.energy.energy_predict`
     without ``X_test`` and ``test_clusters``."""
-    from .energy import energy_predict
+    from ..energy import energy_predict
 
     X, tc = Q
     return energy_predict(X_test=X, test_clusters=tc, **data)
