@@ -80,7 +80,7 @@ nitpick_ignore = [
     # and kernel helpers): their docstrings are in the source; this site documents the
     # public API and the helpers a user meets
     ("py:mod", "convexmetric.lmnn.passes"),
-    ("py:mod", "convexmetric.lmnn.dask_executor"),
+    ("py:mod", "convexmetric.lmnn.blocks.dask_executor"),
     ("py:mod", "convexmetric.poe.diagonal"),
     ("py:mod", "convexmetric.balltree"),
     ("py:func", "convexmetric.metrics.distance_roc_auc"),

@@ -109,8 +109,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         by test-row blocks. The same algorithm as ``"local"`` (same iterates up to summation order).
     device : str or None, default=None
         Where the block work runs in this process: None (or ``"cpu"``) NumPy;
-        ``"cuda"``, ``"cuda:N"`` a GPU through PyTorch or CuPy (``pip install
-        'convexmetric[gpu]'``); other strings in :mod:`convexmetric.lmnn.blocks.device`.
+        ``"cuda"`` or ``"cuda:N"`` a GPU through PyTorch or CuPy (``pip install
+        'convexmetric[gpu]'``); ``"torch:DEVICE"``, ``"cupy[:N]"`` a library named.
         The full checks, exact objectives and streaming sums run on the device's arrays,
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
 
