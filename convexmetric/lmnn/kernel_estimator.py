@@ -8,7 +8,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import kernels
 from .._convergence import warn_unconverged
-from .._mahalanobis import MahalanobisMixin
+from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._renamed import DEPRECATED
 from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .._verbose import log_summary, logging_to_stderr, progress_callback
@@ -186,6 +186,10 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
             The transformed points.
         """
         return self.kernel_rows(X) @ self.components_.T
+
+    def _point_map(self):
+        return kernel_point_map(self.kernel, self._X, getattr(self, "gamma_", None),
+                                self.components_)  # fmt: skip
 
     def _queries(self, X):
         return self.kernel_rows(X)  # kernel rows: the hooks' queries

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._mahalanobis import MahalanobisMixin
+from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._validation import check_choice, check_matrix, check_scalar
 from ..kernels import check_kernel, linear_kernel, rbf_kernel
 from ..problems import poe as formulations
@@ -185,6 +185,12 @@ class POE(MahalanobisMixin, _POEBase):
             "Mahalanobis matrix on the inputs (kernel=None or 'linear' have one); "
             "pair_distance and get_metric work for every kernel."
         )
+
+    def _point_map(self):
+        self._check_fitted()
+        kind = self.kernel if self.kernel in ("linear", "rbf") else None
+        return kernel_point_map(kind, getattr(self, "X_fit_", None), getattr(self, "gamma_", None),
+                                self.components_)  # fmt: skip
 
     def transform(self, X):
         """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values.
