@@ -35,7 +35,7 @@ ESTIMATORS = [
     OASIS(max_iter=200, random_state=0),
     DiagonalAROMA(max_iter=200, random_state=0),
     FactoredAROMA(max_iter=200, random_state=0),
-    SSNE(n_components=4, n_epochs=3, random_state=0),
+    SSNE(n_components=4, max_iter=3, random_state=0),
     HyperbolicPCA(n_components=2, n_pairs=100, random_state=0),
     OperatorSimilarity(max_iter=500, n_pairs=100, random_state=0),
 ]
