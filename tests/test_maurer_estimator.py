@@ -43,7 +43,8 @@ def test_pairs_from_arrays():
 def test_estimator_solvers_agree(iris, solver, verified):
     pairs = balanced_pairs(*iris, 300, random_state=0)
     exact = OperatorSimilarity(reg_weight=0.05, solver="exact").fit(pairs)
-    m = OperatorSimilarity(reg_weight=0.05, solver=solver, max_iter=40_000, random_state=0).fit(pairs)
+    m = OperatorSimilarity(reg_weight=0.05, solver=solver, max_iter=40_000, random_state=0)
+    m.fit(pairs)
     assert m.objective_ == pytest.approx(m.result_.objective, rel=1e-6)
     error = (m.objective_ - exact.objective_) / exact.objective_
     if solver == "subgradient":
@@ -68,7 +69,8 @@ def test_kernel_exact_and_sgd_agree():
     y = np.repeat([0, 1, 2], 4)
     pairs = label_pairs(X, y, 150, random_state=0)
     exact = OperatorSimilarity(reg_weight=0.05, kernel="maurer", solver="exact").fit(pairs)
-    sgd = OperatorSimilarity(reg_weight=0.05, kernel="maurer", max_iter=60_000, random_state=0).fit(pairs)
+    sgd = OperatorSimilarity(reg_weight=0.05, kernel="maurer", max_iter=60_000, random_state=0)
+    sgd.fit(pairs)
     assert -1e-6 <= (sgd.objective_ - exact.objective_) / exact.objective_ <= 2e-2
     assert sgd.result_.status == "completed"  # no certified claim at this gap
     assert sgd.transform(X).shape[0] == 12 and sgd.metric_.shape == (12, 12)

@@ -38,7 +38,8 @@ def _maurer_fit(kind):
     X, y = _maurer_data()
     if kind == "sgd":  # the default solver; this instance certifies within 1e-4
         pairs = balanced_pairs(X, y, 100, random_state=0)
-        return OperatorSimilarity(reg_weight=0.4, max_iter=20_000, random_state=0).fit(pairs), (pairs,)
+        est = OperatorSimilarity(reg_weight=0.4, max_iter=20_000, random_state=0)
+        return est.fit(pairs), (pairs,)
     if kind == "trace":
         pairs = balanced_pairs(X, y, 120, random_state=1)
         est = OperatorSimilarity(reg_weight=0.05, solver="subgradient", regularizer="trace")
