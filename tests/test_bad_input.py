@@ -231,6 +231,7 @@ PARAMS = {
     },
     "MultiMetricLMNN": {
         **_LMNN_COMMON,
+        "max_iter": _bad_int(2),
         "n_clusters": _bad_int(1, N, none_ok=True),
         "time_limit": _bad_float(0.0, none_ok=True),
         "conic_solver": _bad_choice(["CLARABEL", "SCS"]),

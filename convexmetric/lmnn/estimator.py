@@ -61,7 +61,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
     refine : bool, default=True
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
-        Seconds; the best iterate so far is returned with status ``"user_limit"``.
+        Seconds for the whole fit (every pass); the best iterate so far is returned with
+        status ``"user_limit"``.
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
     predict_k : int or None

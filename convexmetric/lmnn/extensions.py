@@ -131,6 +131,7 @@ class MultiMetricLMNN(LMNNBase):
         """
         name = type(self).__name__
         self._check_shared_params()
+        check_scalar(self.max_iter, "max_iter", int, min_val=2, owner=name)  # start + metrics
         clock = Deadline(self.time_limit)  # one deadline for the whole fit
         X, y, counts = self._check_data(X, y)
         g, c = self._clusters(X, y)
@@ -138,7 +139,7 @@ class MultiMetricLMNN(LMNNBase):
         mu = float(self.mu)
         # only a start: certified to 1e-2 is plenty (the multi-metric optimum is far away)
         self.single_ = LMNN(k=self.k_, mu=mu, solver=self.solver, verbose=self.verbose,
-                            tol=max(float(self.tol), 1e-2), max_iter=self.max_iter,
+                            tol=max(float(self.tol), 1e-2), max_iter=self.max_iter - 1,
                             time_limit=self.time_limit)  # fmt: skip
         with warnings.catch_warnings():  # a start short of 1e-2 is still a start
             warnings.simplefilter("ignore", ConvergenceWarning)
@@ -149,7 +150,7 @@ class MultiMetricLMNN(LMNNBase):
         else:
             left = clock.remaining()
             res = SM.solve(X, y, T, mu, g, c, M0=self.single_.metric_, max_iter=1,
-                           max_iterations=max(self.max_iter - used, 0), tol=float(self.tol),
+                           max_iterations=self.max_iter - used, tol=float(self.tol),
                            time_limit=None if left is None else max(left, 1e-9))  # fmt: skip
             res.iterations += used
             warn_unconverged(self, res)
