@@ -36,11 +36,12 @@ def is_deprecated(value):
     return isinstance(value, str) and value == DEPRECATED
 
 
-def renamed(est, old, new, *, convert=None):
+def renamed(est, old, new, *, convert=None, hint=""):
     """The value of ``new`` for this fit: ``old``'s value (with a FutureWarning) if given.
 
     ``convert(value)`` maps the old name's value onto the new name's meaning (for a
-    rename that also changes units, such as SSNE's ``n_epochs`` → ``max_iter``).
+    rename that also changes units, such as SSNE's ``n_epochs`` → ``max_iter``); ``hint``
+    ends the warning.
     """
     name = type(est).__name__
     old_value, new_value = getattr(est, old), getattr(est, new)
@@ -55,7 +56,7 @@ def renamed(est, old, new, *, convert=None):
     value = old_value if convert is None else convert(old_value)
     warnings.warn(
         f"The '{old}' parameter of {name} was renamed '{new}' in 0.2 and '{old}' will be "
-        f"removed in {REMOVED_IN}; pass {new}={value!r} instead.",
+        f"removed in {REMOVED_IN}; pass {new}={value!r} instead.{hint}",
         FutureWarning,
         stacklevel=3,
     )

@@ -41,6 +41,12 @@ from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 logger = logging.getLogger("convexmetric.lmnn")
 
 
+_N_NEIGHBORS = (
+    " It only ever set the k of predict, never the target neighbours: those are 'k' "
+    "(metric-learn's n_neighbors; convexmetric.metric_learn.LMNN takes metric-learn's names)."
+)
+
+
 class SmallClassWarning(UserWarning):
     """A class has ``k`` members or fewer: the fit uses fewer target neighbours."""
 
@@ -97,7 +103,7 @@ class LMNNBase(ClassifierMixin, BaseEstimator):
             check_choice(str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"),
                          owner=name)  # fmt: skip
         check_verbose(self.verbose, name)
-        predict_k = renamed(self, "n_neighbors", "predict_k")
+        predict_k = renamed(self, "n_neighbors", "predict_k", hint=_N_NEIGHBORS)
         if predict_k is not None:
             check_scalar(predict_k, "predict_k", int, min_val=1, owner=name)
         self._predict_k = predict_k
