@@ -56,7 +56,7 @@ def test_regularization_is_one_minus_mu_and_convergence_tol_is_tol():
 
 def test_no_equivalent_raises_naming_the_equivalent():
     X, y = load_iris(return_X_y=True)
-    with pytest.raises(ValueError, match="min_iter=10 has no equivalent.*convergence_tol"):
+    with pytest.raises(ValueError, match=r"min_iter=10 has no equivalent.*convergence_tol"):
         LMNN(min_iter=10).fit(X, y)
     with pytest.raises(ValueError, match="'regularization'"):
         LMNN(regularization=1.5).fit(X, y)
