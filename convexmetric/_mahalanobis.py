@@ -76,16 +76,18 @@ class MahalanobisMixin(OutputNamesMixin):
         """
         check_is_fitted(self)
         embed = self._point_map()
-        asarray, sqrt = np.asarray, np.sqrt
+        squeeze, atleast_1d, sqrt = np.squeeze, np.atleast_1d, np.sqrt
 
         def metric(u, v, squared=False):
-            u, v = asarray(u, dtype=float), asarray(v, dtype=float)
+            # as scipy.spatial.distance's validate_vector: lists, (1, d) rows and scalars
+            u = atleast_1d(squeeze(np.asarray(u, dtype=float)))
+            v = atleast_1d(squeeze(np.asarray(v, dtype=float)))
             if u.ndim != 1 or v.ndim != 1:
                 raise ValueError(
                     f"the metric takes two 1-dimensional points; got shapes {u.shape} and "
                     f"{v.shape}."
                 )
-            du = embed(u) - embed(v)
+            du = atleast_1d(embed(u) - embed(v))
             d2 = float(du @ du)
             return d2 if squared else float(sqrt(d2))
 

@@ -138,6 +138,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
             raise ValueError(f"The 'init' parameter of LMNN must be one of {_INITS} or an "
                              f"array. Got {self.init!r} instead.")  # fmt: skip
         verbose = int(check_bool(bool(self.verbose), "verbose", owner=own))
+        d = self._n_features
+        if self.n_components is not None and not (
+            isinstance(self.n_components, int | np.integer) and 1 <= self.n_components <= d
+        ):
+            raise ValueError(f"Invalid n_components, must be in [1, {d}]")  # metric-learn's
         return dict(k=k, mu=1.0 - reg, max_iter=self.max_iter, tol=tol, verbose=verbose,
                     n_components=self.n_components, random_state=self.random_state)  # fmt: skip
 
@@ -156,23 +161,40 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         self
             The fitted estimator.
         """
-        self.preprocessor_ = self.preprocessor
+        self._check_preprocessor()
         X = self._points(X)
+        self._n_features = np.shape(X)[-1]
         self.lmnn_ = _LMNN(**self._settings()).fit(X, y)
         self.components_ = np.array(self.lmnn_.components_)
         self.n_iter_ = self.lmnn_.n_iter_
         self.n_features_in_ = self.lmnn_.n_features_in_
         return self
 
-    def _points(self, X):
-        """``X`` itself, or the points its indices name through the preprocessor."""
+    def _check_preprocessor(self):
+        """metric-learn's: set ``preprocessor_``."""
+        self.preprocessor_ = self.preprocessor
+
+    def _points(self, X, tuples=False):
+        """``X`` itself, or the points its indices name through the preprocessor; with
+        metric-learn's messages for inputs of the wrong dimension."""
         p = getattr(self, "preprocessor_", self.preprocessor)
-        if p is None:
+        arr = np.asarray(X)
+        indices = p is not None and np.issubdtype(arr.dtype, np.integer)
+        want = (2 if tuples else 1) if indices else (3 if tuples else 2)
+        if arr.ndim != want:
+            what = "tuples" if tuples else "points"
+            raise ValueError(
+                f"{want}D array of formed {what} expected by LMNN. Found {arr.ndim}D array "
+                f"instead:\ninput={arr}. Reshape your data and/or use a preprocessor.\n"
+            )
+        if tuples and arr.shape[1] != 2:
+            raise ValueError(
+                f"Tuples of 2 element(s) expected by LMNN. Got tuples of {arr.shape[1]} "
+                f"element(s) instead (shape={arr.shape}):\ninput={arr}.\n"
+            )
+        if not indices:
             return X
-        idx = np.asarray(X)
-        if idx.ndim == 0 or not np.issubdtype(idx.dtype, np.integer):
-            return X
-        pts = p(idx) if callable(p) else np.asarray(p)[idx]
+        pts = p(arr) if callable(p) else np.asarray(p)[arr]
         return np.asarray(pts, dtype=float)
 
     def transform(self, X):
@@ -195,7 +217,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         return self.components_.T @ self.components_
 
     def pair_distance(self, pairs):
-        return super().pair_distance(self._points(pairs))
+        return super().pair_distance(self._points(pairs, tuples=True))
 
     pair_distance.__doc__ = MahalanobisMixin.pair_distance.__doc__
 
