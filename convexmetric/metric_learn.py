@@ -134,9 +134,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
                            closed="neither", owner=own)  # fmt: skip
         check_scalar(self.learn_rate, "learn_rate", float, min_val=0.0, closed="neither",
                      owner=own)  # fmt: skip
-        if isinstance(self.init, str) and self.init not in _INITS:
-            raise ValueError(f"The 'init' parameter of LMNN must be one of {_INITS} or an "
-                             f"array. Got {self.init!r} instead.")  # fmt: skip
+        if (isinstance(self.init, str) and self.init not in _INITS) or (
+            not isinstance(self.init, str) and np.ndim(self.init) != 2
+        ):
+            raise ValueError("`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a "
+                             "numpy array of shape (n_components, n_features).")  # fmt: skip
         if not isinstance(self.init, str):
             self._check_init(np.asarray(self.init))
         verbose = int(check_bool(bool(self.verbose), "verbose", owner=own))
@@ -176,7 +178,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         """An ``init`` array must fit the data, as metric-learn requires (its messages),
         though it does not change the result."""
         d, r = self._n_features, init.shape[0]
-        if init.ndim != 2 or init.shape[1] != d:
+        if init.shape[1] != d:
             raise ValueError(f"The input dimensionality ({init.shape[-1]}) of the given linear "
                              "transformation `init` must match the dimensionality of the "
                              f"given inputs `X` ({d}).")  # fmt: skip

@@ -73,3 +73,13 @@ def test_the_three_share_energy_predict_and_loo_error():
         assert 0.0 <= m.loo_error() <= 1.0 and 0.0 <= m.loo_error(k=1) <= 1.0
     lin = KernelLMNN(k=2, kernel="linear").fit(X, y)
     np.testing.assert_array_equal(lin.energy_predict(X), LMNN(k=2).fit(X, y).energy_predict(X))
+
+
+def test_the_verifier_follows_the_small_class_rule():
+    from convexmetric import verify
+
+    X, y = _small_class()
+    with pytest.warns(SmallClassWarning):
+        m = LMNN(k=3).fit(X, y)
+    v = verify(m, X, y)
+    assert v.verified, v.reason
