@@ -187,6 +187,10 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         """
         return self.kernel_rows(X) @ self.components_.T
 
+    @property
+    def _point_map_is_linear(self):
+        return self.kernel not in ("rbf",)
+
     def _point_map(self):
         return kernel_point_map(self.kernel, self._X, getattr(self, "gamma_", None),
                                 self.components_)  # fmt: skip
