@@ -241,3 +241,13 @@ def test_blas_threads_default_to_one_and_can_be_raised():
     assert convexmetric.get_config() == {"blas_threads": 1}
     with pytest.raises(ValueError, match="'blas_threads'"):
         convexmetric.set_config(blas_threads=0)
+
+
+def test_aroma_fit_time_max_iter_is_deprecated():
+    X, y = _make("OASIS")[1]
+    est = convexmetric.OASIS(max_iter=50, random_state=0)
+    with pytest.warns(FutureWarning, match=r"set_params\(max_iter=20\)"):
+        est.fit(X, y, max_iter=20)
+    assert est.n_iter_ == 20
+    ref = convexmetric.OASIS(max_iter=20, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.W_, ref.W_)
