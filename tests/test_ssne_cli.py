@@ -76,7 +76,7 @@ def test_bad_input_is_one_clean_message(tmp_path):
     r = _run("--dataset", "iris", "--n-components", "0")
     assert r.exit_code != 0 and "'n_components' parameter of SSNE" in r.output
     r = _run("--dataset", "iris", "--lam", "-1")
-    assert r.exit_code != 0 and "'lam' parameter of SSNE" in r.output
+    assert r.exit_code != 0 and "'loss_weight' parameter of SSNE" in r.output
     r = _run("--epochs", "1")
     assert r.exit_code != 0 and "no input" in r.output
 

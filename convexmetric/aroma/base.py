@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -96,13 +97,22 @@ class _OnlineBilinear(BaseEstimator):
         y : array of shape (N,)
             Their labels: a triplet is a query, an item of its class and one of another.
         max_iter : int, optional
-            Overrides the ``max_iter`` parameter for this call.
+            Deprecated (a hyperparameter given to ``fit``): set the estimator's
+            ``max_iter`` instead (``set_params``); it still overrides it until 0.3, with
+            a FutureWarning.
 
         Returns
         -------
         self
             The fitted estimator.
         """
+        if max_iter is not None:
+            warnings.warn(
+                f"fit(max_iter=...) of {type(self).__name__} is deprecated and goes in 0.3: "
+                f"set the estimator's max_iter instead, set_params(max_iter={max_iter!r}).",
+                FutureWarning,
+                stacklevel=2,
+            )
         X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
         y = check_labels(y, X.shape[0])
         self._start(X.shape[1], X.shape[1])
