@@ -71,7 +71,7 @@ def choose_lam(X, y, grid, seed):
         acc = []
         for tr, va in inner.split(X, y):
             sc = StandardScaler().fit(X[tr])
-            model = SSNE(n_components=M, lam=lam, random_state=seed).fit(sc.transform(X[tr]), y[tr])
+            model = SSNE(n_components=M, loss_weight=lam, random_state=seed).fit(sc.transform(X[tr]), y[tr])
             acc.append(
                 knn_acc(
                     model.transform(sc.transform(X[tr])),
@@ -101,7 +101,7 @@ def run(name, repeats, grid, with_lmnn, seed=0, keep=None):
             cols["LMNN"].append(knn_acc(lm.transform(Xtr), y[tr], lm.transform(Xte), y[te]))
         lam = choose_lam(X[tr], y[tr], grid, seed=fold)
         chosen.append(lam)
-        model = SSNE(n_components=M, lam=lam, random_state=fold).fit(Xtr, y[tr])
+        model = SSNE(n_components=M, loss_weight=lam, random_state=fold).fit(Xtr, y[tr])
         cols["SSNE"].append(knn_acc(model.transform(Xtr), y[tr], model.transform(Xte), y[te]))
         if keep is not None and fold == 0:
             keep.update(X=Xte, y=y[te], Z=model.transform(Xte), lam=lam)
