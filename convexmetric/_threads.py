@@ -26,16 +26,31 @@ use and reused, makes the switch cost microseconds.
 from __future__ import annotations
 
 import contextlib
+import threading
 
 from ._validation import check_scalar
 
 _CONTROLLER = []
-_CONFIG = {"blas_threads": 1}
+#: the settings of each thread (as scikit-learn's: a thread starts from the defaults)
+_LOCAL = threading.local()
+_DEFAULTS = {"blas_threads": 1}
+
+
+def _config():
+    if not hasattr(_LOCAL, "config"):
+        _LOCAL.config = dict(_DEFAULTS)
+    return _LOCAL.config
 
 
 def get_config():
-    """Return the package's settings: ``{"blas_threads": int or None}`` (a copy)."""
-    return dict(_CONFIG)
+    """Return the settings of the calling thread.
+
+    Returns
+    -------
+    dict
+        ``{"blas_threads": int or None}`` (a copy).
+    """
+    return dict(_config())
 
 
 def set_config(*, blas_threads=1):
@@ -49,23 +64,34 @@ def set_config(*, blas_threads=1):
     if blas_threads is not None:
         blas_threads = check_scalar(blas_threads, "blas_threads", int, min_val=1,
                                     owner="set_config")  # fmt: skip
-    _CONFIG["blas_threads"] = blas_threads
+    _config()["blas_threads"] = blas_threads
 
 
 @contextlib.contextmanager
 def config_context(*, blas_threads=1):
-    """Within the block, use ``blas_threads`` BLAS threads (see :func:`set_config`)."""
+    """Within the block, use ``blas_threads`` BLAS threads (see :func:`set_config`).
+
+    Parameters
+    ----------
+    blas_threads : int or None, default=1
+        Threads of the BLAS library during a fit's solver loop (``None``: no limit).
+
+    Yields
+    ------
+    None
+        The block runs with the setting; the previous one comes back after it.
+    """
     old = get_config()
     set_config(blas_threads=blas_threads)
     try:
         yield
     finally:
-        _CONFIG.update(old)
+        _config().update(old)
 
 
 def one_blas_thread():
     """A context manager limiting BLAS to ``blas_threads`` threads (1 by default)."""
-    n = _CONFIG["blas_threads"]
+    n = _config()["blas_threads"]
     if n is None:
         return contextlib.nullcontext()
     if not _CONTROLLER:

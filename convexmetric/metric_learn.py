@@ -60,7 +60,7 @@ _INITS = ("auto", "pca", "lda", "identity", "random")
 
 
 class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
-    """metric-learn's ``LMNN`` interface over :class:`convexmetric.LMNN` (module doc).
+    """LMNN by metric-learn's names and methods, over :class:`convexmetric.LMNN` (module doc).
 
     Parameters
     ----------
@@ -77,7 +77,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
     regularization : float in [0, 1], default=0.5
         Weight of the pull term; convexmetric's ``mu`` is ``1 − regularization``.
     convergence_tol : float, default=0.001
-        convexmetric's ``tol``: the certified relative gap at which the solver stops.
+        The certified relative gap at which the solver stops (convexmetric's ``tol``).
     verbose : bool, default=False
         Log the solver's progress (logger ``convexmetric.lmnn``).
     preprocessor : array, callable or None
@@ -88,7 +88,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
     random_state : int or None
         Accepted; the fit makes no random choice.
     k : int, deprecated
-        metric-learn's old name of ``n_neighbors``.
+        The old name of ``n_neighbors`` in metric-learn.
 
     Attributes
     ----------
@@ -244,7 +244,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
     pair_distance.__doc__ = MahalanobisMixin.pair_distance.__doc__
 
     def score_pairs(self, pairs):
-        """metric-learn's deprecated name of :meth:`pair_distance` (with its warning).
+        """Return :meth:`pair_distance` (metric-learn's deprecated name, with its warning).
 
         Parameters
         ----------

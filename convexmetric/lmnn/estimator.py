@@ -50,7 +50,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     k : int, default=3
         Target neighbours per point (the k nearest same-class points, Euclidean);
         metric-learn's ``n_neighbors``. A class with ``k`` members or fewer makes the fit
-        use fewer (``k_``, with a warning; :mod:`convexmetric.lmnn.base`).
+        use fewer (``k_``, with a warning).
     mu : float in [0, 1], default=0.5
         Weight of the push (hinge) term.
     solver : {"subgradient", "exact"}, default="subgradient"
@@ -113,6 +113,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         'convexmetric[gpu]'``); ``"torch:DEVICE"``, ``"cupy[:N]"`` a library named.
         The full checks, exact objectives and streaming sums run on the device's arrays,
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
+    n_neighbors : deprecated
+        Renamed ``predict_k`` (the k of :meth:`predict`; the target neighbours are ``k``);
+        the old name warns and is removed in 0.3.
 
     Attributes
     ----------
@@ -121,7 +124,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     objective_ : float, eq. (14) at ``metric_``
     result_ : SolveResult
     n_iter_ : int, iterations of the solver (``result_.iterations``)
-    targets_ : ndarray (n, k_), target neighbours used
+    targets_ : ndarray (n, ``k_``), target neighbours used
     k_ : int, target neighbours per point (``k``, or fewer for a small class)
     predict_k_ : int, the k of :meth:`predict`
     classes_ : ndarray

@@ -64,6 +64,9 @@ class MultiMetricLMNN(LMNNBaseEstimator):
     verbose : {0, 1}
         Log a summary of each stage (INFO, logger ``convexmetric.lmnn``; the
         single-metric start logs its progress).
+    n_neighbors : deprecated
+        Renamed ``predict_k`` (the k of :meth:`predict`; the target neighbours are ``k``);
+        the old name warns and is removed in 0.3.
 
     Attributes
     ----------

@@ -38,6 +38,9 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Accepted for a uniform interface; the fit makes no random choice.
     verbose : {0, 1}
         Log the solver's progress (INFO, logger ``convexmetric.lmnn``).
+    n_neighbors : deprecated
+        Renamed ``predict_k`` (the k of :meth:`predict`; the target neighbours are ``k``);
+        the old name warns and is removed in 0.3.
 
     Attributes
     ----------

@@ -72,6 +72,15 @@ class OperatorSimilarity(_PairOperator):
         Seconds for the whole fit (SGD, or both stages of ``solver="subgradient"``).
     verbose : {0, 1}
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.maurer``).
+    lam : deprecated
+        Renamed ``reg_weight`` (the regulariser's weight); the old name warns and is removed
+        in 0.3.
+    gamma : deprecated
+        Renamed ``margin`` (the margin of similar pairs); the old name warns and is removed
+        in 0.3.
+    gamma_neg : deprecated
+        Renamed ``margin_neg`` (the margin of dissimilar pairs); the old name warns and is
+        removed in 0.3.
 
     Attributes
     ----------
@@ -102,9 +111,9 @@ class OperatorSimilarity(_PairOperator):
         n_components=None,
         learning_rate=0.01,
         max_iter=100_000,
-        tol=None,
         block_size=50,
         reg_every=500,
+        tol=None,
         n_pairs=2000,
         oracle="balanced",
         random_state=None,

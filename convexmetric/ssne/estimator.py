@@ -99,6 +99,12 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         Seeds the initialisation, the pair sample and the minibatch schedule.
     verbose : {0, 1}, default=0
         1: log each epoch's objective and a summary (INFO, logger ``convexmetric.ssne``).
+    lam : deprecated
+        Renamed ``loss_weight`` (the loss's weight); the old name warns and is removed in
+        0.3.
+    n_epochs : deprecated
+        Renamed ``max_iter`` (epochs over the whole fit; ``n_epochs=E`` is ``max_iter=E *
+        n_restarts``); the old name warns and is removed in 0.3.
 
     Attributes
     ----------

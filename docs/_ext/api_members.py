@@ -32,6 +32,10 @@ MEMBERS = {
     "SSNE": ["fit", "transform", "similarity", "score"],
     "SolveResult": ["summary", "gap", "certified_gap", "message", "success"],
     "Verification": ["summary"],
+    # metric-learn's names (convexmetric.metric_learn), keyed by the full name: the
+    # class is another LMNN
+    "convexmetric.metric_learn.LMNN": ["fit", "transform", "pair_distance", "pair_score",
+                                       "score_pairs", "get_metric", "get_mahalanobis_matrix"],
 }  # fmt: skip
 
 #: public functions of ``convexmetric`` (``.. autofunction::``)

@@ -71,7 +71,8 @@ def choose_lam(X, y, grid, seed):
         acc = []
         for tr, va in inner.split(X, y):
             sc = StandardScaler().fit(X[tr])
-            model = SSNE(n_components=M, loss_weight=lam, random_state=seed).fit(sc.transform(X[tr]), y[tr])
+            model = SSNE(n_components=M, loss_weight=lam, random_state=seed)
+            model.fit(sc.transform(X[tr]), y[tr])
             acc.append(
                 knn_acc(
                     model.transform(sc.transform(X[tr])),
