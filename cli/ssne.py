@@ -23,6 +23,16 @@ from ._common import (
     reject_unused,
     write_outputs,
 )
+from .options import (
+    JSON_OPTION,
+    OUT_DIR_OPTION,
+    SEED_OPTION,
+    TIME_LIMIT_OPTION,
+    TOL_OPTION,
+    deprecated_alias,
+    estimator_limits,
+    resolve_aliases,
+)
 
 
 @click.command("ssne")
@@ -46,21 +56,26 @@ from ._common import (
 @click.option("--epochs", default=40, show_default=True, type=int, help="Passes over the pairs.")
 @click.option("--restarts", default=1, show_default=True, type=int, help="Seeded restarts.")
 @click.option(
-    "--k", default=3, show_default=True, type=POSITIVE_INT, help="k of the kNN evaluation."
+    "--n-neighbors",
+    "k",
+    default=3,
+    show_default=True,
+    type=POSITIVE_INT,
+    help="k of the kNN evaluation of the embedding.",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Directory for W.npy and report.json (written atomically).",
-)
+@deprecated_alias("--k", "--n-neighbors", "k", type=POSITIVE_INT)
+@SEED_OPTION
+@TOL_OPTION
+@TIME_LIMIT_OPTION
+@JSON_OPTION
+@OUT_DIR_OPTION
 def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     """Learn an SSNE embedding onto the sphere (Batra & Shakhnarovich, eq. 3)."""
+    if (aliases := resolve_aliases({})).get("k") is not None:
+        k = aliases["k"]
     n_components, lam = settings["n_components"], settings["lam"]
     if pairs is not None:  # no labels: no split, no test part, no k-NN error
-        reject_unused(("k", "split"), "with --pairs")
+        reject_unused(("k", "split"), "with --pairs")  # --n-neighbors: no labels to score
     with library_errors():
         model = SSNE(
             n_components=n_components,
@@ -69,6 +84,7 @@ def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
             n_restarts=settings["restarts"],
             random_state=settings["seed"],
         )
+        model.set_params(**estimator_limits(settings, model))
         report = {"method": "ssne", "n_components": n_components, "lam": lam}
         if pairs is not None:
             if features is None or dataset is not None or labels is not None:

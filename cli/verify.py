@@ -18,8 +18,8 @@ import numpy as np
 
 from ._common import SPLIT_OPTION, apply_options, command_state, emit, library_errors, load_xy
 from .inputs import DATA_OPTIONS
-from .maurer import PAIR_OPTIONS
-from .poe import COMPARISON_OPTIONS
+from .maurer_options import PAIR_OPTIONS
+from .poe_options import COMPARISON_OPTIONS
 
 #: saved estimators whose training data are ``(X, y)`` as ``solve lmnn`` reads them
 LABELLED = ("LMNN", "MultiMetricLMNN", "KernelLMNN")

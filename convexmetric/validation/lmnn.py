@@ -44,7 +44,8 @@ def validate(X, y, *, name, k=3, mu=0.5, variant="single", per_class=10, n_clust
         settings["conic_solver"] = (conic_solver or "SCS") if exact else None
         return _single(X, y, name, settings, plain, exact, callback)
     X, y = small_instance(X, y, per_class)
-    settings.update(per_class=per_class, conic_solver=(conic_solver or "CLARABEL") if exact else None)
+    conic = (conic_solver or "CLARABEL") if exact else None
+    settings.update(per_class=per_class, conic_solver=conic)
     if variant == "multi":
         settings.update(n_clusters=n_clusters, random_state=random_state)
         return _multi(X, y, name, settings, exact)
@@ -93,8 +94,8 @@ def _multi(X, y, name, settings, exact):
                           random_state=settings["random_state"]).fit(X, y)  # fmt: skip
     g, T, c = est.clusters_, est.targets_, est.metrics_.shape[0]
     n_terms = len(P.all_triplets(y, T)[0])
-    inst = instance(name, f"{name} ({settings['per_class']} per class, n={len(y)}, k={k}, "
-                    f"mu={mu}, {c} metrics)", X.shape[0], X.shape[1], n_terms, "hinge terms")  # fmt: skip
+    what = f"{name} (n={len(y)}, k={k}, mu={mu}, {c} metrics)"
+    inst = instance(name, what, X.shape[0], X.shape[1], n_terms, "hinge terms")
     report = ValidationReport("lmnn", inst, settings, None)
     if exact:
         conic = settings["conic_solver"]
@@ -120,9 +121,8 @@ def _kernel(X, y, name, settings, exact):
     est.set_params(max_iter=1).fit(X, y)  # only its kernel and target neighbours are used
     K, T = est.kernel_rows(X), est.targets_
     n_terms = len(P.all_triplets(y, T)[0])
-    inst = instance(name, f"{name} ({settings['per_class']} per class, n={len(y)}, k={k}, "
-                    f"mu={mu}, {settings['kernel']} kernel)", X.shape[0], X.shape[1], n_terms,
-                    "hinge terms")  # fmt: skip
+    what = f"{name} (n={len(y)}, k={k}, mu={mu}, {settings['kernel']} kernel)"
+    inst = instance(name, what, X.shape[0], X.shape[1], n_terms, "hinge terms")
     report = ValidationReport("lmnn", inst, settings, None)
     if exact:
         conic = settings["conic_solver"]
