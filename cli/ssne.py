@@ -71,11 +71,13 @@ from .options import (
 @OUT_DIR_OPTION
 def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     """Learn an SSNE embedding onto the sphere (Batra & Shakhnarovich, eq. 3)."""
-    if (aliases := resolve_aliases({})).get("k") is not None:
-        k = aliases["k"]
+    aliases = resolve_aliases({})
+    k = aliases.get("k", k)
     n_components, lam = settings["n_components"], settings["lam"]
     if pairs is not None:  # no labels: no split, no test part, no k-NN error
-        reject_unused(("k", "split"), "with --pairs")  # --n-neighbors: no labels to score
+        reject_unused(("k", "split"), "with --pairs")
+        if "k" in aliases:
+            raise click.UsageError("--k (now --n-neighbors): not used with --pairs; leave it out.")
     with library_errors():
         model = SSNE(
             n_components=n_components,

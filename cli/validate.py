@@ -201,18 +201,35 @@ def VALIDATE_POE(**o):
 
 
 @click.command("aroma", short_help="The batch ranking problem exactly against the online learners.")
-@click.option("--n-items", type=int, default=60, show_default=True,
-              help="Items of the small bag-of-features instance.")
-@click.option("--n-features", type=int, default=12, show_default=True,
-              help="Features (W is d×d).")
-@click.option("--n-triplets", type=int, default=150, show_default=True,
-              help="Triplets of the batch problem.")
-@click.option("--C", "C", type=POSITIVE_FLOAT, default=1.0, show_default=True,
-              help="Hinge weight of the batch problem.")
-@click.option("--r", type=float, default=1.0, show_default=True,
-              help="AROW regulariser of the online learners.")
-@click.option("--epochs", type=int, default=20, show_default=True,
-              help="Online passes over the triplets.")
+@click.option(
+    "--n-items",
+    type=int,
+    default=60,
+    show_default=True,
+    help="Items of the small bag-of-features instance.",
+)
+@click.option("--n-features", type=int, default=12, show_default=True, help="Features (W is d×d).")
+@click.option(
+    "--n-triplets", type=int, default=150, show_default=True, help="Triplets of the batch problem."
+)
+@click.option(
+    "--C",
+    "C",
+    type=POSITIVE_FLOAT,
+    default=1.0,
+    show_default=True,
+    help="Hinge weight of the batch problem.",
+)
+@click.option(
+    "--r",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="AROW regulariser of the online learners.",
+)
+@click.option(
+    "--epochs", type=int, default=20, show_default=True, help="Online passes over the triplets."
+)
 @conic_solver_option()
 @_OLD_SOLVER
 @SEED_OPTION

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convexmetric import metrics
-from convexmetric.cli.maurer import SOLVE, VALIDATE
+from convexmetric.cli.maurer import SOLVE
+from convexmetric.cli.validate import VALIDATE_MAURER as VALIDATE
 from convexmetric.datasets import load, load_split, transformed_digits
 from convexmetric.kernels import maurer_kernel
 from convexmetric.maurer.estimators import HyperbolicPCA, OperatorSimilarity
@@ -180,11 +181,13 @@ def test_cli_validate_default_instance():
     res = CliRunner().invoke(VALIDATE, ["--json", "--max-iter", "20000"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["method"] == "maurer" and out["exact"]["status"] == "optimal"
-    assert out["exact"]["numpy_objective"] == pytest.approx(out["exact"]["objective"], rel=1e-6)
+    assert out["paper"] == "maurer" and out["exact"]["status"] == "optimal"
+    assert out["exact"]["measures"]["numpy_objective"] == pytest.approx(
+        out["exact"]["objective"], rel=1e-6
+    )
     refined = out["solvers"]["subgradient+smoothing"]
     # a certified claim: within its tol (1e-6) plus CLARABEL's accuracy of the exact value
-    assert refined["status"] == "optimal" and refined["relative_gap"] <= 1e-6 + 1e-6
+    assert refined["status"] == "optimal" and refined["gap_to_exact"] <= 1e-6 + 1e-6
     assert out["solvers"]["sgd"]["status"] in ("optimal", "completed")
 
 

@@ -86,6 +86,9 @@ def test_pairs_refuse_k_and_split(tmp_path):
     (tmp_path / "p.csv").write_text("i,j,s\n0,1,1\n2,3,-1\n")
     base = ["solve", "ssne", "--features", str(tmp_path / "X.npy"), "--pairs",
             str(tmp_path / "p.csv")]  # fmt: skip
-    for extra, flag in ((["--k", "5"], "--k"), (["--split", "stratified"], "--split")):
+    for extra, flag in (
+        (["--n-neighbors", "5"], "--n-neighbors"),
+        (["--split", "stratified"], "--split"),
+    ):
         res = CliRunner().invoke(main, [*base, *extra])
         assert res.exit_code == 2 and flag in res.output and "not used" in res.output
