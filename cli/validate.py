@@ -14,6 +14,7 @@ from ._common import (
     NO_EXACT_OPTION,
     POSITIVE_FLOAT,
     POSITIVE_INT,
+    annotate,
     apply_options,
     emit,
     library_errors,
@@ -43,9 +44,15 @@ _OLD_SOLVER = deprecated_alias(
 )
 
 
+#: what the command adds to the library's report: the files read and the rows used
+CLI_KEYS = ("inputs", "split")
+
+
 def _finish(report, o):
     """Draw ``--plot``, then print the report (text or ``--json``)."""
-    data = report.as_dict()
+    data = annotate(report.as_dict())
+    for key in CLI_KEYS:  # the same keys for every paper, null when nothing was read
+        data.setdefault(key, None)
     write_validate_plot(o["plot"], data, report.results, report.traces)
     emit(data, o["as_json"], report.lines())
 

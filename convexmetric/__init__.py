@@ -12,6 +12,7 @@ from .maurer import HyperbolicPCA, OperatorSimilarity
 from .poe import MKPOE, POE
 from .result import SolveResult
 from .ssne import SSNE
+from .validation import validate
 from .verifier import Verification, verify
 
 __version__ = "0.1.0"
@@ -30,5 +31,6 @@ __all__ = [
     "SolveResult",
     "Verification",
     "datasets",
+    "validate",
     "verify",
 ]

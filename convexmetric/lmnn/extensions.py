@@ -174,6 +174,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         self.objective_, self.result_ = float(res.objective), res
         self.clusters_, self.targets_ = g, T
         self._X, self._y = X, y
+        self.X_fit_, self.y_fit_ = X, y  # public, for saved models (model_kinds)
         return self
 
     def _solve_exact(self, X, y, T, mu, g, c):

@@ -20,7 +20,9 @@ certificate). ``tolerances`` are the conic solver's options. ``measures`` holds 
 one paper reports (``cvxpy_value``, ``numpy_objective``, ``mean_hinge``); it is always
 present, possibly empty. Numbers that are NaN or infinite are written as null.
 
-SSNE is not convex: it has no exact side, and ``validate("ssne")`` raises.
+The command adds ``"inputs"`` (the files read) and ``"split"`` (the rows used), null
+when it read none. SSNE is not convex: it has no exact side, and ``validate("ssne")``
+raises.
 """
 
 from __future__ import annotations
