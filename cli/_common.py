@@ -178,7 +178,7 @@ def emit(report, as_json, lines):
     for line in (command_state() or {}).get("input_lines", ()):
         click.echo(line, err=True)
     lines = list(lines)
-    if "split" in report and lines:
+    if report.get("split") and lines:
         lines.insert(1, split_line(report["split"]))
     for line in lines:
         click.echo(line)
