@@ -199,7 +199,7 @@ def test_validate_lmnn_wine_json():
 
 def test_validate_lmnn_no_exact_text_and_json():
     text = _run(["lmnn", "--dataset", "iris", "--no-exact"])
-    assert "exact solve skipped (--no-exact)" in text
+    assert "exact solve skipped" in text
     report = json.loads(_run(["lmnn", "--dataset", "iris", "--no-exact", "--json"]))
     assert report["exact"] is None and list(report["solvers"]) == ["subgradient"]
     _check_entries(report)

@@ -23,7 +23,7 @@ from convexmetric import datasets
 from convexmetric.kernels import linear_kernel, rbf_kernel
 from convexmetric.poe.estimators import ItemComparisons
 
-NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "verify")
+NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "validate", "verify")
 ESTIMATORS = [n for n in convexmetric.__all__ if n not in NOT_ESTIMATORS]
 
 

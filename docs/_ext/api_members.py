@@ -35,7 +35,7 @@ MEMBERS = {
 }  # fmt: skip
 
 #: public functions of ``convexmetric`` (``.. autofunction::``)
-FUNCTIONS = ["verify"]
+FUNCTIONS = ["validate", "verify"]
 
 DATASETS = [
     "names", "describe", "load", "load_split", "split", "split_by_source",
