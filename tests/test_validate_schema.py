@@ -98,3 +98,10 @@ def test_unknown_paper_and_ssne_are_refused_with_a_reason():
 def test_conic_solver_is_the_exact_sides_solver():
     rep = validate("aroma", conic_solver="SCS", n_items=30, n_features=5, n_triplets=40, epochs=1)
     assert rep.exact["solver"] == "SCS" and "eps_abs" in rep.exact["tolerances"]
+
+
+def test_an_unknown_setting_is_named():
+    with pytest.raises(ValueError, match="unknown lmnn setting.*'kk'.*k, mu"):
+        validate("lmnn", kk=3)
+    with pytest.raises(ValueError, match="'variant' parameter"):
+        validate("lmnn", variant="double")

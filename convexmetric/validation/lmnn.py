@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from ..result import SolveResult
-from .report import Recorder, ValidationReport, exact_entry, instance
+from .report import Recorder, ValidationReport, exact_entry, instance, settings_of
 
 #: a plain CVXPY solve of eq. (14) by default only up to this many hinge terms
 PLAIN_LIMIT = 25_000
@@ -35,11 +35,22 @@ def _tolerances(conic):
     return dict(SOLVER_OPTIONS[conic.upper()])
 
 
-def validate(X, y, *, name, k=3, mu=0.5, variant="single", per_class=10, n_clusters=None,
-             kernel="rbf", gamma=None, plain=None, conic_solver=None, exact=True,
-             random_state=0, callback=None):  # fmt: skip
+#: the settings of :func:`validate` and their defaults
+DEFAULTS = {"k": 3, "mu": 0.5, "variant": "single", "per_class": 10, "n_clusters": None,
+            "kernel": "rbf", "gamma": None, "plain": None}  # fmt: skip
+
+
+def validate(X, y, *, name, conic_solver=None, exact=True, random_state=0, callback=None,
+             **given):  # fmt: skip
     """LMNN both ways; see :func:`convexmetric.validate` for the arguments."""
-    settings = {"k": k, "mu": mu, "variant": variant}
+    s = settings_of("lmnn", given, DEFAULTS)
+    variant, per_class, plain = s["variant"], s["per_class"], s["plain"]
+    if variant not in ("single", "multi", "kernel"):
+        raise ValueError(
+            "The 'variant' parameter must be one of ('single', 'multi', 'kernel'). "
+            f"Got {variant!r} instead."
+        )
+    settings = {"k": s["k"], "mu": s["mu"], "variant": variant}
     if variant == "single":
         settings["conic_solver"] = (conic_solver or "SCS") if exact else None
         return _single(X, y, name, settings, plain, exact, callback)
@@ -47,9 +58,9 @@ def validate(X, y, *, name, k=3, mu=0.5, variant="single", per_class=10, n_clust
     conic = (conic_solver or "CLARABEL") if exact else None
     settings.update(per_class=per_class, conic_solver=conic)
     if variant == "multi":
-        settings.update(n_clusters=n_clusters, random_state=random_state)
+        settings.update(n_clusters=s["n_clusters"], random_state=random_state)
         return _multi(X, y, name, settings, exact)
-    settings.update(kernel=kernel, gamma=gamma)
+    settings.update(kernel=s["kernel"], gamma=s["gamma"])
     return _kernel(X, y, name, settings, exact)
 
 

@@ -4,7 +4,7 @@ refinement) and the SGD of Table 1, in one report."""
 
 from __future__ import annotations
 
-from .report import Recorder, ValidationReport, exact_entry, instance
+from .report import Recorder, ValidationReport, exact_entry, instance, settings_of
 
 #: the exact problem has D² unknowns: refused above this many features
 MAX_EXACT_FEATURES = 40
@@ -32,12 +32,21 @@ def draw_pairs(X, y, n_pairs, oracle="balanced", random_state=0):
     return ORACLES[oracle](Xs, y, n_pairs, random_state=random_state)
 
 
-def validate(pairs, *, name, lam=0.005, gamma=1.0, gamma_neg=None, regularizer="hs",
-             max_iter=100_000, conic_solver=None, exact=True, random_state=0,
-             callback=None):  # fmt: skip
+#: the settings of :func:`validate` and their defaults
+DEFAULTS = {"lam": 0.005, "gamma": 1.0, "gamma_neg": None, "regularizer": "hs",
+            "max_iter": 100_000}  # fmt: skip
+
+
+def validate(pairs, *, name, conic_solver=None, exact=True, random_state=0, callback=None,
+             **given):  # fmt: skip
     """Maurer both ways; see :func:`convexmetric.validate` for the arguments."""
     from ..maurer import solver as solvers
     from ..problems import maurer as problem
+
+    s = settings_of("maurer", given, DEFAULTS)
+    lam, gamma, gamma_neg, regularizer = (s[k] for k in ("lam", "gamma", "gamma_neg",
+                                                         "regularizer"))  # fmt: skip
+    max_iter = s["max_iter"]
 
     pairs.require_both()
     U, r = pairs.differences, pairs.r

@@ -30,6 +30,17 @@ SOLVER_KEYS = (
 )
 
 
+def settings_of(paper, given, defaults):
+    """``defaults`` updated by ``given``; a ValueError naming any unknown setting."""
+    unknown = sorted(set(given) - set(defaults))
+    if unknown:
+        raise ValueError(
+            f"unknown {paper} setting(s) {', '.join(map(repr, unknown))}; the settings of "
+            f"{paper} are {', '.join(defaults)}."
+        )
+    return {**defaults, **given}
+
+
 def _num(v):
     """A JSON number (None for None; NaN and ±inf become None: JSON has neither)."""
     if v is None:
@@ -223,6 +234,7 @@ __all__ = [
     "exact_entry",
     "gap_to_exact",
     "instance",
+    "settings_of",
     "solver_entry",
     "solver_line",
 ]
