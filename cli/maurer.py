@@ -187,9 +187,12 @@ def _model(o):
             kernel=o["kernel"],
             random_state=o["seed"],
         )
-    keys = ("lam", "gamma", "gamma_neg", "regularizer", "solver", "kernel", "n_components")
+    keys = ("regularizer", "solver", "kernel", "n_components")
     return OperatorSimilarity(
         **{key: o[key] for key in keys},
+        reg_weight=o["lam"],
+        margin=o["gamma"],
+        margin_neg=o["gamma_neg"],
         learning_rate=o["learning_rate"],
         max_iter=o["max_iter"],
         random_state=o["seed"],

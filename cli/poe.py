@@ -80,13 +80,17 @@ def _solver(opts):
 
 
 def _model(kind, beta, diagonal, solver):
+    # the estimators' solver is the algorithm; a conic solver's name means "exact" with it
+    conic = solver if solver in ("CLARABEL", "SCS") else "CLARABEL"
+    solver = "exact" if solver in ("CLARABEL", "SCS") else solver
     if kind == "multi":
-        return MKPOE(beta=beta, diagonal=diagonal, solver=solver)
+        return MKPOE(beta=beta, diagonal=diagonal, solver=solver, conic_solver=conic)
     return POE(
         beta=beta,
         kernel=None if kind == "linear" else "precomputed",
         diagonal=diagonal,
         solver=solver,
+        conic_solver=conic,
     )
 
 

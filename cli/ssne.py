@@ -81,8 +81,8 @@ def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     with library_errors():
         model = SSNE(
             n_components=n_components,
-            lam=lam,
-            n_epochs=settings["epochs"],
+            loss_weight=lam,
+            max_iter=settings["epochs"] * settings["restarts"],
             n_restarts=settings["restarts"],
             random_state=settings["seed"],
         )

@@ -6,6 +6,7 @@ and a large-scale solver in the paper's package (an oracle driven by the engine 
 """
 
 from . import datasets
+from ._threads import config_context, get_config, set_config
 from .aroma import OASIS, DiagonalAROMA, FactoredAROMA
 from .lmnn import LMNN, KernelLMNN, MultiMetricLMNN
 from .maurer import HyperbolicPCA, OperatorSimilarity
@@ -30,7 +31,10 @@ __all__ = [
     "OperatorSimilarity",
     "SolveResult",
     "Verification",
+    "config_context",
     "datasets",
+    "get_config",
+    "set_config",
     "validate",
     "verify",
 ]

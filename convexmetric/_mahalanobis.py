@@ -28,15 +28,27 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._output import OutputNamesMixin, plain_transform
 from ._validation import check_matrix
 
 
-class MahalanobisMixin:
+class MahalanobisMixin(OutputNamesMixin):
     """``get_mahalanobis_matrix``, ``get_metric``, ``pair_distance``, ``pair_score``.
 
-    The host provides ``transform`` (the map ``x ↦ L x``) and ``_mahalanobis_matrix()``
-    (``M = LᵀL`` on the input space, or a ``ValueError`` saying why there is none).
+    The host provides ``transform`` (the map ``x ↦ L x``), ``_mahalanobis_matrix()``
+    (``M = LᵀL`` on the input space, or a ``ValueError`` saying why there is none) and
+    ``_point_map()``: a function of one 1-d point giving its transformed coordinates,
+    built on copies of the fitted arrays (so that :meth:`get_metric` is a snapshot).
     """
+
+    @property
+    def _n_features_out(self):
+        check_is_fitted(self, "components_")
+        return self.components_.shape[0]
+
+    def _point_map(self):
+        L = np.array(self.components_, dtype=float)  # a copy: later fits do not change it
+        return L.__matmul__
 
     def get_mahalanobis_matrix(self):
         """Return the learned Mahalanobis matrix ``M``, as metric-learn does.
@@ -44,10 +56,11 @@ class MahalanobisMixin:
         Returns
         -------
         ndarray of shape (d, d)
-            The PSD matrix ``M`` of the squared distance ``(u − v)ᵀ M (u − v)``.
+            The PSD matrix ``M`` of the squared distance ``(u − v)ᵀ M (u − v)``: a copy,
+            so editing it leaves the model unchanged.
         """
         check_is_fitted(self)
-        return self._mahalanobis_matrix()
+        return np.array(self._mahalanobis_matrix(), dtype=float)
 
     def get_metric(self):
         """Return the learned distance as a function of two points.
@@ -58,21 +71,25 @@ class MahalanobisMixin:
             ``metric(u, v, squared=False)`` of two 1-d points returns
             ``sqrt((u − v)ᵀ M (u − v))`` (the squared distance with ``squared=True``), as
             metric-learn's ``get_metric``; pass it as ``metric=`` to scikit-learn's
-            ``KNeighborsClassifier`` or ``pairwise_distances``.
+            ``KNeighborsClassifier`` or ``pairwise_distances``. A snapshot: it holds
+            copies of the fitted arrays, so refitting the estimator does not change it.
         """
         check_is_fitted(self)
-        transform = self.transform
+        embed = self._point_map()
+        squeeze, atleast_1d, sqrt = np.squeeze, np.atleast_1d, np.sqrt
 
         def metric(u, v, squared=False):
-            u, v = np.asarray(u, dtype=float), np.asarray(v, dtype=float)
+            # as scipy.spatial.distance's validate_vector: lists, (1, d) rows and scalars
+            u = atleast_1d(squeeze(np.asarray(u, dtype=float)))
+            v = atleast_1d(squeeze(np.asarray(v, dtype=float)))
             if u.ndim != 1 or v.ndim != 1:
                 raise ValueError(
                     f"the metric takes two 1-dimensional points; got shapes {u.shape} and "
                     f"{v.shape}."
                 )
-            du = transform(u[None, :])[0] - transform(v[None, :])[0]
+            du = atleast_1d(embed(u) - embed(v))
             d2 = float(du @ du)
-            return d2 if squared else float(np.sqrt(d2))
+            return d2 if squared else float(sqrt(d2))
 
         return metric
 
@@ -95,7 +112,7 @@ class MahalanobisMixin:
             raise ValueError(
                 f"'pairs' must have shape (n_pairs, 2, n_features); got shape {P.shape}."
             )
-        Z = self.transform(P.reshape(-1, P.shape[2])).reshape(P.shape[0], 2, -1)
+        Z = plain_transform(self, P.reshape(-1, P.shape[2])).reshape(P.shape[0], 2, -1)
         diff = Z[:, 0] - Z[:, 1]
         return np.sqrt(np.einsum("ij,ij->i", diff, diff))
 
@@ -113,3 +130,25 @@ class MahalanobisMixin:
             Minus the distance of each pair (metric-learn's convention).
         """
         return -self.pair_distance(pairs)
+
+
+def kernel_point_map(kind, X_train, gamma, components):
+    """The map ``x ↦ L k(x)`` of one point, on copies of the fitted arrays.
+
+    ``kind``: ``"linear"`` (``k(x) = X x``), ``"rbf"`` (``exp(−γ‖x_i − x‖²)``), or
+    ``None``/``"precomputed"`` (the point is already its features or kernel row).
+    """
+    L = np.array(components, dtype=float)
+    if kind in (None, "precomputed"):
+        return L.__matmul__
+    X = np.array(X_train, dtype=float)
+    if kind == "linear":
+        LX = L @ X
+        return LX.__matmul__
+    sq = np.einsum("ij,ij->i", X, X)
+    g = float(gamma)
+
+    def embed(x):
+        return L @ np.exp(-g * np.maximum(sq - 2.0 * (X @ x) + x @ x, 0.0))
+
+    return embed

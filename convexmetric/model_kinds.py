@@ -46,7 +46,7 @@ def _classes(est):
 
 
 def _lmnn_classifier(est, rules):
-    return {"k": int(est.n_neighbors or est.k), "mu": float(est.mu), "rules": rules}
+    return {"k": int(est.predict_k_), "mu": float(est.mu), "rules": rules}
 
 
 def describe(est):
@@ -290,7 +290,7 @@ class SavedModel:
         return a["classes"][pred]
 
     def _multi_predict(self, X, rule, clf):
-        from .lmnn.extensions import knn_from_distances
+        from .lmnn.base import knn_from_distances
 
         a = self.arrays
         Ls, Xt, g = a["components"], a["train_points"], a["clusters"]

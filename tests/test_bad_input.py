@@ -85,7 +85,7 @@ LABELLED = {
     "LMNN": lambda **p: LMNN(**{"k": 1, "max_iter": 30, "refine": False, **p}),
     "MultiMetricLMNN": lambda **p: MultiMetricLMNN(**{"k": 1, "max_iter": 10, **p}),
     "KernelLMNN": lambda **p: KernelLMNN(**{"k": 1, "max_iter": 30, **p}),
-    "SSNE": lambda **p: SSNE(**{"n_components": 2, "n_epochs": 1, **p}),
+    "SSNE": lambda **p: SSNE(**{"n_components": 2, "max_iter": 1, **p}),
     "DiagonalAROMA": lambda **p: DiagonalAROMA(**{_iter_param(DiagonalAROMA): 50, **p}),
     "FactoredAROMA": lambda **p: FactoredAROMA(**{_iter_param(FactoredAROMA): 50, **p}),
     "OASIS": lambda **p: OASIS(**{_iter_param(OASIS): 50, **p}),
@@ -215,7 +215,7 @@ _LMNN_COMMON = {
     "mu": _bad_float(0.0, 1.0, lo_ok=True),
     "max_iter": _bad_int(1),
     "solver": _bad_choice(["subgradient", "exact"]),
-    "n_neighbors": _bad_int(1, none_ok=True),
+    "predict_k": _bad_int(1, none_ok=True),
 }
 PARAMS = {
     "LMNN": {
@@ -231,6 +231,7 @@ PARAMS = {
     },
     "MultiMetricLMNN": {
         **_LMNN_COMMON,
+        "max_iter": _bad_int(2),
         "n_clusters": _bad_int(1, N, none_ok=True),
         "time_limit": _bad_float(0.0, none_ok=True),
         "conic_solver": _bad_choice(["CLARABEL", "SCS"]),
@@ -242,9 +243,9 @@ PARAMS = {
     },
     "SSNE": {
         "n_components": _bad_int(1),
-        "lam": _bad_float(0.0, lo_ok=True),
+        "loss_weight": _bad_float(0.0, lo_ok=True),
         "dissimilar": _bad_float(-1.0, 1.0, lo_ok=True),
-        "n_epochs": _bad_int(1),
+        "max_iter": _bad_int(1),
         "batch_size": _bad_int(1),
         "learning_rate": _bad_float(0.0),
         "decay": _bad_float(0.0, lo_ok=True),
@@ -261,9 +262,10 @@ PARAMS = {
         "mistake_driven": _bad_choice([True, False]),
     },
     "OperatorSimilarity": {
-        "lam": _bad_float(0.0),
-        "gamma": _bad_float(0.0),
-        "gamma_neg": _bad_float(0.0, none_ok=True),
+        "reg_weight": _bad_float(0.0),
+        "margin": _bad_float(0.0),
+        "margin_neg": _bad_float(0.0, none_ok=True),
+        "tol": _bad_float(0.0, none_ok=True),
         "regularizer": _bad_choice(["hs", "trace"]),
         "solver": _bad_choice(["sgd", "subgradient", "exact"]),
         "kernel": _bad_choice(["linear", "maurer", None]),
@@ -384,7 +386,7 @@ def test_index_arguments_are_checked(kind, who, seed, data):
     elif who == "SSNE":
         idx = _corrupt_indices(kind, np.array([[0, 1], [2, 7], [3, 9]]), N, data.draw)
         s = np.array([1.0, 0.0, 0.0])
-        rejected(lambda: SSNE(n_epochs=1).fit(X, s, pairs=idx), "pairs", "s")
+        rejected(lambda: SSNE(max_iter=1).fit(X, s, pairs=idx), "pairs", "s")
     else:
         T = np.array([[(i + 1) % 6 + 6 * (i // 6)] for i in range(N)])
         T = _corrupt_indices(kind, T, N, data.draw)
@@ -453,16 +455,16 @@ def test_ssne_pair_forms_are_checked(kind, value):
     s = np.array([1.0, 0.0, 0.0, 1.0])
     if kind == "nan":
         s[1] = np.nan
-        rejected(lambda: SSNE(n_epochs=1).fit(P, s), "s")
+        rejected(lambda: SSNE(max_iter=1).fit(P, s), "s")
     elif kind == "range":
         s[2] = -value
-        rejected(lambda: SSNE(n_epochs=1).fit(P, s), "s")
+        rejected(lambda: SSNE(max_iter=1).fit(P, s), "s")
     elif kind == "short":
-        rejected(lambda: SSNE(n_epochs=1).fit(P, s[:-1]), "s")
+        rejected(lambda: SSNE(max_iter=1).fit(P, s[:-1]), "s")
     elif kind == "three_d_bad":
-        rejected(lambda: SSNE(n_epochs=1).fit(np.concatenate([P, P], axis=1), s), "pairs")
+        rejected(lambda: SSNE(max_iter=1).fit(np.concatenate([P, P], axis=1), s), "pairs")
     else:
-        rejected(lambda: SSNE(n_epochs=1).fit(P, s[:, None]), "s")
+        rejected(lambda: SSNE(max_iter=1).fit(P, s[:, None]), "s")
 
 
 @FAST

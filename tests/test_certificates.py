@@ -112,7 +112,7 @@ def test_operator_similarity_exposes_the_certificate(verified):
     from convexmetric.maurer.estimators import OperatorSimilarity
 
     pairs = instance(m=200, D=4, n=80)
-    est = OperatorSimilarity(lam=LAM, solver="subgradient").fit(pairs)
+    est = OperatorSimilarity(reg_weight=LAM, solver="subgradient").fit(pairs)
     assert est.result_.status == "optimal"
     assert est.result_.certificate["kind"] == "maurer"
     verified(est, pairs)

@@ -23,7 +23,8 @@ from convexmetric import datasets
 from convexmetric.kernels import linear_kernel, rbf_kernel
 from convexmetric.poe.estimators import ItemComparisons
 
-NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "validate", "verify")
+NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "validate", "verify", "set_config",
+                  "get_config", "config_context")  # fmt: skip
 ESTIMATORS = [n for n in convexmetric.__all__ if n not in NOT_ESTIMATORS]
 
 
@@ -89,15 +90,15 @@ CASES = {
         "W_",
     ),
     "SSNE": (
-        lambda: convexmetric.SSNE(n_components=3, n_epochs=2),
+        lambda: convexmetric.SSNE(n_components=3, max_iter=2),
         "lab",
-        {"lam": [10.0, 100.0]},
+        {"loss_weight": [10.0, 100.0]},
         "W_",
     ),
     "OperatorSimilarity": (
-        lambda: convexmetric.OperatorSimilarity(lam=0.05, max_iter=500, n_pairs=100),
+        lambda: convexmetric.OperatorSimilarity(reg_weight=0.05, max_iter=500, n_pairs=100),
         "lab",
-        {"lam": [0.01, 0.1]},
+        {"reg_weight": [0.01, 0.1]},
         "metric_",
     ),
     "HyperbolicPCA": (

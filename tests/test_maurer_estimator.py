@@ -43,8 +43,9 @@ def test_pairs_from_arrays():
 @pytest.mark.parametrize("solver", ["exact", "subgradient", "sgd"])
 def test_estimator_solvers_agree(iris, solver, verified):
     pairs = balanced_pairs(*iris, 300, random_state=0)
-    exact = OperatorSimilarity(lam=0.05, solver="exact").fit(pairs)
-    m = OperatorSimilarity(lam=0.05, solver=solver, max_iter=40_000, random_state=0).fit(pairs)
+    exact = OperatorSimilarity(reg_weight=0.05, solver="exact").fit(pairs)
+    m = OperatorSimilarity(reg_weight=0.05, solver=solver, max_iter=40_000, random_state=0)
+    m.fit(pairs)
     assert m.objective_ == pytest.approx(m.result_.objective, rel=1e-6)
     error = (m.objective_ - exact.objective_) / exact.objective_
     if solver == "subgradient":
@@ -68,8 +69,9 @@ def test_kernel_exact_and_sgd_agree():
     X = np.abs(rng.standard_normal((12, 6))) + np.repeat(np.eye(3), 4, axis=0)[:, [0, 1, 2] * 2]
     y = np.repeat([0, 1, 2], 4)
     pairs = label_pairs(X, y, 150, random_state=0)
-    exact = OperatorSimilarity(lam=0.05, kernel="maurer", solver="exact").fit(pairs)
-    sgd = OperatorSimilarity(lam=0.05, kernel="maurer", max_iter=60_000, random_state=0).fit(pairs)
+    exact = OperatorSimilarity(reg_weight=0.05, kernel="maurer", solver="exact").fit(pairs)
+    sgd = OperatorSimilarity(reg_weight=0.05, kernel="maurer", max_iter=60_000, random_state=0)
+    sgd.fit(pairs)
     assert -1e-6 <= (sgd.objective_ - exact.objective_) / exact.objective_ <= 2e-2
     assert sgd.result_.status == "completed"  # no certified claim at this gap
     assert sgd.transform(X).shape[0] == 12 and sgd.metric_.shape == (12, 12)
@@ -126,10 +128,11 @@ def test_transfer_on_rotated_digits():
 
 
 BAD = [
-    ({"lam": 0.0}, "'lam' parameter of OperatorSimilarity"),
-    ({"lam": -1}, "'lam'"),
-    ({"gamma": 0}, "'gamma'"),
-    ({"gamma_neg": -2.0}, "'gamma_neg'"),
+    ({"reg_weight": 0.0}, "'reg_weight' parameter of OperatorSimilarity"),
+    ({"reg_weight": -1}, "'reg_weight'"),
+    ({"margin": 0}, "'margin'"),
+    ({"margin_neg": -2.0}, "'margin_neg'"),
+    ({"tol": 0.0}, "'tol'"),
     ({"regularizer": "l1"}, "'regularizer'"),
     ({"solver": "newton"}, "'solver'"),
     ({"learning_rate": np.nan}, "'learning_rate'"),
@@ -168,7 +171,7 @@ def test_r_outside_plus_minus_one_is_rejected(vals):
 
 
 @settings(max_examples=25, deadline=None)
-@given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["lam", "gamma"]))
+@given(st.floats(allow_nan=True, allow_infinity=True), st.sampled_from(["reg_weight", "margin"]))
 def test_nonpositive_or_nonfinite_scalars_are_rejected(value, name):
     X, y = np.eye(4), [0, 0, 1, 1]
     if np.isfinite(value) and value > 0:

@@ -71,7 +71,7 @@ def test_string_labels_round_trip(tmp_path, iris):
     [
         lambda: KernelLMNN(max_iter=50),
         lambda: MultiMetricLMNN(max_iter=50),
-        lambda: SSNE(n_components=4, n_epochs=2, random_state=0),
+        lambda: SSNE(n_components=4, max_iter=2, random_state=0),
         lambda: HyperbolicPCA(n_components=2, random_state=0),
         lambda: HyperbolicPCA(n_components=2, kernel="maurer", random_state=0),
     ],

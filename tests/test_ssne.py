@@ -90,9 +90,9 @@ def test_group_soft_threshold_is_the_prox():
 
 def test_small_lam_zeroes_whole_columns(iris_std):
     X, y = iris_std
-    kw = dict(n_components=12, n_epochs=15, random_state=0)
-    dense = SSNE(lam=1000.0, **kw).fit(X, y)
-    sparse = SSNE(lam=10.0, **kw).fit(X, y)
+    kw = dict(n_components=12, max_iter=15, random_state=0)
+    dense = SSNE(loss_weight=1000.0, **kw).fit(X, y)
+    sparse = SSNE(loss_weight=10.0, **kw).fit(X, y)
     assert len(dense.active_components_) == 12
     assert 1 <= len(sparse.active_components_) < 12
     zero = np.setdiff1d(np.arange(12), sparse.active_components_)
@@ -102,15 +102,15 @@ def test_small_lam_zeroes_whole_columns(iris_std):
     assert np.linalg.matrix_rank(Z) <= len(sparse.active_components_)
     assert np.allclose(np.linalg.norm(Z, axis=1), 1.0)
     with pytest.warns(UserWarning, match="Every column of W is zero"):
-        none = SSNE(lam=0.0, **kw).fit(X, y)
+        none = SSNE(loss_weight=0.0, **kw).fit(X, y)
     assert np.all(none.W_ == 0.0) and np.all(none.transform(X) == 0.0)
 
 
 def test_same_random_state_same_result(iris_std):
     X, y = iris_std
-    a = SSNE(n_components=6, n_epochs=4, n_restarts=2, random_state=3).fit(X, y)
-    b = SSNE(n_components=6, n_epochs=4, n_restarts=2, random_state=3).fit(X, y)
-    c = SSNE(n_components=6, n_epochs=4, n_restarts=2, random_state=4).fit(X, y)
+    a = SSNE(n_components=6, max_iter=4, n_restarts=2, random_state=3).fit(X, y)
+    b = SSNE(n_components=6, max_iter=4, n_restarts=2, random_state=3).fit(X, y)
+    c = SSNE(n_components=6, max_iter=4, n_restarts=2, random_state=4).fit(X, y)
     assert np.array_equal(a.W_, b.W_) and a.result_.history == b.result_.history
     assert not np.array_equal(a.W_, c.W_)
     objs = a.result_.info["restart_objectives"]
@@ -120,7 +120,7 @@ def test_same_random_state_same_result(iris_std):
 
 def test_fit_lowers_the_objective_and_separates_classes(iris_std):
     X, y = iris_std
-    m = SSNE(n_components=8, n_epochs=20, random_state=0).fit(X, y)
+    m = SSNE(n_components=8, max_iter=20, random_state=0).fit(X, y)
     hist = m.result_.history
     assert hist[-1] < 0.6 * hist[0] and m.objective_ == min(hist)
     S = m.similarity(X, X)
@@ -131,7 +131,7 @@ def test_fit_lowers_the_objective_and_separates_classes(iris_std):
 
 def test_block_coordinate_variant_runs(iris_std):
     X, y = iris_std
-    m = SSNE(n_components=8, n_blocks=4, n_epochs=5, random_state=0).fit(X, y)
+    m = SSNE(n_components=8, n_blocks=4, max_iter=5, random_state=0).fit(X, y)
     assert m.result_.history[-1] < m.result_.history[0]
 
 
@@ -140,7 +140,7 @@ def test_pair_inputs_agree():
     X = rng.normal(size=(10, 3))
     idx = np.array([[0, 1], [2, 3], [4, 5], [1, 7], [8, 9]])
     s = np.array([1.0, -1.0, 0.5, 0.0, -0.2])
-    kw = dict(n_components=3, n_epochs=5, batch_size=2, random_state=0)
+    kw = dict(n_components=3, max_iter=5, batch_size=2, random_state=0)
     a = SSNE(**kw).fit(X, s, pairs=idx)
     b = SSNE(**kw).fit(X[idx], s)  # (Q, 2, d) pairs of points
     assert np.allclose(a.W_, b.W_)
@@ -171,8 +171,11 @@ def test_solver_callback_and_status():
     ("params", "match"),
     [
         ({"n_components": 0}, r"'n_components' parameter of SSNE must be an int in the range \[1"),
-        ({"lam": -1.0}, r"'lam' parameter of SSNE must be a float in the range \[0.0, inf\)"),
-        ({"lam": float("nan")}, "'lam' parameter"),
+        (
+            {"loss_weight": -1.0},
+            r"'loss_weight' parameter of SSNE must be a float in the range \[0.0, inf\)",
+        ),
+        ({"loss_weight": float("nan")}, "'loss_weight' parameter"),
         ({"dissimilar": -2.0}, "'dissimilar' parameter"),
         ({"n_blocks": 9, "n_components": 4}, "'n_blocks' parameter of SSNE must not exceed"),
     ],
@@ -201,7 +204,7 @@ def test_bad_data():
         SSNE().fit(X, [0, 1, 0])
     with pytest.raises(ValueError, match="not fitted"):
         SSNE().transform(X)
-    m = SSNE(n_epochs=1, random_state=0).fit(X, y)
+    m = SSNE(max_iter=1, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="is expecting 4 features"):
         m.transform(np.eye(3))
 
@@ -214,7 +217,7 @@ def test_bad_data():
 )
 def test_targets_outside_the_range_are_rejected(s):
     with pytest.raises(ValueError, match="'s'"):
-        SSNE(n_epochs=1).fit(np.eye(3), s, pairs=[[0, 1], [1, 2]])
+        SSNE(max_iter=1).fit(np.eye(3), s, pairs=[[0, 1], [1, 2]])
 
 
 @settings(max_examples=25, deadline=None)
@@ -252,8 +255,8 @@ def test_docstring_examples():
 
 def test_time_limit_bounds_all_restarts_together():
     X, y = datasets.load("iris")
-    m = SSNE(n_components=3, n_epochs=50, n_restarts=3, time_limit=1e-9, random_state=0)
+    m = SSNE(n_components=3, max_iter=50, n_restarts=3, time_limit=1e-9, random_state=0)
     r = m.fit(X, y).result_
     assert len(r.info["restart_objectives"]) == 1 and r.status == "user_limit"
-    free = SSNE(n_components=3, n_epochs=3, n_restarts=3, random_state=0).fit(X, y).result_
+    free = SSNE(n_components=3, max_iter=3, n_restarts=3, random_state=0).fit(X, y).result_
     assert len(free.info["restart_objectives"]) == 3 and free.status == "iteration_limit"

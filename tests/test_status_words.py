@@ -68,15 +68,15 @@ def test_max_iter_without_a_certificate_is_optimal_inaccurate():
 def test_time_limit_is_user_limit():
     X, y = _iris()
     assert LMNN(k=2, time_limit=1e-9).fit(X, y).result_.status == "user_limit"
-    r = SSNE(n_components=2, n_epochs=50, time_limit=1e-9, random_state=0).fit(X, y).result_
+    r = SSNE(n_components=2, max_iter=50, time_limit=1e-9, random_state=0).fit(X, y).result_
     assert r.status == "user_limit" and not r.success
 
 
 def test_learners_without_a_certificate_never_say_optimal():
     X, y = _iris()
-    ssne = SSNE(n_components=2, n_epochs=40, tol=0.5, random_state=0).fit(X, y)
+    ssne = SSNE(n_components=2, max_iter=40, tol=0.5, random_state=0).fit(X, y)
     assert ssne.result_.status == "converged" and ssne.n_iter_ < 40  # the plateau rule
-    capped = SSNE(n_components=2, n_epochs=2, tol=1e-12, random_state=0).fit(X, y)
+    capped = SSNE(n_components=2, max_iter=2, tol=1e-12, random_state=0).fit(X, y)
     assert capped.result_.status == "iteration_limit"
     hpca = HyperbolicPCA(n_components=2, n_pairs=100, random_state=0).fit(X, y)
     assert hpca.result_.status == "converged"

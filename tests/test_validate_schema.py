@@ -101,7 +101,7 @@ def test_conic_solver_is_the_exact_sides_solver():
 
 
 def test_an_unknown_setting_is_named():
-    with pytest.raises(ValueError, match="unknown lmnn setting.*'kk'.*k, mu"):
+    with pytest.raises(ValueError, match=r"unknown lmnn setting.*'kk'.*k, mu"):
         validate("lmnn", kk=3)
     with pytest.raises(ValueError, match="'variant' parameter"):
         validate("lmnn", variant="double")

@@ -38,17 +38,18 @@ def _maurer_fit(kind):
     X, y = _maurer_data()
     if kind == "sgd":  # the default solver; this instance certifies within 1e-4
         pairs = balanced_pairs(X, y, 100, random_state=0)
-        return OperatorSimilarity(lam=0.4, max_iter=20_000, random_state=0).fit(pairs), (pairs,)
+        est = OperatorSimilarity(reg_weight=0.4, max_iter=20_000, random_state=0)
+        return est.fit(pairs), (pairs,)
     if kind == "trace":
         pairs = balanced_pairs(X, y, 120, random_state=1)
-        est = OperatorSimilarity(lam=0.05, solver="subgradient", regularizer="trace")
+        est = OperatorSimilarity(reg_weight=0.05, solver="subgradient", regularizer="trace")
         return est.fit(pairs), (pairs,)
     if kind == "kernel":  # Maurer's kernel of §6.1, recomputed by the verifier
         X, y = _maurer_data(n=20)
-        est = OperatorSimilarity(lam=0.1, solver="subgradient", kernel="maurer", n_pairs=40,
+        est = OperatorSimilarity(reg_weight=0.1, solver="subgradient", kernel="maurer", n_pairs=40,
                                  random_state=0)  # fmt: skip
         return est.fit(X, y), (X, y)
-    est = OperatorSimilarity(lam=0.05, solver="subgradient", n_pairs=120, random_state=2)
+    est = OperatorSimilarity(reg_weight=0.05, solver="subgradient", n_pairs=120, random_state=2)
     return est.fit(X, y), (X, y)
 
 
@@ -105,9 +106,9 @@ def _maurer_objective(est, *args):
     else:
         A_norm = np.trace(A) if est.regularizer == "trace" else np.sqrt((A * A).sum())
     s = np.array([u @ A @ u for u in U])
-    g = np.where(r > 0, est.gamma, est.gamma if est.gamma_neg is None else est.gamma_neg)
+    g = np.where(r > 0, est.margin, est.margin if est.margin_neg is None else est.margin_neg)
     loss = np.maximum(0.0, 1.0 - r * (1.0 - s) / g).mean()
-    return loss + est.lam * A_norm / np.sqrt(len(r))
+    return loss + est.reg_weight * A_norm / np.sqrt(len(r))
 
 
 def test_verified_with_the_reported_bound(fitted, verified):
@@ -179,7 +180,7 @@ def test_a_tampered_certificate_is_not_verified(fitted):
 def test_an_uncertified_sgd_says_completed_and_is_not_verified():
     X, y = _maurer_data()
     pairs = balanced_pairs(X, y, 60, random_state=0)
-    est = OperatorSimilarity(lam=0.05, max_iter=2_000, random_state=0).fit(pairs)
+    est = OperatorSimilarity(reg_weight=0.05, max_iter=2_000, random_state=0).fit(pairs)
     assert est.result_.status == "completed"
     v = verify(est, pairs)
     assert not v.verified and "above tol" in v.reason
@@ -189,7 +190,7 @@ def test_pairs_drawn_without_a_seed_are_checked_from_the_fits_own_pairs(verified
     from convexmetric.verifier import VerificationError
 
     X, y = _maurer_data()
-    est = OperatorSimilarity(lam=0.05, solver="subgradient", n_pairs=60).fit(X, y)
+    est = OperatorSimilarity(reg_weight=0.05, solver="subgradient", n_pairs=60).fit(X, y)
     assert est.result_.status == "optimal"
     verified(est, X, y)  # the draw cannot be replayed: pairs_ checked against y instead
     kept = est.pairs_.copy()
@@ -254,7 +255,7 @@ def test_kernel_sgd_certificate_is_the_reported_bound():
     """The kernel SGD certifies through its own kernel map; the verifier's, from Maurer's
     kernel recomputed here, gives the same bound (not within tol: "completed")."""
     X, y = _maurer_data(n=20)
-    est = OperatorSimilarity(lam=0.5, kernel="maurer", n_pairs=40, max_iter=20_000,
+    est = OperatorSimilarity(reg_weight=0.5, kernel="maurer", n_pairs=40, max_iter=20_000,
                              random_state=0).fit(X, y)  # fmt: skip
     v = verify(est, X, y)
     assert est.result_.status == "completed" and not v.verified

@@ -10,39 +10,34 @@
 from __future__ import annotations
 
 import logging
-import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import TransformerMixin
 
+from .._convergence import warn_unconverged
 from .._mahalanobis import MahalanobisMixin
+from .._renamed import DEPRECATED
 from .._validation import (
     check_bool,
     check_choice,
     check_indices,
-    check_labels,
-    check_matrix,
     check_memory_limit,
-    check_new_data,
     check_scalar,
 )
-from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
-from ..neighbors import loo_error, target_neighbors
+from .._verbose import log_summary, logging_to_stderr, progress_callback
+from ..neighbors import target_neighbors
 from ..problems import lmnn as P
+from .base import LMNNBase
 from .dask_executor import check_backend, executor_for
 from .exact import solve_working_set
 from .passes import run_passes
-from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
 
 logger = logging.getLogger("convexmetric.lmnn")
 
 
-class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
+class LMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
     """Large margin nearest neighbour metric learning.
 
     Learns a Mahalanobis metric ``M ⪰ 0`` minimising eq. (14): ``(1 − μ)`` times the
@@ -52,7 +47,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     k : int, default=3
-        Target neighbours per point (the k nearest same-class points, Euclidean).
+        Target neighbours per point (the k nearest same-class points, Euclidean);
+        metric-learn's ``n_neighbors``. A class with ``k`` members or fewer makes the fit
+        use fewer (``k_``, with a warning; :mod:`convexmetric.lmnn.base`).
     mu : float in [0, 1], default=0.5
         Weight of the push (hinge) term.
     solver : {"subgradient", "exact"}, default="subgradient"
@@ -64,11 +61,14 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     refine : bool, default=True
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
-        Seconds; the best iterate so far is returned with status ``"user_limit"``.
+        Seconds for the whole fit (every pass); the best iterate so far is returned with
+        status ``"user_limit"``.
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
-    n_neighbors : int or None
-        The k of the kNN classifier in :meth:`predict` (default: ``k``).
+    predict_k : int or None
+        The k of the kNN vote of :meth:`predict` and :meth:`loo_error` (default: ``k``).
+        Formerly ``n_neighbors``, which still works until 0.3 with a FutureWarning (it
+        never set the target neighbours: that is ``k``).
     n_passes : int, default=1
         Multi-pass LMNN (§5.1): after each pass the target neighbours are re-selected
         under the learned metric and the next pass starts from it. ``max_iter`` and
@@ -114,7 +114,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     objective_ : float, eq. (14) at ``metric_``
     result_ : SolveResult
     n_iter_ : int, iterations of the solver (``result_.iterations``)
-    targets_ : ndarray (n, k), target neighbours used
+    targets_ : ndarray (n, k_), target neighbours used
+    k_ : int, target neighbours per point (``k``, or fewer for a small class)
+    predict_k_ : int, the k of :meth:`predict`
     classes_ : ndarray
     """
 
@@ -128,7 +130,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         refine=True,
         time_limit=None,
         conic_solver="CLARABEL",
-        n_neighbors=None,
+        predict_k=None,
         n_passes=1,
         n_components=None,
         reduction="S",
@@ -139,6 +141,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         verbose=0,
         memory_limit=2**30,
         backend="local",
+        n_neighbors=DEPRECATED,
     ):
         self.k = k
         self.mu = mu
@@ -147,6 +150,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         self.refine = refine
         self.time_limit = time_limit
         self.conic_solver = conic_solver
+        self.predict_k = predict_k
         self.n_neighbors = n_neighbors
         self.n_passes = n_passes
         self.n_components = n_components
@@ -162,26 +166,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
 
     def _validate_params(self):
         name = type(self).__name__
-        check_scalar(self.k, "k", int, min_val=1, owner=name)
-        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
-        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
-        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        self._check_shared_params()
         check_bool(self.refine, "refine", owner=name)
-        if self.time_limit is not None:
-            check_scalar(
-                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
-            )
-        check_choice(
-            str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"), owner=name
-        )
-        if self.n_neighbors is not None:
-            check_scalar(self.n_neighbors, "n_neighbors", int, min_val=1, owner=name)
         check_scalar(self.n_passes, "n_passes", int, min_val=1, owner=name)
         check_choice(self.reduction, "reduction", ("S", "R"), owner=name)
         check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
-        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
-        check_verbose(self.verbose, name)
-
         check_memory_limit(self.memory_limit, owner=name)
         check_backend(self.backend, owner=name)
 
@@ -210,33 +199,16 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         mu = float(self.mu)
         with logging_to_stderr(logger, self.verbose):
             res, T = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
-                                self.k, self.n_passes, self.max_iter, self.time_limit)  # fmt: skip
+                                T.shape[1], self.n_passes, self.max_iter,
+                                self.time_limit)  # fmt: skip
             log_summary(logger, self.verbose, type(self).__name__, res)
         if res.status == "optimal_inaccurate" and self.solver == "subgradient":
-            self._warn_unconverged(res)
+            warn_unconverged(self, res)
         res = self._set_metric(res, X, y_enc, T, axes)
         self.result_, self.n_iter_, self.targets_ = res, res.iterations, T
         self._X, self._y = X_raw, y_enc
         self.X_fit_, self.y_fit_ = X_raw, y_enc  # public, for saved models (model_kinds)
         return self
-
-    def _check_data(self, X, y):
-        """Validated ``X``, encoded labels (``classes_`` set) and the class sizes."""
-        n_x = X.shape[0] if hasattr(X, "shape") else len(X) if hasattr(X, "__len__") else None
-        n_y = len(y) if hasattr(y, "__len__") else None
-        if n_x is not None and n_y is not None and n_x != n_y:
-            raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
-        X = check_matrix(X, "X", min_rows=2)
-        y = check_labels(y, X.shape[0], column_ok=True)
-        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, y_enc = np.unique(y, return_inverse=True)
-        if len(self.classes_) < 2:
-            raise ValueError(
-                f"'y' has a single class ({self.classes_[0].item()!r}); LMNN needs at least two "
-                "classes (impostors are points of other classes)."
-            )
-        return X, y_enc, np.bincount(y_enc)
 
     def _reduce_inputs(self, X):
         """The inputs after the optional PCA (``pca``), and its axes (or None)."""
@@ -254,13 +226,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
     def _targets(self, X, y_enc, counts, targets):
         """The target neighbours: the k nearest same-class points, or the user's (checked)."""
         if targets is None:
-            if counts.min() <= self.k:
-                c = self.classes_[np.argmin(counts)].item()
-                raise ValueError(
-                    f"class {c!r} of 'y' has {counts.min()} members; with k={self.k} every "
-                    f"class needs at least k + 1 = {self.k + 1} (reduce 'k')."
-                )
-            return target_neighbors(X, y_enc, self.k)
+            return target_neighbors(X, y_enc, self._set_k(counts))
+        self.k_, self.predict_k_ = None, int(self._predict_k or self.k)
         T = check_indices(targets, X.shape[0], "targets")
         if T.ndim != 2 or T.shape[0] != X.shape[0]:
             raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
@@ -270,19 +237,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
             raise ValueError("'targets' must not name a point as its own target neighbour.")
         if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
             raise ValueError("'targets' must not list a target neighbour twice in one row.")
+        self.k_ = T.shape[1]
         return T
-
-    def _warn_unconverged(self, res):
-        """A ConvergenceWarning that names the cause: the iteration cap, or a gap left open."""
-        gap = res.certified_gap
-        gap = f"a certified gap of {gap:.2g}" if np.isfinite(gap) else "no certified bound"
-        if res.iterations >= self.max_iter:
-            msg = (f"LMNN stopped at max_iter={self.max_iter} iterations with {gap} "
-                   f"(tol={self.tol:g}); increase 'max_iter'.")  # fmt: skip
-        else:
-            msg = (f"LMNN's solver stalled with {gap} above tol={self.tol:g} after {res.iterations}"
-                   f" of max_iter={self.max_iter} iterations: not certified.")  # fmt: skip
-        warnings.warn(msg, ConvergenceWarning, stacklevel=3)
 
     def _set_metric(self, res, X, y_enc, T, axes):
         """``components_``, ``metric_``, ``objective_`` from ``M``; the result to record."""
@@ -337,64 +293,15 @@ class LMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
         ndarray of shape (m, r)
             The transformed points.
         """
-        check_is_fitted(self, "components_")
-        X = check_new_data(self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.components_.T
+        return self._embed(self._queries(X))
 
-    def predict(self, X):
-        """Predict kNN labels under the learned metric (ties: reduce k until they break).
+    def _embed(self, Q):
+        return Q @ self.components_.T
 
-        With ``backend="dask"``: by blocks of test rows on the Dask workers.
-
-        Parameters
-        ----------
-        X : array of shape (m, d)
-            New points.
-
-        Returns
-        -------
-        ndarray of shape (m,)
-            The predicted labels.
-        """
-        Z = self.transform(X)
-        kk = self.n_neighbors or self.k
-        train = (self._X @ self.components_.T, self._y)
-        pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=kk)
-        return self.classes_[pred]
-
-    def energy_predict(self, X):
-        """Predict energy-based labels (§3.5, eq. 15) under the learned metric.
-
-        With ``backend="dask"``: by blocks of test rows on the Dask workers.
-
-        Parameters
-        ----------
-        X : array of shape (m, d)
-            New points.
-
-        Returns
-        -------
-        ndarray of shape (m,)
-            The labels of least energy.
-        """
-        check_is_fitted(self, "components_")
-        X = validate_data(self, check_new_data(self, X), reset=False, dtype=np.float64)
-        train = dict(X_train=self._X, y_train=self._y, targets=self.targets_,
-                     components=self.components_, mu=float(self.mu))  # fmt: skip
-        pred = predict_blocks(energy_chunk, train, (X, None), self._executor())
-        return self.classes_[pred]
+    def _train_embedding(self):
+        return self._X @ self.components_.T
 
     def _executor(self):
+        """With ``backend="dask"``, predict and energy_predict run by blocks of test rows
+        on the Dask workers."""
         return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__)
-
-    def loo_error(self):
-        """Compute the leave-one-out kNN error on the training data under the metric.
-
-        Returns
-        -------
-        float
-            The fraction of training points misclassified by their neighbours.
-        """
-        check_is_fitted(self, "components_")
-        return loo_error(self._X @ self.components_.T, self._y, self.n_neighbors or self.k)

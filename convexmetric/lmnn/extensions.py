@@ -10,28 +10,27 @@
 
 from __future__ import annotations
 
-import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+import warnings
 
-from .._validation import (
-    check_choice,
-    check_new_data,
-    check_scalar,
-)
-from .._verbose import check_verbose, log_summary, logging_to_stderr
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted
+
+from .._convergence import warn_unconverged
+from .._renamed import DEPRECATED
+from .._validation import check_scalar
+from .._verbose import log_summary, logging_to_stderr
 from ..linalg import components_from_metric
 from ..neighbors import sqdist, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn_multi as PM
 from . import multi_solver as SM
-from ._shared import _check_common, _check_labels, knn_from_distances, logger
-from .energy import energy_predict
+from .base import LMNNBase, logger
 from .estimator import LMNN
 from .kernel_estimator import KernelLMNN  # noqa: F401
 
 
-class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
+class MultiMetricLMNN(LMNNBase):
     """Multi-metric LMNN (§5.2): one metric per cluster, learned jointly.
 
     Parameters
@@ -43,14 +42,14 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     solver : {"subgradient", "exact"}
         Large-scale solver (started from the single-metric solution) or the full SDP
         in CVXPY (small problems).
-    max_iter : int
-        Iterations of the subgradient phase (the L-BFGS refinement follows).
-        1 by default: the multi-metric optimum is far from the single-metric start
-        (digits: 210 vs 1726), the subgradient steps are short (20 of them: 1726 to
-        1721) and the refinement makes that move much faster.
-        A cap on that phase only: ``n_iter_`` counts every stage (``result_.info["stages"]``).
-    n_neighbors : int or None
-        The k of :meth:`predict` (default ``k``).
+    max_iter : int, default=3000
+        Iterations at most over the whole fit: the single-metric start's and every
+        multi-metric stage's together (``n_iter_`` never exceeds it). Before 0.2 this
+        capped the first subgradient phase only (default 1); that phase is now one step
+        inside the cap, as the default was.
+    predict_k : int or None
+        The k of :meth:`predict` and :meth:`loo_error` (default ``k``; formerly
+        ``n_neighbors``, deprecated).
     random_state : int or None
         Seeds k-means.
     conic_solver : {"CLARABEL", "SCS"}
@@ -77,7 +76,10 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
     objective_, result_, targets_ : float, SolveResult, ndarray
         As in :class:`~convexmetric.LMNN`.
     n_iter_ : int
-        Iterations of the multi-metric solver (``result_.iterations``).
+        Iterations of the whole fit: the single-metric start's plus the multi-metric
+        solver's (``result_.iterations``).
+    k_, predict_k_ : int
+        As in :class:`~convexmetric.LMNN`.
     single_ : LMNN
         The single-metric :class:`~convexmetric.LMNN` used as the start (fitted
         with ``tol=max(tol, 1e-2)``).
@@ -90,13 +92,14 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         mu=0.5,
         n_clusters=None,
         solver="subgradient",
-        max_iter=1,
-        n_neighbors=None,
+        max_iter=3000,
+        predict_k=None,
         random_state=None,
         conic_solver="CLARABEL",
         time_limit=None,
         tol=1e-4,
         verbose=0,
+        n_neighbors=DEPRECATED,
     ):
         self.verbose = verbose
         self.time_limit = time_limit
@@ -106,6 +109,7 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         self.n_clusters = n_clusters
         self.solver = solver
         self.max_iter = max_iter
+        self.predict_k = predict_k
         self.n_neighbors = n_neighbors
         self.random_state = random_state
         self.conic_solver = conic_solver
@@ -126,46 +130,30 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
             The fitted estimator.
         """
         name = type(self).__name__
-        check_scalar(self.k, "k", int, min_val=1, owner=name)
-        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
-        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
-        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
-        _check_common(self, name)
-        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
-        check_verbose(self.verbose, name)
-        X, self.classes_, y = _check_labels(self, X, y, self.k)
-        if self.n_clusters is None:
-            g, c = y, len(self.classes_)
-            self.cluster_centers_ = None
-        else:
-            c = check_scalar(
-                self.n_clusters, "n_clusters", int, min_val=1, max_val=X.shape[0], owner=name
-            )
-            from sklearn.cluster import KMeans
-
-            km = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit(X)
-            g, self.cluster_centers_ = km.labels_.astype(np.int64), km.cluster_centers_
-        T = target_neighbors(X, y, self.k)
-        mu, clock = float(self.mu), Deadline(self.time_limit)  # one deadline for the fit
+        self._check_shared_params()
+        check_scalar(self.max_iter, "max_iter", int, min_val=2, owner=name)  # start + metrics
+        clock = Deadline(self.time_limit)  # one deadline for the whole fit
+        X, y, counts = self._check_data(X, y)
+        g, c = self._clusters(X, y)
+        T = target_neighbors(X, y, self._set_k(counts))
+        mu = float(self.mu)
         # only a start: certified to 1e-2 is plenty (the multi-metric optimum is far away)
-        self.single_ = LMNN(k=self.k, mu=mu, solver=self.solver, verbose=self.verbose,
-                            tol=max(float(self.tol), 1e-2), time_limit=self.time_limit)  # fmt: skip
-        self.single_.fit(X, y, targets=T)
+        self.single_ = LMNN(k=self.k_, mu=mu, solver=self.solver, verbose=self.verbose,
+                            tol=max(float(self.tol), 1e-2), max_iter=self.max_iter - 1,
+                            time_limit=self.time_limit)  # fmt: skip
+        with warnings.catch_warnings():  # a start short of 1e-2 is still a start
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            self.single_.fit(X, y, targets=T)
+        used = self.single_.n_iter_ if self.solver == "subgradient" else 0
         if self.solver == "exact":
             res = self._solve_exact(X, y, T, mu, g, c)
         else:
-            res = SM.solve(
-                X,
-                y,
-                T,
-                mu,
-                g,
-                c,
-                M0=self.single_.metric_,
-                max_iter=self.max_iter,
-                time_limit=clock.remaining(),
-                tol=float(self.tol),
-            )
+            left = clock.remaining()
+            res = SM.solve(X, y, T, mu, g, c, M0=self.single_.metric_, max_iter=1,
+                           max_iterations=self.max_iter - used, tol=float(self.tol),
+                           time_limit=None if left is None else max(left, 1e-9))  # fmt: skip
+            res.iterations += used
+            warn_unconverged(self, res)
         with logging_to_stderr(logger, self.verbose):
             log_summary(logger, self.verbose, name, res)
         self.n_iter_ = res.iterations
@@ -176,6 +164,19 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         self._X, self._y = X, y
         self.X_fit_, self.y_fit_ = X, y  # public, for saved models (model_kinds)
         return self
+
+    def _clusters(self, X, y):
+        """The cluster of every point (its label, or k-means) and the number of clusters."""
+        if self.n_clusters is None:
+            self.cluster_centers_ = None
+            return y, len(self.classes_)
+        c = check_scalar(self.n_clusters, "n_clusters", int, min_val=1, max_val=X.shape[0],
+                         owner=type(self).__name__)  # fmt: skip
+        from sklearn.cluster import KMeans
+
+        km = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit(X)
+        self.cluster_centers_ = km.cluster_centers_
+        return km.labels_.astype(np.int64), c
 
     def _solve_exact(self, X, y, T, mu, g, c):
         """The multi-metric SDP in CVXPY with ``conic_solver``; a SolveResult."""
@@ -220,76 +221,22 @@ class MultiMetricLMNN(ClassifierMixin, BaseEstimator):
         ndarray of shape (m, n)
             Squared distances to the training points.
         """
+        return self._distances(self._queries(X))
+
+    def _distances(self, Q):
         check_is_fitted(self, "metrics_")
-        X = check_new_data(self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        D = np.empty((X.shape[0], self._X.shape[0]))
+        D = np.empty((Q.shape[0], self._X.shape[0]))
         for c, L in enumerate(self.components_):
             idx = np.flatnonzero(self.clusters_ == c)
-            D[:, idx] = sqdist(X @ L.T, self._X[idx] @ L.T)
+            D[:, idx] = sqdist(Q @ L.T, self._X[idx] @ L.T)
         return D
 
-    def predict(self, X):
-        """Predict labels by kNN under the asymmetric distance of eq. (16).
-
-        Parameters
-        ----------
-        X : array of shape (m, d)
-            New points.
-
-        Returns
-        -------
-        ndarray of shape (m,)
-            The predicted labels.
-        """
-        D = self.distances(X)
-        return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
-
-    def loo_error(self, k=None):
-        """Compute the leave-one-out kNN training error under eq. (16).
-
-        Parameters
-        ----------
-        k : int, optional
-            Neighbours of the vote (default ``n_neighbors``, else ``k``).
-
-        Returns
-        -------
-        float
-            The fraction of training points misclassified.
-        """
-        D = self.distances(self._X)
-        kk = k or self.n_neighbors or self.k
-        pred = knn_from_distances(D, self._y, kk, exclude=np.arange(len(self._y)))
-        return float(np.mean(pred != self._y))
-
-    def energy_predict(self, X):
-        """Predict energy-based labels (eq. 15) with the metrics of eq. (16).
-
-        Parameters
-        ----------
-        X : array of shape (m, d)
-            New points.
-
-        Returns
-        -------
-        ndarray of shape (m,)
-            The labels of least energy.
-        """
-        check_is_fitted(self, "metrics_")
-        X = check_new_data(self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+    def _energy_inputs(self, Q):
+        """Eq. (15) with the metrics of eq. (16); a test point's cluster is its nearest
+        k-means centre (clusters from k-means) or its hypothetical label."""
+        train, _ = super()._energy_inputs(Q)
+        train["clusters"] = self.clusters_
         tc = None
         if self.cluster_centers_ is not None:
-            tc = sqdist(X, self.cluster_centers_).argmin(axis=1)
-        pred = energy_predict(
-            self._X,
-            self._y,
-            self.targets_,
-            X,
-            self.components_,
-            float(self.mu),
-            clusters=self.clusters_,
-            test_clusters=tc,
-        )
-        return self.classes_[pred]
+            tc = sqdist(Q, self.cluster_centers_).argmin(axis=1)
+        return train, (Q, tc)

@@ -3,25 +3,23 @@
 from __future__ import annotations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin
+from sklearn.base import TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import kernels
-from .._mahalanobis import MahalanobisMixin
-from .._validation import (
-    check_choice,
-    check_new_data,
-    check_scalar,
-)
-from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
+from .._convergence import warn_unconverged
+from .._mahalanobis import MahalanobisMixin, kernel_point_map
+from .._renamed import DEPRECATED
+from .._validation import check_choice, check_matrix, check_new_data, check_scalar
+from .._verbose import log_summary, logging_to_stderr, progress_callback
 from ..linalg import components_from_metric
-from ..neighbors import sqdist
+from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
 from . import kernel_solver as SK
-from ._shared import _check_common, _check_labels, knn_from_distances, logger
+from .base import LMNNBase, logger
 
 
-class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstimator):
+class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
     """Kernel LMNN (§5.3): ``M = Σ A_lm Φ(x_l)Φ(x_m)ᵀ``, everything through kernel values.
 
     Parameters
@@ -33,8 +31,9 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         ``transform``/``predict`` take m×n kernel values against the training points.
     gamma : float or None
         RBF width (default: scikit-learn's "scale").
-    solver, max_iter, n_neighbors, tol, time_limit : str, int, int or None, float, float
-        As in :class:`~convexmetric.LMNN` (``solver`` in {"subgradient", "exact"}).
+    solver, max_iter, predict_k, tol, time_limit : str, int, int or None, float, float
+        As in :class:`~convexmetric.LMNN` (``solver`` in {"subgradient", "exact"};
+        ``time_limit`` covers the whole fit, the kernel matrix included).
     random_state : int or None
         Accepted for a uniform interface; the fit makes no random choice.
     verbose : {0, 1}
@@ -46,7 +45,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         The PSD matrix.
     components_ : ndarray
         Its factor, ``A_ = components_ᵀ components_``.
-    objective_, result_, targets_, n_iter_ : float, SolveResult, ndarray, int
+    objective_, result_, targets_, n_iter_, k_, predict_k_ : float, SolveResult, ndarray, int
         As in :class:`~convexmetric.LMNN`.
 
     ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
@@ -63,11 +62,12 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         gamma=None,
         solver="subgradient",
         max_iter=3000,
-        n_neighbors=None,
+        predict_k=None,
         tol=1e-4,
         time_limit=None,
         random_state=None,
         verbose=0,
+        n_neighbors=DEPRECATED,
     ):
         self.tol = tol
         self.time_limit = time_limit
@@ -79,6 +79,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         self.gamma = gamma
         self.solver = solver
         self.max_iter = max_iter
+        self.predict_k = predict_k
         self.n_neighbors = n_neighbors
 
     def _kernel(self, X, Y=None):
@@ -102,46 +103,32 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
             The fitted estimator.
         """
         name = type(self).__name__
-        check_scalar(self.k, "k", int, min_val=1, owner=name)
-        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        self._check_shared_params()
         check_choice(self.kernel, "kernel", ("rbf", "linear", "precomputed"), owner=name)
-        check_choice(self.solver, "solver", ("subgradient", "exact"), owner=name)
         if self.gamma is not None:
             check_scalar(self.gamma, "gamma", float, min_val=0, closed="neither", owner=name)
-        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
-        _check_common(self, name)
-        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
-        if self.time_limit is not None:
-            check_scalar(
-                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
-            )
-        check_verbose(self.verbose, name)
+        clock = Deadline(self.time_limit)  # the whole fit, the kernel matrix included
         if self.kernel == "precomputed":
             kernels.check_kernel(X, name="X")  # square, symmetric, PSD
-        X, self.classes_, y = _check_labels(self, X, y, self.k)
+        X, y, counts = self._check_data(X, y)
         if self.kernel == "precomputed":
             K = X
         else:
             var = float(X.var())
             self.gamma_ = self.gamma or (1.0 / (X.shape[1] * var) if var > 0 else 1.0)
             K = self._kernel(X)
-        T = PK.kernel_targets(K, y, self.k)
+        T = PK.kernel_targets(K, y, self._set_k(counts))
         mu = float(self.mu)
         with logging_to_stderr(logger, self.verbose):
             if self.solver == "exact":
                 res = SK.solve(K, y, T, mu, exact=True)
             else:
-                res = SK.solve(
-                    K,
-                    y,
-                    T,
-                    mu,
-                    max_iter=self.max_iter,
-                    tol=float(self.tol),
-                    time_limit=self.time_limit,
-                    callback=progress_callback(logger, self.verbose, name),
-                )
+                res = SK.solve(K, y, T, mu, max_iter=self.max_iter, tol=float(self.tol),
+                               time_limit=clock.remaining(),
+                               callback=progress_callback(logger, self.verbose, name))  # fmt: skip
             log_summary(logger, self.verbose, name, res)
+        if self.solver == "subgradient":
+            warn_unconverged(self, res)
         self.n_iter_ = res.iterations
         self.A_ = 0.5 * (res.matrix + res.matrix.T)
         self.components_ = components_from_metric(self.A_)
@@ -165,8 +152,6 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         """
         check_is_fitted(self, "A_")
         if self.kernel == "precomputed":
-            from .._validation import check_matrix
-
             K = check_matrix(X, "X")
             n = self._K.shape[0]
             if K.shape[1] != n:
@@ -203,19 +188,26 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, ClassifierMixin, BaseEstima
         """
         return self.kernel_rows(X) @ self.components_.T
 
-    def predict(self, X):
-        """Predict kNN labels under the learned feature-space metric (out of sample).
+    def _point_map(self):
+        return kernel_point_map(self.kernel, self._X, getattr(self, "gamma_", None),
+                                self.components_)  # fmt: skip
 
-        Parameters
-        ----------
-        X : array of shape (m, d), or (m, n) for ``kernel="precomputed"``
-            New points.
+    def _queries(self, X):
+        return self.kernel_rows(X)  # kernel rows: the hooks' queries
 
-        Returns
-        -------
-        ndarray of shape (m,)
-            The predicted labels.
-        """
-        Zq, Zt = self.transform(X), self._K @ self.components_.T
-        D = sqdist(Zq, Zt)
-        return self.classes_[knn_from_distances(D, self._y, self.n_neighbors or self.k)]
+    def _embed(self, Q):
+        return Q @ self.components_.T
+
+    def _train_embedding(self):
+        return self._K @ self.components_.T
+
+    def _energy_inputs(self, Q):
+        """Eq. (15) in the coordinates of the empirical kernel map ``K = E Eᵀ``: the
+        training rows ``E``, a query's ``k(x) V Λ^{-1/2}`` and the components ``L E``."""
+        w, V = np.linalg.eigh(0.5 * (self._K + self._K.T))
+        keep = w > 1e-12 * max(float(w.max()), 1e-300)
+        V, w = V[:, keep], w[keep]
+        E = V * np.sqrt(w)
+        train = dict(X_train=E, y_train=self._y, targets=self.targets_,
+                     components=self.components_ @ E, mu=float(self.mu))  # fmt: skip
+        return train, ((Q @ V) / np.sqrt(w), None)

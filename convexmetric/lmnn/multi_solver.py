@@ -74,6 +74,7 @@ class MultiSettings:
     time_limit: float | None = None  #: seconds (status "user_limit")
     precondition: bool = True  #: solve in per-block whitened coordinates
     polish_sigma: float = 1.0  #: the polish's fixed σ
+    max_iterations: int | None = None  #: iterations at most over every stage (None: no cap)
     refine_settings: object = None  #: dict: StageSettings fields, or exact_stages, maxcor
 
 
@@ -101,13 +102,16 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     oracle = WhitenedOracle(base) if s.precondition else base
     x0 = oracle.from_original(x0) if s.precondition else x0
     cone = ProductCone([PSDCone() for _ in range(c)])
-    ps = SubgradientSettings(max_iter=s.max_iter, rtol=1e-5, patience=30, step_scale=0.1,
+    cap = s.max_iterations
+    ps = SubgradientSettings(max_iter=s.max_iter if cap is None else min(s.max_iter, cap),
+                             rtol=1e-5, patience=30, step_scale=0.1,
                              time_limit=s.time_limit)  # fmt: skip
     res = projected_subgradient(oracle, x0, cone, ps)
     run = _Pipeline(res)
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
-    if s.refine and res.status != "user_limit" and (left is None or left > 0):
-        run.add(_refine(oracle, res.matrices, cone, s, left, t0))
+    more = None if cap is None else cap - res.iterations
+    if s.refine and res.status != "user_limit" and (left is None or left > 0) and more != 0:
+        run.add(_refine(oracle, res.matrices, cone, replace(s, max_iterations=more), left, t0))
     best = oracle.to_original(run.best) if s.precondition else run.best
     if run.status != "user_limit":  # every path: "optimal" only with a certified gap ≤ tol
         run.status = certified_status(run.best_f, run.lower, s.tol)
@@ -154,9 +158,12 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
     if res2.status == "user_limit":
         return res2
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
+    more = None if s.max_iterations is None else s.max_iterations - res2.iterations
+    if more is not None and more <= 0:
+        return res2
     res3 = polish(oracle, res2.matrices, best=(res2.matrices, res2.objective),
                   lower=res2.lower_bound, sigma=s.polish_sigma, tol=s.tol,
-                  time_limit=left)  # fmt: skip
+                  time_limit=left, max_iterations=more)  # fmt: skip
     res2.info = {**res3.info, "polish_evaluations": res3.info["evaluations"],
                  "stages": ["smoothed-lbfgs", "polish"]}  # fmt: skip
     res2.status, res2.lower_bound = res3.status, res3.lower_bound
@@ -176,7 +183,8 @@ def refine_factors(oracle, Ms0, s, time_limit):
     gap_tol = extra.pop("switch_gap", s.tol)
     rs = StageSettings(sigma0=0.03, sigma_factor=1.0, sigma_min=1e-6, stage_iter=100,
                        first_stage=5, rtol=1e-7, stalls=2, gap_tol=gap_tol,
-                       time_limit=time_limit, name="multi-smoothed-lbfgs")  # fmt: skip
+                       max_iterations=s.max_iterations, time_limit=time_limit,
+                       name="multi-smoothed-lbfgs")  # fmt: skip
     Ls = [components_from_metric(M) for M in Ms0]
     rank_tol = extra.pop("rank_tol", RANK_TOL)  # see convexmetric.optim.factor.trimmed
     oracle.base_oracle().trace_bound = True
@@ -191,7 +199,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
 
 
 def polish(oracle, Ms0, *, best=None, lower=None, sigma=1.0, tol=1e-4, max_stages=200,
-           time_limit=None):  # fmt: skip
+           time_limit=None, max_iterations=None):  # fmt: skip
     """Stage 3: FISTA on the smoothed objective over ``M^g ⪰ 0`` at fixed σ, recentring
     after every 30 steps, until the certified relative gap is within ``tol``.
 
@@ -204,8 +212,8 @@ def polish(oracle, Ms0, *, best=None, lower=None, sigma=1.0, tol=1e-4, max_stage
     cone = ProductCone([PSDCone() for _ in Ms0])
     inner = FISTA(cone=cone, window=None, restart_shrink=1.0)
     ps = StageSettings(sigma0=sigma, sigma_factor=1.0, stage_iter=30, stalls=None,
-                       gap_tol=tol, max_stages=max_stages, time_limit=time_limit,
-                       name="multi-polish")  # fmt: skip
+                       gap_tol=tol, max_stages=max_stages, max_iterations=max_iterations,
+                       time_limit=time_limit, name="multi-polish")  # fmt: skip
     base.trace_bound = True
     try:
         res = run_stages(oracle, [np.array(M, dtype=float) for M in Ms0], inner, ps,

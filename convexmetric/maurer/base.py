@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.metrics import roc_auc_score
 
 from .. import kernels as _kernels
+from .._output import OutputNamesMixin, plain_transform
 from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .pairs import Pairs, balanced_pairs, label_pairs
 
@@ -18,8 +19,14 @@ ORACLES = {"balanced": balanced_pairs, "labels": label_pairs}
 KERNELS = {"maurer": _kernels.maurer_kernel, "linear": None}
 
 
-class _PairOperator(TransformerMixin, BaseEstimator):
+class _PairOperator(OutputNamesMixin, TransformerMixin, BaseEstimator):
     """Shared plumbing: pairs from the input, kernels, transform and pair predictions."""
+
+    @property
+    def _n_features_out(self):
+        if not hasattr(self, "coef_"):
+            raise AttributeError("not fitted")
+        return self.coef_.shape[1]
 
     def _pairs(self, X, y):
         name = type(self).__name__
@@ -95,9 +102,10 @@ class _PairOperator(TransformerMixin, BaseEstimator):
             The squared distances.
         """
         if isinstance(x, Pairs):
-            Z = self.transform(x.points)
+            Z = plain_transform(self, x.points)
             return np.sum((Z[x.i] - Z[x.j]) ** 2, axis=1)
-        return np.sum((self.transform(x) - self.transform(x_prime)) ** 2, axis=1)
+        diff = plain_transform(self, x) - plain_transform(self, x_prime)
+        return np.sum(diff**2, axis=1)
 
     def predict_pairs(self, x, x_prime=None):
         """Verify pairs: ``sgn(1 − ‖T(x − x')‖)`` (Definition 1).

@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import kernels as _kernels
+from .._convergence import warn_unconverged
+from .._renamed import DEPRECATED, renamed
 from .._validation import check_choice, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..optim.deadline import Deadline
@@ -38,10 +40,12 @@ class OperatorSimilarity(_PairOperator):
 
     Parameters
     ----------
-    lam : float, default 0.005
-        The λ > 0; the regulariser is ``λ‖A‖/√m`` (the paper's value for the HS norm).
-    gamma, gamma_neg : float, default 1.0 and None
-        Margins γ₁ (similar pairs) and γ₋₁ (dissimilar; ``None`` = ``gamma``).
+    reg_weight : float, default 0.005
+        The paper's λ > 0, the weight of the regulariser ``λ‖A‖/√m`` (the paper's value
+        for the HS norm). Formerly ``lam``.
+    margin, margin_neg : float, default 1.0 and None
+        Margins γ₁ (similar pairs) and γ₋₁ (dissimilar; ``None`` = ``margin``).
+        Formerly ``gamma`` and ``gamma_neg`` (``gamma`` is a kernel width elsewhere).
     regularizer : {"hs", "trace"}
         ``‖A‖₂`` (Hilbert–Schmidt) or ``tr A = ‖T‖₂²``.
     solver : {"sgd", "subgradient", "exact"}
@@ -55,6 +59,11 @@ class OperatorSimilarity(_PairOperator):
         SGD settings (θ = 0.01, 10⁵ steps, blocks of 50, regulariser gradient refreshed
         every 500 steps). ``max_iter`` also bounds ``solver="subgradient"``: its
         subgradient steps (at most 3000) and refinement iterations together.
+    tol : float or None, default None
+        The certified relative gap ``(objective − lower bound)/|objective|`` that status
+        "optimal" means; ``solver="subgradient"`` runs until it (or ``max_iter``,
+        ``time_limit``). ``None``: 1e-6 for ``"subgradient"``, 1e-4 for ``"sgd"`` (which
+        always takes ``max_iter`` steps and only certifies its end point).
     n_pairs, oracle : int, {"balanced", "labels"}
         Pairs drawn from ``X, y`` (2000, ``"balanced"``).
     random_state : int, Generator or None
@@ -76,7 +85,7 @@ class OperatorSimilarity(_PairOperator):
     --------
     >>> from convexmetric.datasets import load
     >>> X, y = load("iris"); X = X / np.linalg.norm(X, axis=1).max()
-    >>> m = OperatorSimilarity(lam=0.01, max_iter=20000, random_state=0).fit(X, y)
+    >>> m = OperatorSimilarity(reg_weight=0.01, max_iter=20000, random_state=0).fit(X, y)
     >>> m.metric_.shape, bool(m.objective_ < 1.0)
     ((4, 4), True)
     """
@@ -84,15 +93,16 @@ class OperatorSimilarity(_PairOperator):
     def __init__(
         self,
         *,
-        lam=0.005,
-        gamma=1.0,
-        gamma_neg=None,
+        reg_weight=0.005,
+        margin=1.0,
+        margin_neg=None,
         regularizer="hs",
         solver="sgd",
         kernel=None,
         n_components=None,
         learning_rate=0.01,
         max_iter=100_000,
+        tol=None,
         block_size=50,
         reg_every=500,
         n_pairs=2000,
@@ -100,8 +110,12 @@ class OperatorSimilarity(_PairOperator):
         random_state=None,
         time_limit=None,
         verbose=0,
+        lam=DEPRECATED,
+        gamma=DEPRECATED,
+        gamma_neg=DEPRECATED,
     ):
-        self.time_limit, self.verbose = time_limit, verbose
+        self.time_limit, self.verbose, self.tol = time_limit, verbose, tol
+        self.reg_weight, self.margin, self.margin_neg = reg_weight, margin, margin_neg
         self.lam, self.gamma, self.gamma_neg = lam, gamma, gamma_neg
         self.regularizer, self.solver, self.kernel = regularizer, solver, kernel
         self.n_components, self.learning_rate, self.max_iter = n_components, learning_rate, max_iter
@@ -110,19 +124,14 @@ class OperatorSimilarity(_PairOperator):
 
     def _check_params(self):
         own = "OperatorSimilarity"
+        lam, gamma = renamed(self, "lam", "reg_weight"), renamed(self, "gamma", "margin")
+        gamma_neg = renamed(self, "gamma_neg", "margin_neg")
         p = {
-            "lam": check_scalar(self.lam, "lam", float, min_val=0, closed="neither", owner=own),
-            "gamma": check_scalar(
-                self.gamma, "gamma", float, min_val=0, closed="neither", owner=own
-            ),
-        }
-        p["gamma_neg"] = (
-            None
-            if self.gamma_neg is None
-            else check_scalar(
-                self.gamma_neg, "gamma_neg", float, min_val=0, closed="neither", owner=own
-            )
-        )
+            "lam": check_scalar(lam, "reg_weight", float, min_val=0, closed="neither", owner=own),
+            "gamma": check_scalar(gamma, "margin", float, min_val=0, closed="neither", owner=own),
+            "gamma_neg": None if gamma_neg is None else check_scalar(
+                gamma_neg, "margin_neg", float, min_val=0, closed="neither", owner=own),
+        }  # fmt: skip
         p["regularizer"] = check_choice(self.regularizer, "regularizer", ("hs", "trace"), owner=own)
         check_choice(self.solver, "solver", ("sgd", "subgradient", "exact"), owner=own)
         if self.solver != "exact":
@@ -140,7 +149,15 @@ class OperatorSimilarity(_PairOperator):
                 self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=own
             )
         check_verbose(self.verbose, own)
+        if self.tol is not None:
+            check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=own)
         return p
+
+    def _tol(self):
+        """The certified gap "optimal" means: ``tol``, or the solver's default."""
+        if self.tol is not None:
+            return float(self.tol)
+        return 1e-4 if self.solver == "sgd" else 1e-6
 
     def fit(self, X, y=None):
         """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle.
@@ -163,6 +180,8 @@ class OperatorSimilarity(_PairOperator):
         with logging_to_stderr(logger, self.verbose):
             res, coef, K = self._solve(p, pairs)
             log_summary(logger, self.verbose, "OperatorSimilarity", res)
+        if self.solver == "subgradient":
+            warn_unconverged(self, res, tol=self._tol())
         self._finish(coef, coef.T @ coef if K is None else coef.T @ K @ coef)
         self.result_, self.n_iter_ = res, res.iterations
         d2 = self.pair_distances(pairs)
@@ -192,6 +211,7 @@ class OperatorSimilarity(_PairOperator):
                 max_iter=self.max_iter,
                 block_size=self.block_size,
                 reg_every=self.reg_every,
+                tol=self._tol(),
                 random_state=self.random_state,
                 time_limit=self.time_limit,
                 callback=cb,
@@ -211,8 +231,9 @@ class OperatorSimilarity(_PairOperator):
                     matrix=A, objective=val, status=status, seconds=sec, solver="CLARABEL"
                 )
             else:
-                budget = _WholeFit(self.max_iter, self.time_limit, cb)
-                res = _solvers.solve_projected(U, pairs.r, **p, **budget.settings())
+                budget = _WholeFit(self.max_iter, self.time_limit, cb, self._tol())
+                res = _solvers.solve_projected(U, pairs.r, **p, **budget.settings(),
+                                               tol=self._tol())  # fmt: skip
             w, E = np.linalg.eigh(res.matrix)
             V = E * np.sqrt(np.maximum(w, 0.0))  # A = V Vᵀ in the feature coordinates
             coef = V if fmap is None else fmap.basis_ @ V
@@ -230,14 +251,14 @@ class _WholeFit:
     refinement starts.
     """
 
-    def __init__(self, max_iter, time_limit, callback):
+    def __init__(self, max_iter, time_limit, callback, tol=1e-6):
         self.max_iter, self.callback = int(max_iter), callback
         self.clock = Deadline(time_limit)
         first = min(3000, self.max_iter)  # the solver's default first stage, within max_iter
         self.first = SubgradientSettings(max_iter=first, patience=200, time_limit=time_limit,
                                          callback=self._step)  # fmt: skip
         self.refine = SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2,
-                                        gap_tol=1e-6, time_limit=time_limit, callback=callback,
+                                        gap_tol=tol, time_limit=time_limit, callback=callback,
                                         max_iterations=self.max_iter - first)  # fmt: skip
 
     def settings(self):

@@ -4,14 +4,18 @@ attributes and GAUC scoring."""
 from __future__ import annotations
 
 import logging
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._convergence import warn_unconverged
+from .._output import plain_transform
 from .._validation import check_choice, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..comparisons import check_comparisons
 from ..metrics import gauc
+from ..optim.deadline import Deadline
 from ..problems import poe as formulations
 from ..problems.common import SOLVER_OPTIONS
 from ..result import SolveResult
@@ -46,6 +50,19 @@ class _POEBase(BaseEstimator):
         own = self._name
         check_scalar(self.beta, "beta", float, min_val=0.0, closed="neither", owner=own)
         check_choice(self.solver, "solver", ["subgradient", "exact", *SOLVER_OPTIONS], owner=own)
+        conic = check_choice(str(self.conic_solver).upper(), "conic_solver", list(SOLVER_OPTIONS),
+                             owner=own)  # fmt: skip
+        self._algorithm, self._conic = self.solver, conic
+        if self.solver in SOLVER_OPTIONS:  # a conic solver's name: "exact" with it
+            warnings.warn(
+                f"solver={self.solver!r} of {own} names the conic solver; since 0.2 'solver' "
+                f"is the algorithm: pass solver='exact', conic_solver={self.solver!r} (this "
+                "spelling goes in 0.3).",
+                FutureWarning,
+                stacklevel=3,
+            )
+            self._algorithm, self._conic = "exact", self.solver
+        self._clock = Deadline(self.time_limit)  # the whole fit, the graph filter included
         check_choice(self.diagonal, "diagonal", [False, True], owner=own)
         check_choice(self.filter_graph, "filter_graph", [False, True], owner=own)
         if self.max_iter is not None:
@@ -68,7 +85,8 @@ class _POEBase(BaseEstimator):
     def _solve(self, blocks, kernels, C):
         """Run the solver (with the estimator's caps and progress logging); a SolveResult."""
         with logging_to_stderr(logger, self.verbose):
-            res = _fit_blocks(blocks, kernels, C, self.beta, self.diagonal, self.solver,
+            solver = self._conic if self._algorithm == "exact" else "subgradient"
+            res = _fit_blocks(blocks, kernels, C, self.beta, self.diagonal, solver,
                               self._solver_options())  # fmt: skip
             log_summary(logger, self.verbose, self._name, res)
         return res
@@ -78,7 +96,9 @@ class _POEBase(BaseEstimator):
         estimator's caps (``verbose`` only adds the callback, so it never changes the
         result). The caps never change the method."""
         opts = {"callback": progress_callback(logger, self.verbose, self._name)}
-        caps = {"tol": self.tol, "max_iter": self.max_iter, "time_limit": self.time_limit}
+        left = self._clock.remaining()
+        left = None if left is None else max(left, 1e-9)
+        caps = {"tol": self.tol, "max_iter": self.max_iter, "time_limit": left}
         caps = {k: v for k, v in caps.items() if v is not None}
         if caps:
             opts["settings"] = caps
@@ -88,6 +108,9 @@ class _POEBase(BaseEstimator):
         if result.certificate is not None and self.filter_graph:
             # the multipliers index the filtered comparisons: name them in the input
             result.certificate["comparisons"] = np.asarray(self.filter_report_.kept, np.int64)
+        if self._algorithm == "subgradient":
+            warn_unconverged(self, result, tol=1e-4 if self.tol is None else self.tol,
+                             stacklevel=4)  # fmt: skip
         self.result_ = result
         self.n_iter_ = result.iterations
         self.W_ = [np.asarray(W) for W in result.matrices]
@@ -120,5 +143,5 @@ class _POEBase(BaseEstimator):
         """
         self._check_fitted()
         comparisons, X = unbundle(comparisons, X, self._name, None)
-        Z = self.embedding_ if X is None else self.transform(X)
+        Z = self.embedding_ if X is None else plain_transform(self, X)
         return gauc(Z, comparisons)

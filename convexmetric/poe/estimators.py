@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._mahalanobis import MahalanobisMixin
+from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._validation import check_choice, check_matrix, check_scalar
 from ..kernels import check_kernel, linear_kernel, rbf_kernel
 from ..problems import poe as formulations
@@ -57,11 +57,14 @@ class POE(MahalanobisMixin, _POEBase):
         Width of the ``"rbf"`` kernel (default ``1/(D·var X)``).
     diagonal : bool
         The diagonal LP of §4.4.
-    solver : {"subgradient", "exact", "CLARABEL", "SCS"}
+    solver : {"subgradient", "exact"}
         The large-scale solver (App. B's projected subgradient + smoothing; for the
         diagonal LPs the certified smoothed L-BFGS-B of
-        :mod:`convexmetric.poe.diagonal`), or an exact conic solve ("exact" is
-        CLARABEL).
+        :mod:`convexmetric.poe.diagonal`), or an exact conic solve by
+        ``conic_solver``. (``"CLARABEL"``/``"SCS"`` still mean ``"exact"`` with that
+        conic solver, with a FutureWarning, until 0.3.)
+    conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
+        The conic solver of ``solver="exact"``.
     max_iter : int or None
         Cap on the large-scale solver's L-BFGS iterations over the whole run (every
         smoothing stage together); the status is then "optimal_inaccurate" unless the
@@ -69,7 +72,8 @@ class POE(MahalanobisMixin, _POEBase):
     tol : float or None
         Certified relative gap that ends the large-scale solver (default 1e-4).
     time_limit : float or None
-        Seconds for the large-scale solver (status "user_limit").
+        Seconds for the whole fit (the graph filter and the large-scale solver; status
+        "user_limit").
     filter_graph : bool, default=False
         Filter the comparisons first (§2.2: duplicates, length-2 cycles, a maximal
         acyclic subgraph by Alg. 1, transitive reduction); ``filter_report_`` records it.
@@ -105,6 +109,7 @@ class POE(MahalanobisMixin, _POEBase):
         gamma=None,
         diagonal=False,
         solver="subgradient",
+        conic_solver="CLARABEL",
         max_iter=None,
         tol=None,
         time_limit=None,
@@ -117,6 +122,7 @@ class POE(MahalanobisMixin, _POEBase):
         self.gamma = gamma
         self.diagonal = diagonal
         self.solver = solver
+        self.conic_solver = conic_solver
         self.max_iter = max_iter
         self.tol = tol
         self.time_limit = time_limit
@@ -185,6 +191,12 @@ class POE(MahalanobisMixin, _POEBase):
             "Mahalanobis matrix on the inputs (kernel=None or 'linear' have one); "
             "pair_distance and get_metric work for every kernel."
         )
+
+    def _point_map(self):
+        self._check_fitted()
+        kind = self.kernel if self.kernel in ("linear", "rbf") else None
+        return kernel_point_map(kind, getattr(self, "X_fit_", None), getattr(self, "gamma_", None),
+                                self.components_)  # fmt: skip
 
     def transform(self, X):
         """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._output import OutputNamesMixin
 from .._validation import check_matrix
 from ..kernels import check_kernel
 from ..problems import poe as formulations
@@ -11,7 +12,7 @@ from .base import _POEBase
 from .items import unbundle
 
 
-class MKPOE(_POEBase):
+class MKPOE(OutputNamesMixin, _POEBase):
     """Multiple kernel partial order embedding (Alg. 4), full or diagonal (§4.4).
 
     ``fit(comparisons, kernels)`` with a list of ``n × n`` PSD kernels; one
@@ -19,7 +20,7 @@ class MKPOE(_POEBase):
 
     Parameters
     ----------
-    beta, diagonal, solver, max_iter, tol, time_limit : float, bool, str, int, float, float
+    beta, diagonal, solver, conic_solver, max_iter, tol, time_limit : float, bool, str, str, …
         As in :class:`POE`.
     filter_graph, random_state, verbose : bool, int or None, {0, 1}
         As in :class:`POE`.
@@ -42,6 +43,7 @@ class MKPOE(_POEBase):
         beta=1.0,
         diagonal=False,
         solver="subgradient",
+        conic_solver="CLARABEL",
         max_iter=None,
         tol=None,
         time_limit=None,
@@ -52,6 +54,7 @@ class MKPOE(_POEBase):
         self.beta = beta
         self.diagonal = diagonal
         self.solver = solver
+        self.conic_solver = conic_solver
         self.max_iter = max_iter
         self.tol = tol
         self.time_limit = time_limit
@@ -108,6 +111,12 @@ class MKPOE(_POEBase):
         tr = np.array([formulations.regulariser([W], [(K, K)]) for W, K in zip(self.W_, kernels)])
         self.kernel_weights_ = tr / tr.sum() if tr.sum() > 0 else np.full(len(tr), 1 / len(tr))
         return self
+
+    @property
+    def _n_features_out(self):
+        if not hasattr(self, "components_"):
+            raise AttributeError("not fitted")
+        return sum(N.shape[0] for N in self.components_)
 
     def transform(self, kernels):
         """Embed items given their kernel values against the training items.

@@ -10,10 +10,10 @@ squared loss on target similarities plus the L1,2 group norm of the columns of W
 minima: ``n_restarts`` runs the solver from several seeded starts and keeps the run
 with the lowest objective; every run's objective history is kept in ``result_``.
 
-One deliberate change of scale: ``lam`` weights the *mean* squared loss over the Q
-pairs, so the paper's λ of eq. (3) is ``lam / Q``. The same ``lam`` then means the same
-trade-off on 100 points or on 10,000 (with the paper's sum, λ would have to shrink
-like 1/Q).
+One deliberate change of scale: ``loss_weight`` weights the *mean* squared loss over
+the Q pairs, so the paper's λ of eq. (3) is ``loss_weight / Q``. The same ``loss_weight``
+then means the same trade-off on 100 points or on 10,000 (with the paper's sum, λ would
+have to shrink like 1/Q).
 
 Supervision from labels: target ``+1`` for same-class pairs and ``dissimilar`` (0 by
 default) for the others. Why 0 and not −1: C unit vectors can have mutual dot
@@ -24,7 +24,7 @@ two-class wdbc (see the closing note of issue 7).
 
 >>> from convexmetric import datasets
 >>> X, y = datasets.load("iris"); X = (X - X.mean(0)) / X.std(0)
->>> Z = SSNE(n_components=8, n_epochs=5, random_state=0).fit(X, y).transform(X)
+>>> Z = SSNE(n_components=8, max_iter=5, random_state=0).fit(X, y).transform(X)
 >>> Z.shape, bool(np.allclose(np.linalg.norm(Z, axis=1), 1.0))
 ((150, 8), True)
 """
@@ -37,6 +37,9 @@ import warnings
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from .._convergence import warn_unconverged
+from .._output import OutputNamesMixin, plain_transform
+from .._renamed import DEPRECATED, renamed
 from .._validation import (
     check_indices,
     check_labels,
@@ -47,73 +50,30 @@ from .._validation import (
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..optim.deadline import Deadline
 from ..result import SolveResult
+from .pairs import _ndim, check_similarity, label_pairs
 from .solver import SSNESettings, embed, features, ssne_bcd
 
 logger = logging.getLogger("convexmetric.ssne")
 
 
-def label_pairs(y, *, dissimilar=0.0, max_pairs=50_000, random_state=None):
-    """Pairs and target similarities from labels: ``+1`` same class, ``dissimilar`` else.
-
-    All ``n(n−1)/2`` pairs when there are at most ``max_pairs`` of them, otherwise
-    ``max_pairs`` distinct pairs drawn uniformly (seeded).
-
-    >>> I, J, s = label_pairs(np.array([0, 0, 1]))
-    >>> I.tolist(), J.tolist(), s.tolist()
-    ([0, 0, 1], [1, 2, 2], [1.0, 0.0, 0.0])
-    """
-    y = np.asarray(y)
-    n = len(y)
-    total = n * (n - 1) // 2
-    if total <= max_pairs:
-        I, J = np.triu_indices(n, 1)
-    else:
-        rng = np.random.default_rng(random_state)
-        flat = np.sort(rng.choice(total, size=max_pairs, replace=False))
-        # invert the row-major enumeration of the strict upper triangle
-        row_start = np.arange(n) * (2 * n - np.arange(n) - 1) // 2
-        I = np.searchsorted(row_start, flat, side="right") - 1
-        J = flat - row_start[I] + I + 1
-    return I, J, np.where(y[I] == y[J], 1.0, float(dissimilar))
-
-
-def check_similarity(s, m, name="s"):
-    """Return target similarities as a float array of length ``m`` within [−1, 1]."""
-    arr = check_matrix(s, name, ndim=1)
-    if arr.shape[0] != m:
-        raise ValueError(f"'{name}' has {arr.shape[0]} entries but there are {m} pairs.")
-    if np.any(np.abs(arr) > 1.0):
-        bad = arr[np.abs(arr) > 1.0][0]
-        raise ValueError(f"'{name}' must lie in [-1, 1] (targets of H(x)ᵀH(z)); got {bad!r}.")
-    return arr
-
-
-def _ndim(X):
-    """``X``'s number of dimensions (any array-like), or -1 for a ragged nested list
-    (``check_matrix`` then names it)."""
-    ndim = getattr(X, "ndim", None)
-    if isinstance(ndim, int):
-        return ndim
-    try:
-        return np.asarray(X).ndim
-    except ValueError:
-        return -1
-
-
-class SSNE(TransformerMixin, BaseEstimator):
+class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
     """Similarity-sensitive nonlinear embedding (Batra & Shakhnarovich, eq. 3).
 
     Parameters
     ----------
     n_components : int, default=16
         M, the number of embedding coordinates (may exceed the input dimension).
-    lam : float, default=100.0
+    loss_weight : float, default=100.0
         Weight of the mean squared loss against the group norm (λ·Q in eq. 3). Small
         values let the penalty dominate: whole columns of ``W_`` become zero.
+        Formerly ``lam``.
     dissimilar : float, default=0.0
         Target similarity of different-label pairs when fitting from labels.
-    n_epochs : int, default=40
-        The iteration cap (epochs).
+    max_iter : int, default=40
+        Epochs at most over the whole fit, all restarts together (``n_iter_`` never
+        exceeds it): the restarts share it evenly, the first ones taking the remainder.
+        Formerly ``n_epochs``, a cap per restart: ``n_epochs=E`` is
+        ``max_iter=E * n_restarts``.
     batch_size : int, default=128
         Pairs per minibatch.
     learning_rate, decay : float, default=0.5 and 0.05
@@ -128,8 +88,10 @@ class SSNE(TransformerMixin, BaseEstimator):
     max_pairs : int, default=50000
         Pairs drawn from labels (all pairs if there are fewer).
     tol : float, default=1e-5
-        A run ends when the objective changes by less than ``tol`` (relative) for
-        5 epochs in a row.
+        The documented stop (the problem is not convex, so no gap is certified): a run
+        ends when the objective changes by less than ``tol`` (relative) for 5 epochs in
+        a row. A run that reaches its share of ``max_iter`` first ends with status
+        "iteration_limit" and a ``ConvergenceWarning``.
     time_limit : float or None
         Seconds for the whole fit (all restarts together; a restart that would start
         after it is not run); the best iterate so far is kept.
@@ -145,7 +107,7 @@ class SSNE(TransformerMixin, BaseEstimator):
     active_components_ : ndarray of int
         Columns of ``W_`` that are not exactly zero.
     objective_ : float
-        Eq. (3) (with ``lam / Q`` as λ) at ``W_``.
+        Eq. (3) (with ``loss_weight / Q`` as λ) at ``W_``.
     result_ : SolveResult
         The winning run; ``result_.info["restart_objectives"]`` and
         ``result_.info["histories"]`` hold every run.
@@ -157,9 +119,9 @@ class SSNE(TransformerMixin, BaseEstimator):
         self,
         *,
         n_components=16,
-        lam=100.0,
+        loss_weight=100.0,
         dissimilar=0.0,
-        n_epochs=40,
+        max_iter=40,
         batch_size=128,
         learning_rate=0.5,
         decay=0.05,
@@ -171,13 +133,17 @@ class SSNE(TransformerMixin, BaseEstimator):
         time_limit=None,
         random_state=None,
         verbose=0,
+        lam=DEPRECATED,
+        n_epochs=DEPRECATED,
     ):
         self.tol = tol
         self.time_limit = time_limit
         self.verbose = verbose
         self.n_components = n_components
+        self.loss_weight = loss_weight
         self.lam = lam
         self.dissimilar = dissimilar
+        self.max_iter = max_iter
         self.n_epochs = n_epochs
         self.batch_size = batch_size
         self.learning_rate = learning_rate
@@ -191,16 +157,19 @@ class SSNE(TransformerMixin, BaseEstimator):
     def _check_params(self):
         own = "SSNE"
         check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
-        check_scalar(self.lam, "lam", float, min_val=0.0, owner=own)
+        self._loss_weight = check_scalar(renamed(self, "lam", "loss_weight"), "loss_weight",
+                                         float, min_val=0.0, owner=own)  # fmt: skip
         check_scalar(self.dissimilar, "dissimilar", float, min_val=-1.0, max_val=1.0, owner=own)
-        check_scalar(self.n_epochs, "n_epochs", int, min_val=1, owner=own)
+        check_scalar(self.n_restarts, "n_restarts", int, min_val=1, owner=own)
+        self._max_iter = check_scalar(
+            renamed(self, "n_epochs", "max_iter", convert=lambda e: e * self.n_restarts),
+            "max_iter", int, min_val=self.n_restarts, owner=own)  # fmt: skip
         check_scalar(self.batch_size, "batch_size", int, min_val=1, owner=own)
         check_scalar(
             self.learning_rate, "learning_rate", float, min_val=0.0, closed="right", owner=own
         )
         check_scalar(self.decay, "decay", float, min_val=0.0, owner=own)
         check_scalar(self.n_blocks, "n_blocks", int, min_val=1, owner=own)
-        check_scalar(self.n_restarts, "n_restarts", int, min_val=1, owner=own)
         check_scalar(self.init_scale, "init_scale", float, min_val=0.0, closed="right", owner=own)
         check_scalar(self.max_pairs, "max_pairs", int, min_val=1, owner=own)
         check_scalar(self.tol, "tol", float, min_val=0.0, owner=own)
@@ -272,8 +241,8 @@ class SSNE(TransformerMixin, BaseEstimator):
         self.active_components_ = np.flatnonzero(np.any(self.W_ != 0, axis=0))
         if len(self.active_components_) == 0:
             warnings.warn(
-                f"Every column of W is zero: lam={self.lam} lets the group penalty dominate. "
-                "Increase lam.",
+                f"Every column of W is zero: loss_weight={self._loss_weight} lets the group "
+                "penalty dominate. Increase loss_weight.",
                 UserWarning,
                 stacklevel=2,
             )
@@ -282,7 +251,7 @@ class SSNE(TransformerMixin, BaseEstimator):
     def _solve(self, X, I, J, s, rng):
         d1, Q = X.shape[1] + 1, len(I)
         settings = SSNESettings(
-            n_epochs=self.n_epochs,
+            n_epochs=self._max_iter,
             batch_size=self.batch_size,
             learning_rate=self.learning_rate,
             decay=self.decay,
@@ -292,12 +261,15 @@ class SSNE(TransformerMixin, BaseEstimator):
             callback=progress_callback(logger, self.verbose, "SSNE", every=0.0),
         )
         runs, clock = [], Deadline(self.time_limit)  # one deadline for all restarts
-        for _ in range(self.n_restarts):
+        share, extra = divmod(self._max_iter, self.n_restarts)  # max_iter: the whole fit
+        for run in range(self.n_restarts):
             if runs and clock.expired():
                 break
             settings.time_limit = clock.remaining()
+            settings.n_epochs = share + (run < extra)
             W0 = rng.normal(scale=self.init_scale / np.sqrt(d1), size=(d1, self.n_components))
-            runs.append(ssne_bcd(X, I, J, s, self.lam / Q, W0, settings, random_state=rng))
+            lam = self._loss_weight / Q
+            runs.append(ssne_bcd(X, I, J, s, lam, W0, settings, random_state=rng))
         best = min(runs, key=lambda r: r.objective)
         info = dict(best.info)
         info["restart_objectives"] = [r.objective for r in runs]
@@ -314,7 +286,15 @@ class SSNE(TransformerMixin, BaseEstimator):
             history=best.history,
             info=info,
         )
+        if result.status == "iteration_limit":
+            warn_unconverged(self, result, stacklevel=4)
         return best.matrix, result
+
+    @property
+    def _n_features_out(self):
+        if not hasattr(self, "W_"):
+            raise AttributeError("not fitted")
+        return self.W_.shape[1]
 
     def _check_X(self, X):
         if not hasattr(self, "W_"):
@@ -349,7 +329,7 @@ class SSNE(TransformerMixin, BaseEstimator):
         ndarray of shape (n, p)
             The similarities, in [−1, 1].
         """
-        return self.transform(X) @ self.transform(Z).T
+        return plain_transform(self, X) @ plain_transform(self, Z).T
 
     def score(self, X, y):
         """Score by minus the mean squared loss of eq. (3) on the label pairs of ``X, y``.
@@ -376,5 +356,5 @@ class SSNE(TransformerMixin, BaseEstimator):
                               random_state=self.random_state)  # fmt: skip
         if len(I) == 0:
             raise ValueError("SSNE.score needs at least two points (one pair).")
-        H = self.transform(X)
+        H = plain_transform(self, X)
         return -float(np.mean((np.einsum("ij,ij->i", H[I], H[J]) - s) ** 2))

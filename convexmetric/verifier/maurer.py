@@ -39,7 +39,8 @@ applied to ``X`` (the estimator applies none); the ``"maurer"`` kernel normalise
 rows to unit length, ``κ(x, y) = ½ exp(−4‖x/|x| − y/|y|‖²)``; a callable kernel is the
 user's function, called as given.
 
-Reads ``params`` ``lam``, ``gamma``, ``gamma_neg``, ``regularizer``, ``kernel``,
+Reads ``params`` ``reg_weight``, ``margin``, ``margin_neg`` (before 0.2: ``lam``,
+``gamma``, ``gamma_neg``), ``tol``, ``regularizer``, ``kernel``,
 ``solver``, ``oracle``, ``n_pairs``, ``random_state`` and ``attrs`` ``coef_``. The
 tolerance is the solver's: ``1e-6`` (``"subgradient"``), ``1e-4`` (``"sgd"``).
 """
@@ -55,6 +56,15 @@ from ._report import VerificationError, report
 
 #: the certified gap each solver's "optimal" means
 TOLS = {"subgradient": 1e-6, "sgd": 1e-4}
+
+
+def _param(params, name, old):
+    """A parameter by its name, or by its name before 0.2 (a model saved before the
+    rename, or the old name given to the estimator)."""
+    value = params.get(old)
+    if old in params and not (isinstance(value, str) and value == "deprecated"):
+        return value
+    return params.get(name)
 
 
 def _refuse(v, reason):
@@ -142,12 +152,13 @@ def _objective(coef, points, K, i, j, r, p):
     """Ω at the fitted ``T``; also the margins' data ``(c, b)``."""
     Z = (points if K is None else K) @ coef
     d2 = np.sum((Z[i] - Z[j]) ** 2, axis=1)
-    g_neg = p["gamma"] if p.get("gamma_neg") is None else p["gamma_neg"]
-    c = r / np.where(r > 0, float(p["gamma"]), float(g_neg))
+    gamma, g_neg = _param(p, "margin", "gamma"), _param(p, "margin_neg", "gamma_neg")
+    g_neg = gamma if g_neg is None else g_neg
+    c = r / np.where(r > 0, float(gamma), float(g_neg))
     z = 1.0 - c * (1.0 - d2)
     gram = coef.T @ coef if K is None else coef.T @ K @ coef
     norm = float(np.trace(gram)) if p["regularizer"] == "trace" else float(np.linalg.norm(gram))
-    mu = float(p["lam"]) / np.sqrt(len(r))
+    mu = float(_param(p, "reg_weight", "lam")) / np.sqrt(len(r))
     return float(np.maximum(z, 0.0).mean() + mu * norm), c, 1.0 - c, mu
 
 
@@ -201,7 +212,7 @@ def check(fitted, X, y=None):
     if coef.ndim != 2 or coef.shape[0] != (n if K is not None else points.shape[1]):
         raise VerificationError(f"coef_ of shape {coef.shape} does not fit the data.")
     f, c, b, mu = _objective(coef, points, K, i, j, r, p)
-    tol = TOLS.get(p.get("solver"), 1e-6)
+    tol = p.get("tol") or TOLS.get(p.get("solver"), 1e-6)
     problem = _problem(cert, p, len(r))
     if problem:
         return _refuse(report("maurer", f, -np.inf, tol, fitted.objective, t0),

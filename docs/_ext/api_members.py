@@ -18,7 +18,7 @@ _ONLINE = [
 MEMBERS = {
     "LMNN": ["fit", "transform", "predict", "energy_predict", "loo_error",
              "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
-    "KernelLMNN": ["fit", "transform", "predict", "kernel_rows",
+    "KernelLMNN": ["fit", "transform", "predict", "energy_predict", "loo_error", "kernel_rows",
                    "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
     "MultiMetricLMNN": ["fit", "predict", "energy_predict", "distances", "loo_error"],
     "POE": ["fit", "transform", "score", "get_mahalanobis_matrix", "get_metric",
@@ -35,7 +35,7 @@ MEMBERS = {
 }  # fmt: skip
 
 #: public functions of ``convexmetric`` (``.. autofunction::``)
-FUNCTIONS = ["validate", "verify"]
+FUNCTIONS = ["validate", "verify", "set_config", "get_config", "config_context"]
 
 DATASETS = [
     "names", "describe", "load", "load_split", "split", "split_by_source",

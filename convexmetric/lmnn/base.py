@@ -1,0 +1,231 @@
+"""What the three LMNN estimators share: parameters, data checks, targets and prediction.
+
+:class:`LMNNBase` is the one base of :class:`~convexmetric.LMNN`,
+:class:`~convexmetric.KernelLMNN` and :class:`~convexmetric.MultiMetricLMNN`. It
+validates the shared parameters (``k``, ``mu``, ``solver``, ``max_iter``, ``tol``,
+``time_limit``, ``predict_k``, ``verbose``, ``conic_solver``) and the labelled data once,
+chooses the target neighbours, and gives :meth:`~LMNNBase.predict`,
+:meth:`~LMNNBase.loo_error` and :meth:`~LMNNBase.energy_predict` (eq. 15) one
+implementation each. A subclass supplies the learned geometry through three hooks:
+
+* ``_embed(Q)``: the coordinates of validated queries where Euclidean distance is the
+  learned one (``None`` for a learner without one, such as several metrics);
+* ``_train_embedding()``: those coordinates of the training points;
+* ``_energy_inputs(Q)``: the keyword arguments of
+  :func:`~convexmetric.lmnn.energy.energy_predict` for the queries.
+
+**Small classes.** Eq. (14) needs ``k`` target neighbours per point, so every class needs
+``k + 1`` members. When a class has fewer, the fit uses ``k_ = (smallest class) − 1``
+target neighbours for every point, with a warning: eq. (14) at that ``k_``, exactly. (The
+paper's sums would also allow fewer targets for the small class only; that needs ragged
+target lists, which the block and streaming modules do not take yet.) A class of one
+point has no target neighbour at all and is refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._renamed import renamed
+from .._validation import check_choice, check_labels, check_matrix, check_new_data, check_scalar
+from .._verbose import check_verbose
+from ..neighbors import knn_predict, sqdist, vote
+from .predict_blocks import energy_chunk, knn_chunk, predict_blocks
+
+logger = logging.getLogger("convexmetric.lmnn")
+
+
+_N_NEIGHBORS = (
+    " It only ever set the k of predict, never the target neighbours: those are 'k' "
+    "(metric-learn's n_neighbors; convexmetric.metric_learn.LMNN takes metric-learn's names)."
+)
+
+
+class SmallClassWarning(UserWarning):
+    """A class has ``k`` members or fewer: the fit uses fewer target neighbours."""
+
+
+def knn_from_distances(D, y_enc, k, *, exclude=None):
+    """kNN votes (paper's tie rule) from a query×train distance block."""
+    if exclude is not None:
+        D = D.copy()
+        D[np.arange(D.shape[0]), exclude] = np.inf
+    nn = np.argsort(D, axis=1, kind="stable")[:, :k]
+    return np.array([vote(row) for row in y_enc[nn]], dtype=np.int64)
+
+
+def targets_k(k, counts, classes, owner):
+    """The target neighbours per point for class sizes ``counts``: ``k``, or fewer with a
+    :class:`SmallClassWarning` (module docstring)."""
+    small = int(counts.min())
+    if small > k:
+        return k
+    c = classes[int(np.argmin(counts))]
+    c = c.item() if hasattr(c, "item") else c
+    if small < 2:
+        raise ValueError(
+            f"class {c!r} of 'y' has a single member: it has no target neighbour. {owner} "
+            "needs at least two points in every class."
+        )
+    warnings.warn(
+        f"class {c!r} of 'y' has {small} members, fewer than k + 1 = {k + 1}: {owner} uses "
+        f"k_={small - 1} target neighbours for every point instead of k={k}.",
+        SmallClassWarning,
+        stacklevel=3,
+    )
+    return small - 1
+
+
+class LMNNBase(ClassifierMixin, BaseEstimator):
+    """The base of the LMNN estimators (module docstring); not for direct use."""
+
+    #: solvers the estimator offers
+    _solvers = ("subgradient", "exact")
+
+    def _check_shared_params(self):
+        """Validate the parameters every LMNN estimator takes; set ``predict_k_``."""
+        name = type(self).__name__
+        check_scalar(self.k, "k", int, min_val=1, owner=name)
+        check_scalar(self.mu, "mu", float, min_val=0.0, max_val=1.0, owner=name)
+        check_choice(self.solver, "solver", self._solvers, owner=name)
+        check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
+        check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
+        if self.time_limit is not None:
+            check_scalar(self.time_limit, "time_limit", float, min_val=0, closed="neither",
+                         owner=name)  # fmt: skip
+        if hasattr(self, "conic_solver"):
+            check_choice(str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"),
+                         owner=name)  # fmt: skip
+        check_verbose(self.verbose, name)
+        predict_k = renamed(self, "n_neighbors", "predict_k", hint=_N_NEIGHBORS)
+        if predict_k is not None:
+            check_scalar(predict_k, "predict_k", int, min_val=1, owner=name)
+        self._predict_k = predict_k
+
+    def _check_data(self, X, y, *, kernel=False):
+        """Validated ``X``, encoded labels (``classes_`` set) and the class sizes."""
+        n_x = X.shape[0] if hasattr(X, "shape") else len(X) if hasattr(X, "__len__") else None
+        n_y = len(y) if hasattr(y, "__len__") else None
+        if n_x is not None and n_y is not None and n_x != n_y:
+            raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
+        X = check_matrix(X, "X", min_rows=2)
+        y = check_labels(y, X.shape[0], column_ok=True)
+        X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, y_enc = np.unique(y, return_inverse=True)
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"'y' has a single class ({self.classes_[0].item()!r}); "
+                f"{type(self).__name__} needs at least two classes (impostors are points of "
+                "other classes)."
+            )
+        return X, y_enc, np.bincount(y_enc)
+
+    def _set_k(self, counts):
+        """``k_``: the target neighbours per point this fit uses (see the module docstring)."""
+        self.k_ = targets_k(int(self.k), counts, self.classes_, type(self).__name__)
+        self.predict_k_ = int(self._predict_k or self.k)
+        return self.k_
+
+    # -- the hooks (subclasses) ------------------------------------------------------
+    def _embed(self, Q):  # pragma: no cover - overridden
+        return None
+
+    def _train_embedding(self):  # pragma: no cover - overridden
+        return None
+
+    def _executor(self):
+        return None
+
+    def _queries(self, X):
+        check_is_fitted(self, "targets_")
+        X = check_new_data(self, X)
+        return validate_data(self, X, reset=False, dtype=np.float64)
+
+    def _distances(self, Q):
+        """Squared learned distances of the queries ``Q`` to every training point."""
+        return sqdist(self._embed(Q), self._train_embedding())
+
+    # -- prediction, written once ----------------------------------------------------
+    def predict(self, X):
+        """Predict kNN labels under the learned metric (ties: reduce k until they break).
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points (for ``KernelLMNN(kernel="precomputed")``: their kernel rows).
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The predicted labels (``predict_k`` neighbours; default ``k``).
+        """
+        Q = self._queries(X)
+        k = self.predict_k_
+        Z = self._embed(Q)
+        if Z is None:  # no single embedding: from the distances, by row blocks
+            pred = np.concatenate([
+                knn_from_distances(self._distances(Q[s : s + 512]), self._y, k)
+                for s in range(0, len(Q), 512)
+            ]) if len(Q) else np.empty(0, np.int64)  # fmt: skip
+        else:
+            train = (self._train_embedding(), self._y)
+            pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=k)
+        return self.classes_[pred]
+
+    def loo_error(self, k=None):
+        """Compute the leave-one-out kNN error on the training data under the metric.
+
+        Parameters
+        ----------
+        k : int, optional
+            Neighbours of the vote (default ``predict_k_``: ``predict_k``, else ``k``).
+
+        Returns
+        -------
+        float
+            The fraction of training points misclassified by their neighbours.
+        """
+        check_is_fitted(self, "targets_")
+        kk = self.predict_k_ if k is None else check_scalar(k, "k", int, min_val=1)
+        Z = self._train_embedding()
+        if Z is not None:
+            pred = knn_predict(Z, self._y, Z, kk, exclude_self=True)
+        else:
+            Q, n = self._X, len(self._y)
+            pred = np.concatenate([
+                knn_from_distances(self._distances(Q[s : s + 512]), self._y, kk,
+                                   exclude=np.arange(s, min(s + 512, n)))
+                for s in range(0, n, 512)
+            ])  # fmt: skip
+        return float(np.mean(pred != self._y))
+
+    def energy_predict(self, X):
+        """Predict energy-based labels (§3.5, eq. 15) under the learned metric.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            New points.
+
+        Returns
+        -------
+        ndarray of shape (m,)
+            The labels of least energy.
+        """
+        Q = self._queries(X)
+        train, (Xq, tc) = self._energy_inputs(Q)
+        pred = predict_blocks(energy_chunk, train, (Xq, tc), self._executor())
+        return self.classes_[pred]
+
+    def _energy_inputs(self, Q):
+        """``(training keyword arguments, (test rows, test clusters))`` of eq. (15)."""
+        train = dict(X_train=self._X, y_train=self._y, targets=self.targets_,
+                     components=self.components_, mu=float(self.mu))  # fmt: skip
+        return train, (Q, None)

@@ -1,0 +1,217 @@
+"""One vocabulary (issue 37): every public estimator's parameters against the table of
+shared words (``convexmetric._vocabulary``), the renamed names, ``ConvergenceWarning``,
+``set_output`` and the BLAS-thread setting."""
+
+from __future__ import annotations
+
+import inspect
+import os
+import re
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+from test_contract import CASES, ESTIMATORS, _make
+
+import convexmetric
+from convexmetric._renamed import is_deprecated
+from convexmetric._vocabulary import CERTIFIED, RETIRED, WORDS, markdown
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _params(name):
+    """The estimator's parameters, the deprecated old names left out."""
+    sig = inspect.signature(getattr(convexmetric, name).__init__).parameters
+    return {p: v.default for p, v in sig.items() if p != "self" and not is_deprecated(v.default)}
+
+
+def _doc_entry(name, param, seen=()):
+    """The docstring text of ``param`` in ``name``'s Parameters section, following
+    "As in :class:`X`" to the class it names."""
+    doc = inspect.getdoc(getattr(convexmetric, name))
+    section = doc.split("Parameters\n----------\n", 1)[1].split("\n\n" + "Attributes", 1)[0]
+    lines, text = section.splitlines(), None
+    for i, line in enumerate(lines):
+        head = line.split(" : ", 1)[0]
+        if not line.startswith(" ") and param in [h.strip() for h in head.split(",")]:
+            body = []
+            for nxt in lines[i + 1 :]:
+                if nxt and not nxt.startswith(" "):
+                    break
+                body.append(nxt.strip())
+            text = line + " " + " ".join(body)
+            break
+    assert text is not None, f"{name}'s docstring does not document {param!r}"
+    other = re.search(r"As in :class:`~?(?:convexmetric\.)?(\w+)`", text)
+    if other and other.group(1) not in seen and other.group(1) != name:
+        return text + " " + _doc_entry(other.group(1), param, (*seen, name))
+    return text
+
+
+def test_the_table_lists_every_shared_word_with_its_users():
+    users = {}
+    for name in ESTIMATORS:
+        for p in _params(name):
+            users.setdefault(p, set()).add(name)
+    shared = {p for p, who in users.items() if len(who) > 1}
+    assert shared <= set(WORDS), f"shared words missing from the table: {shared - set(WORDS)}"
+    for word, entry in WORDS.items():
+        assert set(entry.estimators) == users.get(word, set()), word
+
+
+def test_retired_names_are_taken_only_as_deprecated_aliases():
+    for name in ESTIMATORS:
+        sig = inspect.signature(getattr(convexmetric, name).__init__).parameters
+        for old in RETIRED:
+            if old in sig:
+                assert is_deprecated(sig[old].default), (name, old, RETIRED[old])
+
+
+def test_gamma_is_only_a_kernel_width():
+    for name in WORDS["gamma"].estimators:
+        assert "kernel" in _params(name), name
+        assert re.search(r"width", _doc_entry(name, "gamma"), re.I), name
+
+
+@pytest.mark.parametrize("name", WORDS["time_limit"].estimators)
+def test_time_limit_is_documented_and_runs_as_the_whole_fit(name):
+    assert "whole fit" in _doc_entry(name, "time_limit"), name
+    est, args, *_ = _make(name, time_limit=1e-9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(*args)
+    assert est.result_.status == "user_limit", name
+
+
+@pytest.mark.parametrize("name", WORDS["tol"].estimators)
+def test_tol_is_a_certified_gap_or_a_documented_stop(name):
+    entry = _doc_entry(name, "tol")
+    if name in CERTIFIED:
+        assert re.search("certified", entry, re.I), name
+    else:
+        assert re.search(r"stop", entry), name
+
+
+@pytest.mark.parametrize("name", WORDS["max_iter"].estimators)
+def test_max_iter_caps_the_whole_fit(name):
+    cap = 3 if name == "SSNE" else 5
+    est, args, *_ = _make(name, max_iter=cap)
+    if name == "SSNE":
+        est.set_params(n_restarts=3, tol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(*args)
+    assert 0 < est.n_iter_ <= cap, (name, est.n_iter_)
+
+
+def test_the_readme_shows_the_table():
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as fh:
+        assert markdown() in fh.read()
+
+
+RENAMED = [
+    ("OperatorSimilarity", "lam", "reg_weight", 0.1),
+    ("OperatorSimilarity", "gamma", "margin", 2.0),
+    ("OperatorSimilarity", "gamma_neg", "margin_neg", 0.5),
+    ("SSNE", "lam", "loss_weight", 10.0),
+    ("LMNN", "n_neighbors", "predict_k", 5),
+    ("KernelLMNN", "n_neighbors", "predict_k", 5),
+    ("MultiMetricLMNN", "n_neighbors", "predict_k", 5),
+]
+
+
+@pytest.mark.parametrize(("name", "old", "new", "value"), RENAMED)
+def test_old_names_warn_and_mean_the_new_name(name, old, new, value):
+    default = _params(name)[new]
+    est, args, *_ = _make(name, **{old: value, new: default})
+    with pytest.warns(FutureWarning, match=f"'{old}' parameter of {name} was renamed '{new}'"):
+        est.fit(*args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        ref = _make(name, **{new: value})[0].fit(*args)
+    attr = CASES[name][3]
+    np.testing.assert_allclose(getattr(est, attr), getattr(ref, attr))
+    with pytest.raises(ValueError, match=f"got both '{old}' and '{new}'"):
+        _make(name, **{old: value, new: value + 1})[0].fit(*args)
+
+
+def test_ssne_n_epochs_is_max_iter_per_restart():
+    X, y = _make("SSNE")[1]
+    with pytest.warns(FutureWarning, match="pass max_iter=6"):
+        old = convexmetric.SSNE(n_components=3, n_epochs=3, n_restarts=2, tol=0.0,
+                                random_state=0).fit(X, y)  # fmt: skip
+    new = convexmetric.SSNE(n_components=3, max_iter=6, n_restarts=2, tol=0.0, random_state=0)
+    np.testing.assert_array_equal(old.W_, new.fit(X, y).W_)
+    assert old.n_iter_ == 6
+
+
+def test_poe_conic_solver_names_move_to_conic_solver():
+    est, args, *_ = _make("POE", solver="SCS", max_iter=None)
+    with pytest.warns(FutureWarning, match="conic_solver='SCS'"):
+        est.fit(*args)
+    assert est.result_.solver == "SCS"
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("LMNN", {"max_iter": 3}),
+        ("KernelLMNN", {"max_iter": 3}),
+        ("MultiMetricLMNN", {"max_iter": 4}),
+        ("POE", {"max_iter": 2}),
+        ("MKPOE", {"max_iter": 2}),
+        ("OperatorSimilarity", {"solver": "subgradient", "max_iter": 3}),
+        ("SSNE", {"max_iter": 1, "tol": 1e-12}),
+    ],
+)
+def test_every_batch_learner_warns_when_it_stops_short(name, params):
+    est, args, *_ = _make(name, **params)
+    with pytest.warns(ConvergenceWarning, match=f"{name}.*max_iter"):
+        est.fit(*args)
+
+
+TRANSFORMERS = [n for n in ESTIMATORS if hasattr(getattr(convexmetric, n), "transform")]
+
+
+@pytest.mark.parametrize("name", TRANSFORMERS)
+def test_every_transformer_names_its_outputs_and_sets_pandas_output(name):
+    pd = pytest.importorskip("pandas")
+    est, args, *_ = _make(name)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(*args)
+    X = _transform_input(name, args)
+    Z = np.asarray(est.transform(X))
+    names = est.get_feature_names_out()
+    assert len(names) == Z.shape[1] and names[0] == f"{name.lower()}0"
+    out = est.set_output(transform="pandas").transform(X)
+    assert isinstance(out, pd.DataFrame) and list(out.columns) == list(names)
+    np.testing.assert_allclose(out.to_numpy(), Z)
+
+
+def _transform_input(name, args):
+    """What ``transform`` takes: the items of a POE bundle, else ``X``."""
+    return args[0].items if name in ("POE", "MKPOE") else args[0]
+
+
+def test_blas_threads_default_to_one_and_can_be_raised():
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from convexmetric._threads import one_blas_thread
+
+    def blas():
+        info = [i for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"]
+        return info[0]["num_threads"] if info else None
+
+    outside = blas()
+    assert convexmetric.get_config() == {"blas_threads": 1}
+    with one_blas_thread():
+        assert blas() in (1, None)
+    with convexmetric.config_context(blas_threads=None), one_blas_thread():
+        assert blas() == outside
+    with convexmetric.config_context(blas_threads=2), one_blas_thread():
+        assert blas() in (min(2, outside or 2), None)
+    assert convexmetric.get_config() == {"blas_threads": 1}
+    with pytest.raises(ValueError, match="'blas_threads'"):
+        convexmetric.set_config(blas_threads=0)
