@@ -41,6 +41,7 @@ from .options import (
     TIME_LIMIT_OPTION,
     TOL_OPTION,
     estimator_limits,
+    resolve_aliases,
 )
 
 
@@ -80,8 +81,8 @@ UNUSED_BY_SOLVER = {
     "sgd": ("c", "tol"),
     "subgradient": ("learning_rate", "n_components", "c"),
     "exact": ("learning_rate", "max_iter", "n_components", "c", "tol", "time_limit"),
-    "hpca": ("lam", "gamma", "gamma_neg", "regularizer", "max_iter", "learning_rate", "tol",
-             "time_limit"),
+    "hpca": ("reg_weight", "margin", "margin_neg", "regularizer", "max_iter", "learning_rate",
+             "tol", "time_limit"),
 }  # fmt: skip
 
 
@@ -122,6 +123,7 @@ def SOLVE(**o):
 
     Without inputs: the built-in digits data (--dataset digits).
     """
+    resolve_aliases(o)
     solver, kernel, seed = o["solver"], o["kernel"], o["seed"]
     reject_unused(UNUSED_BY_SOLVER[solver], f"by --solver {solver}")
     with library_errors():
@@ -138,7 +140,7 @@ def SOLVE(**o):
         t0 = time.perf_counter()
         model.fit(train)
         seconds = time.perf_counter() - t0
-        params = {key: o[key] for key in ("solver", "kernel", "lam", "gamma", "gamma_neg")}
+        params = {key: o[key] for key in ("solver", "kernel", "reg_weight", "margin", "margin_neg")}
         report = {
             "method": "hyperbolic_pca" if solver == "hpca" else "maurer",
             "dataset": name,
@@ -190,9 +192,9 @@ def _model(o):
     keys = ("regularizer", "solver", "kernel", "n_components")
     return OperatorSimilarity(
         **{key: o[key] for key in keys},
-        reg_weight=o["lam"],
-        margin=o["gamma"],
-        margin_neg=o["gamma_neg"],
+        reg_weight=o["reg_weight"],
+        margin=o["margin"],
+        margin_neg=o["margin_neg"],
         learning_rate=o["learning_rate"],
         max_iter=o["max_iter"],
         random_state=o["seed"],

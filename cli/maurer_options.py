@@ -6,6 +6,7 @@ from __future__ import annotations
 import click
 
 from ._common import POSITIVE_FLOAT, POSITIVE_INT
+from .options import deprecated_alias
 
 #: the options that, with the data options, say which pairs train (``solve maurer``, ``verify``)
 PAIR_OPTIONS = [
@@ -31,14 +32,18 @@ PAIR_OPTIONS = [
     ),
 ]
 
-#: eq. (5)'s hyperparameters and the SGD's steps
+#: eq. (5)'s hyperparameters (the estimator's names) and the SGD's steps; --lam, --gamma
+#: and --gamma-neg are their former spellings
 MAURER_MODEL = [
-    click.option("--lam", type=POSITIVE_FLOAT, default=0.005, show_default=True,
+    click.option("--reg-weight", type=POSITIVE_FLOAT, default=0.005, show_default=True,
                  help="λ > 0, the regulariser's weight."),
-    click.option("--gamma", type=POSITIVE_FLOAT, default=1.0, show_default=True,
+    deprecated_alias("--lam", "--reg-weight", "reg_weight", type=POSITIVE_FLOAT),
+    click.option("--margin", type=POSITIVE_FLOAT, default=1.0, show_default=True,
                  help="Margin γ₁ (similar pairs)."),
-    click.option("--gamma-neg", type=POSITIVE_FLOAT, default=None,
-                 help="Margin γ₋₁ (dissimilar pairs); default: --gamma."),
+    deprecated_alias("--gamma", "--margin", "margin", type=POSITIVE_FLOAT),
+    click.option("--margin-neg", type=POSITIVE_FLOAT, default=None,
+                 help="Margin γ₋₁ (dissimilar pairs); default: --margin."),
+    deprecated_alias("--gamma-neg", "--margin-neg", "margin_neg", type=POSITIVE_FLOAT),
     click.option("--regularizer", type=click.Choice(["hs", "trace"]), default="hs",
                  show_default=True, help="‖A‖₂ (Hilbert–Schmidt) or tr A."),
     click.option("--max-iter", type=POSITIVE_INT, default=100_000, show_default=True,

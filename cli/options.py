@@ -76,14 +76,14 @@ def given(ctx, name):
     return src is not None and src != click.core.ParameterSource.DEFAULT
 
 
-def deprecated_alias(old, new, name, **kw):
+def deprecated_alias(old, new, name, note="it means the same", **kw):
     """A hidden option ``old`` kept for one release: it warns on stderr and its value is
     stored as ``name`` (the parameter of ``new``) unless ``new`` was given too."""
 
     def callback(ctx, param, value):
         if value is None or value == ():
             return value
-        click.echo(f"Warning: {old} is deprecated here; use {new} (it means the same).", err=True)
+        click.echo(f"Warning: {old} is deprecated here; use {new} ({note}).", err=True)
         ctx.meta.setdefault("convexmetric.aliases", {})[name] = value
         return value
 

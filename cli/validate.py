@@ -144,7 +144,7 @@ def VALIDATE_MAURER(**o):
     _no_exact(o)
     with library_errors():
         data, name = _maurer_data(o)
-        settings = {key: o[key] for key in ("lam", "gamma", "gamma_neg", "regularizer",
+        settings = {key: o[key] for key in ("reg_weight", "margin", "margin_neg", "regularizer",
                                             "max_iter", "n_pairs", "oracle")}  # fmt: skip
         report = validate("maurer", data, name=name, conic_solver=o["conic_solver"],
                           exact=not o["no_exact"], random_state=o["seed"],

@@ -155,7 +155,7 @@ def test_out_refuses_a_foreign_directory(tmp_path):
 
 def test_ssne_model_transforms_and_is_not_a_classifier(tmp_path):
     d = tmp_path / "s"
-    res = run("solve", "ssne", "--dataset", "iris", "--epochs", "2", "--out", d, "--json")
+    res = run("solve", "ssne", "--dataset", "iris", "--max-iter", "2", "--out", d, "--json")
     assert res.exit_code == 0, res.output
     X, _ = datasets.load("iris")
     np.save(tmp_path / "x.npy", X[:5])

@@ -141,9 +141,47 @@ def test_precision_cut_offs_are_precision_at_and_the_old_k_still_works():
 
 
 def test_ssne_evaluation_k_is_n_neighbors_and_the_old_k_still_works():
-    base = ["solve", "ssne", "--dataset", "iris", "--epochs", "2", "--json"]
+    base = ["solve", "ssne", "--dataset", "iris", "--max-iter", "2", "--json"]
     new = CliRunner().invoke(main, [*base, "--n-neighbors", "5"])
     old = CliRunner().invoke(main, [*base, "--k", "5"])
     assert new.exit_code == 0 and old.exit_code == 0, (new.output, old.output)
     assert "--k is deprecated" in old.stderr
     assert json.loads(new.stdout)["k"] == json.loads(old.stdout)["k"] == 5
+
+
+def _params_reaching(monkeypatch, cls, args):
+    """The estimator's parameters when the command calls ``fit`` (stopped there)."""
+    seen = {}
+
+    def fit(self, *a, **kw):
+        seen.update(self.get_params())
+        raise _Stop("stopped by the test")
+
+    monkeypatch.setattr(cls, "fit", fit)
+    res = CliRunner().invoke(main, args)
+    assert "stopped by the test" in res.output, res.output
+    return seen, res
+
+
+def test_maurer_flags_use_the_estimators_words_and_the_old_ones_warn(monkeypatch):
+    from convexmetric.maurer.estimators import OperatorSimilarity
+
+    base = ["solve", "maurer", "--dataset", "iris"]
+    new_args = ["--reg-weight", "0.02", "--margin", "2", "--margin-neg", "3"]
+    old_args = ["--lam", "0.02", "--gamma", "2", "--gamma-neg", "3"]
+    new, _ = _params_reaching(monkeypatch, OperatorSimilarity, [*base, *new_args])
+    old, res = _params_reaching(monkeypatch, OperatorSimilarity, [*base, *old_args])
+    assert "--lam is deprecated" in res.stderr and "--reg-weight" in res.stderr
+    for params in (new, old):
+        assert (params["reg_weight"], params["margin"], params["margin_neg"]) == (0.02, 2.0, 3.0)
+
+
+def test_ssne_flags_use_the_estimators_words_and_the_old_ones_warn(monkeypatch):
+    from convexmetric.ssne.estimator import SSNE
+
+    base = ["solve", "ssne", "--dataset", "iris", "--restarts", "2"]
+    new, _ = _params_reaching(monkeypatch, SSNE, [*base, "--max-iter", "6", "--loss-weight", "7"])
+    old, res = _params_reaching(monkeypatch, SSNE, [*base, "--epochs", "3", "--lam", "7"])
+    assert "--epochs is deprecated" in res.stderr and "--lam is deprecated" in res.stderr
+    for params in (new, old):  # --epochs counted per restart
+        assert (params["max_iter"], params["loss_weight"], params["n_restarts"]) == (6, 7.0, 2)

@@ -69,8 +69,8 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
     **settings
         The paper's hyperparameters: LMNN ``k``, ``mu``, ``variant``
         ("single", "multi", "kernel"), ``per_class``, ``n_clusters``, ``kernel``,
-        ``gamma``, ``plain``; Maurer ``lam``, ``gamma``, ``gamma_neg``, ``regularizer``,
-        ``max_iter``; POE ``kind``, ``diagonal``, ``beta``; AROMA ``C``, ``r``,
+        ``gamma``, ``plain``; Maurer ``reg_weight``, ``margin``, ``margin_neg``,
+        ``regularizer``, ``max_iter``; POE ``kind``, ``diagonal``, ``beta``; AROMA ``C``, ``r``,
         ``epochs``.
 
     Examples

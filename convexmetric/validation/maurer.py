@@ -33,7 +33,7 @@ def draw_pairs(X, y, n_pairs, oracle="balanced", random_state=0):
 
 
 #: the settings of :func:`validate` and their defaults
-DEFAULTS = {"lam": 0.005, "gamma": 1.0, "gamma_neg": None, "regularizer": "hs",
+DEFAULTS = {"reg_weight": 0.005, "margin": 1.0, "margin_neg": None, "regularizer": "hs",
             "max_iter": 100_000}  # fmt: skip
 
 
@@ -44,8 +44,9 @@ def validate(pairs, *, name, conic_solver=None, exact=True, random_state=0, call
     from ..problems import maurer as problem
 
     s = settings_of("maurer", given, DEFAULTS)
-    lam, gamma, gamma_neg, regularizer = (s[k] for k in ("lam", "gamma", "gamma_neg",
-                                                         "regularizer"))  # fmt: skip
+    # eq. (5): λ the regulariser's weight, γ₁ and γ₋₁ the margins
+    lam, gamma, gamma_neg = s["reg_weight"], s["margin"], s["margin_neg"]
+    regularizer = s["regularizer"]
     max_iter = s["max_iter"]
 
     pairs.require_both()
@@ -56,9 +57,7 @@ def validate(pairs, *, name, conic_solver=None, exact=True, random_state=0, call
             f"the exact problem has {U.shape[1]} features; validate instances with at most "
             f"{MAX_EXACT_FEATURES} (A has D² entries), or skip the exact solve."
         )
-    settings = {"lam": lam, "gamma": gamma, "gamma_neg": gamma_neg,
-                "regularizer": regularizer, "max_iter": max_iter, "conic_solver": conic,
-                "random_state": random_state}  # fmt: skip
+    settings = {**s, "conic_solver": conic, "random_state": random_state}
     inst = instance(name, f"{name} ({len(r)} pairs, {U.shape[1]} features)", None, U.shape[1],
                     len(r), "pairs")  # fmt: skip
     report = ValidationReport("maurer", inst, settings, None)
