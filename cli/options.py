@@ -43,10 +43,9 @@ def conic_solver_option(default="CLARABEL", note=""):
     """``--conic-solver``: the conic solver of the exact (CVXPY) side."""
     return click.option(
         "--conic-solver",
-        type=click.Choice(CONIC_SOLVERS, case_sensitive=False),
+        type=click.Choice(CONIC_SOLVERS),
         default=default,
         show_default=default is not None,
-        callback=lambda ctx, param, v: None if v is None else v.upper(),
         help="Conic solver of the exact (CVXPY) side, with tight tolerances." + note,
     )
 
