@@ -154,7 +154,7 @@ def _maurer_sgd():
     from convexmetric import OperatorSimilarity
 
     X, y = _maurer_data()
-    m = OperatorSimilarity(lam=0.01, max_iter=20000, random_state=0).fit(X, y)
+    m = OperatorSimilarity(reg_weight=0.01, max_iter=20000, random_state=0).fit(X, y)
     return _result(m)
 
 
@@ -163,7 +163,8 @@ def _maurer_sub():
     from convexmetric import OperatorSimilarity
 
     X, y = _maurer_data()
-    m = OperatorSimilarity(lam=0.01, solver="subgradient", n_pairs=500, random_state=0).fit(X, y)
+    m = OperatorSimilarity(reg_weight=0.01, solver="subgradient", n_pairs=500, random_state=0)
+    m.fit(X, y)
     return _result(m)
 
 

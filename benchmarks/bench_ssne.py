@@ -25,7 +25,7 @@ def per_epoch(n, M, n_blocks=1):
     X = (X - X.mean(0)) / X.std(0)
     t0 = time.perf_counter()
     m = SSNE(
-        n_components=M, n_epochs=EPOCHS, n_blocks=n_blocks, max_pairs=10**7, random_state=0
+        n_components=M, max_iter=EPOCHS, n_blocks=n_blocks, max_pairs=10**7, random_state=0
     ).fit(X, y)
     wall = time.perf_counter() - t0
     return m.result_.seconds / m.result_.iterations, wall, m.result_.info["n_pairs"]

@@ -11,8 +11,10 @@ thin commands over :func:`convexmetric.validate` (:mod:`.validate`).
 from __future__ import annotations
 
 import importlib
+import warnings
 
 import click
+from sklearn.exceptions import ConvergenceWarning
 
 from .. import datasets
 from ._common import Interrupted, interrupt_guard, solve_progress
@@ -26,7 +28,10 @@ class _Main(click.Group):
     """The top-level group: Ctrl-C anywhere ends in one clean line and exit status 130."""
 
     def invoke(self, ctx):
-        with interrupt_guard() as state:
+        # the reports carry every solver's status: a ConvergenceWarning would only repeat
+        # it on stderr (which stays quiet when it is not a terminal)
+        with interrupt_guard() as state, warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=ConvergenceWarning)
             try:
                 rv = super().invoke(ctx)
             except KeyboardInterrupt:

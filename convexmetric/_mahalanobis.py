@@ -46,6 +46,9 @@ class MahalanobisMixin(OutputNamesMixin):
         check_is_fitted(self, "components_")
         return self.components_.shape[0]
 
+    #: whether ``_point_map`` is linear (``embed(u) − embed(v) = embed(u − v)``)
+    _point_map_is_linear = True
+
     def _point_map(self):
         L = np.array(self.components_, dtype=float)  # a copy: later fits do not change it
         return L.__matmul__
@@ -75,20 +78,15 @@ class MahalanobisMixin(OutputNamesMixin):
             copies of the fitted arrays, so refitting the estimator does not change it.
         """
         check_is_fitted(self)
-        embed = self._point_map()
-        squeeze, atleast_1d, sqrt = np.squeeze, np.atleast_1d, np.sqrt
+        embed, linear = self._point_map(), self._point_map_is_linear
+        asarray, dot, sqrt = np.asarray, np.dot, np.sqrt
 
         def metric(u, v, squared=False):
-            # as scipy.spatial.distance's validate_vector: lists, (1, d) rows and scalars
-            u = atleast_1d(squeeze(np.asarray(u, dtype=float)))
-            v = atleast_1d(squeeze(np.asarray(v, dtype=float)))
+            u, v = asarray(u, dtype=float), asarray(v, dtype=float)
             if u.ndim != 1 or v.ndim != 1:
-                raise ValueError(
-                    f"the metric takes two 1-dimensional points; got shapes {u.shape} and "
-                    f"{v.shape}."
-                )
-            du = atleast_1d(embed(u) - embed(v))
-            d2 = float(du @ du)
+                u, v = _vector(u, v)
+            du = embed(u - v) if linear else embed(u) - embed(v)
+            d2 = float(dot(du, du))
             return d2 if squared else float(sqrt(d2))
 
         return metric
@@ -130,6 +128,17 @@ class MahalanobisMixin(OutputNamesMixin):
             Minus the distance of each pair (metric-learn's convention).
         """
         return -self.pair_distance(pairs)
+
+
+def _vector(u, v):
+    """Two points as 1-d arrays, as scipy.spatial.distance's ``validate_vector`` takes them
+    (lists, ``(1, d)`` rows, scalars); a clear error otherwise."""
+    u, v = np.atleast_1d(np.squeeze(u)), np.atleast_1d(np.squeeze(v))
+    if u.ndim != 1 or v.ndim != 1:
+        raise ValueError(
+            f"the metric takes two 1-dimensional points; got shapes {u.shape} and {v.shape}."
+        )
+    return u, v
 
 
 def kernel_point_map(kind, X_train, gamma, components):

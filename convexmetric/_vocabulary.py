@@ -145,5 +145,6 @@ def markdown():
     rows = ["| word | meaning | taken by |", "|---|---|---|"]
     for name, word in WORDS.items():
         users = ", ".join(word.estimators) if word.estimators != _ALL else "every estimator"
-        rows.append(f"| `{name}` | {word.meaning} | {users} |")
+        meaning = word.meaning.replace("|", "\\|")  # a pipe would end the cell
+        rows.append(f"| `{name}` | {meaning} | {users} |")
     return "\n".join(rows)

@@ -134,9 +134,13 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
                            closed="neither", owner=own)  # fmt: skip
         check_scalar(self.learn_rate, "learn_rate", float, min_val=0.0, closed="neither",
                      owner=own)  # fmt: skip
-        if isinstance(self.init, str) and self.init not in _INITS:
-            raise ValueError(f"The 'init' parameter of LMNN must be one of {_INITS} or an "
-                             f"array. Got {self.init!r} instead.")  # fmt: skip
+        if (isinstance(self.init, str) and self.init not in _INITS) or (
+            not isinstance(self.init, str) and np.ndim(self.init) != 2
+        ):
+            raise ValueError("`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a "
+                             "numpy array of shape (n_components, n_features).")  # fmt: skip
+        if not isinstance(self.init, str):
+            self._check_init(np.asarray(self.init))
         verbose = int(check_bool(bool(self.verbose), "verbose", owner=own))
         d = self._n_features
         if self.n_components is not None and not (
@@ -163,12 +167,30 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         """
         self._check_preprocessor()
         X = self._points(X)
-        self._n_features = np.shape(X)[-1]
+        self._n_features = np.asarray(X).shape[-1]
         self.lmnn_ = _LMNN(**self._settings()).fit(X, y)
         self.components_ = np.array(self.lmnn_.components_)
         self.n_iter_ = self.lmnn_.n_iter_
         self.n_features_in_ = self.lmnn_.n_features_in_
         return self
+
+    def _check_init(self, init):
+        """An ``init`` array must fit the data, as metric-learn requires (its messages),
+        though it does not change the result."""
+        d, r = self._n_features, init.shape[0]
+        if init.shape[1] != d:
+            raise ValueError(f"The input dimensionality ({init.shape[-1]}) of the given linear "
+                             "transformation `init` must match the dimensionality of the "
+                             f"given inputs `X` ({d}).")  # fmt: skip
+        if r > init.shape[1]:
+            raise ValueError(f"The output dimensionality ({r}) of the given linear "
+                             "transformation `init` cannot be greater than its input "
+                             f"dimensionality ({init.shape[1]}).")  # fmt: skip
+        if self.n_components is not None and self.n_components != r:
+            raise ValueError("The preferred dimensionality of the projected space "
+                             f"`n_components` ({self.n_components}) does not match the output "
+                             f"dimensionality of the given linear transformation `init` "
+                             f"({r})!")  # fmt: skip
 
     def _check_preprocessor(self):
         """metric-learn's: set ``preprocessor_``."""

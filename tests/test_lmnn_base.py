@@ -11,7 +11,7 @@ from sklearn.neighbors import KNeighborsClassifier
 from sklearn.utils.estimator_checks import check_fit2d_1feature
 
 from convexmetric import LMNN, KernelLMNN, MultiMetricLMNN
-from convexmetric.lmnn.base import LMNNBase, SmallClassWarning
+from convexmetric.lmnn.base import LMNNBaseEstimator, SmallClassWarning
 
 THREE = (LMNN, KernelLMNN, MultiMetricLMNN)
 
@@ -27,7 +27,7 @@ def test_a_small_class_takes_fewer_target_neighbours_with_a_warning(cls):
     X, y = _small_class()
     with pytest.warns(SmallClassWarning, match="class 2 of 'y' has 3 members.*k_=2"):
         m = cls(k=3).fit(X, y)
-    assert issubclass(cls, LMNNBase)
+    assert issubclass(cls, LMNNBaseEstimator)
     assert m.k_ == 2 and m.targets_.shape == (len(y), 2) and m.predict_k_ == 3
     with warnings.catch_warnings():
         warnings.simplefilter("error", SmallClassWarning)
@@ -73,3 +73,13 @@ def test_the_three_share_energy_predict_and_loo_error():
         assert 0.0 <= m.loo_error() <= 1.0 and 0.0 <= m.loo_error(k=1) <= 1.0
     lin = KernelLMNN(k=2, kernel="linear").fit(X, y)
     np.testing.assert_array_equal(lin.energy_predict(X), LMNN(k=2).fit(X, y).energy_predict(X))
+
+
+def test_the_verifier_follows_the_small_class_rule():
+    from convexmetric import verify
+
+    X, y = _small_class()
+    with pytest.warns(SmallClassWarning):
+        m = LMNN(k=3).fit(X, y)
+    v = verify(m, X, y)
+    assert v.verified, v.reason

@@ -310,7 +310,8 @@ def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
     Xq = np.vstack([X + 0.3 * X.std(0) * rng.normal(size=X.shape) for _ in range(4)])
     local = LMNN(tol=1e-3).fit(X, ylab)
     remote = LMNN(tol=1e-3, backend="dask")  # fitted locally, predicting on the cluster
-    for name in ("components_", "metric_", "classes_", "targets_", "_X", "_y", "n_features_in_"):
+    for name in ("components_", "metric_", "classes_", "targets_", "_X", "_y", "n_features_in_",
+                 "predict_k_"):  # fmt: skip
         setattr(remote, name, getattr(local, name))
     monkeypatch.setattr(predict_blocks, "PREDICT_ROWS", 100)  # 5 blocks of test rows
     calls = []

@@ -1,11 +1,11 @@
 """What the three LMNN estimators share: parameters, data checks, targets and prediction.
 
-:class:`LMNNBase` is the one base of :class:`~convexmetric.LMNN`,
+:class:`LMNNBaseEstimator` is the one base of :class:`~convexmetric.LMNN`,
 :class:`~convexmetric.KernelLMNN` and :class:`~convexmetric.MultiMetricLMNN`. It
 validates the shared parameters (``k``, ``mu``, ``solver``, ``max_iter``, ``tol``,
 ``time_limit``, ``predict_k``, ``verbose``, ``conic_solver``) and the labelled data once,
-chooses the target neighbours, and gives :meth:`~LMNNBase.predict`,
-:meth:`~LMNNBase.loo_error` and :meth:`~LMNNBase.energy_predict` (eq. 15) one
+chooses the target neighbours, and gives :meth:`~LMNNBaseEstimator.predict`,
+:meth:`~LMNNBaseEstimator.loo_error` and :meth:`~LMNNBaseEstimator.energy_predict` (eq. 15) one
 implementation each. A subclass supplies the learned geometry through three hooks:
 
 * ``_embed(Q)``: the coordinates of validated queries where Euclidean distance is the
@@ -82,7 +82,7 @@ def targets_k(k, counts, classes, owner):
     return small - 1
 
 
-class LMNNBase(ClassifierMixin, BaseEstimator):
+class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
     """The base of the LMNN estimators (module docstring); not for direct use."""
 
     #: solvers the estimator offers

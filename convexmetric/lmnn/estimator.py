@@ -27,7 +27,7 @@ from .._validation import (
 from .._verbose import log_summary, logging_to_stderr, progress_callback
 from ..neighbors import target_neighbors
 from ..problems import lmnn as P
-from .base import LMNNBase
+from .base import LMNNBaseEstimator
 from .dask_executor import check_backend, executor_for
 from .exact import solve_working_set
 from .passes import run_passes
@@ -37,7 +37,7 @@ from .solver import solve as solve_large_scale
 logger = logging.getLogger("convexmetric.lmnn")
 
 
-class LMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
+class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     """Large margin nearest neighbour metric learning.
 
     Learns a Mahalanobis metric ``M ⪰ 0`` minimising eq. (14): ``(1 − μ)`` times the

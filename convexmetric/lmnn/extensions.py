@@ -25,12 +25,12 @@ from ..neighbors import sqdist, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn_multi as PM
 from . import multi_solver as SM
-from .base import LMNNBase, logger
+from .base import LMNNBaseEstimator, logger
 from .estimator import LMNN
 from .kernel_estimator import KernelLMNN  # noqa: F401
 
 
-class MultiMetricLMNN(LMNNBase):
+class MultiMetricLMNN(LMNNBaseEstimator):
     """Multi-metric LMNN (§5.2): one metric per cluster, learned jointly.
 
     Parameters

@@ -16,10 +16,10 @@ from ..linalg import components_from_metric
 from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
 from . import kernel_solver as SK
-from .base import LMNNBase, logger
+from .base import LMNNBaseEstimator, logger
 
 
-class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
+class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     """Kernel LMNN (§5.3): ``M = Σ A_lm Φ(x_l)Φ(x_m)ᵀ``, everything through kernel values.
 
     Parameters
@@ -187,6 +187,10 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBase):
             The transformed points.
         """
         return self.kernel_rows(X) @ self.components_.T
+
+    @property
+    def _point_map_is_linear(self):
+        return self.kernel not in ("rbf",)
 
     def _point_map(self):
         return kernel_point_map(self.kernel, self._X, getattr(self, "gamma_", None),

@@ -192,6 +192,10 @@ class POE(MahalanobisMixin, _POEBase):
             "pair_distance and get_metric work for every kernel."
         )
 
+    @property
+    def _point_map_is_linear(self):
+        return self.kernel not in ("rbf",)
+
     def _point_map(self):
         self._check_fitted()
         kind = self.kernel if self.kernel in ("linear", "rbf") else None

@@ -39,11 +39,12 @@ lmnn_kernel   (same)      the same dual point of eq. (14) over the kernel's empi
 ============  ==========  ===============================================================
 
 Target neighbours: the ``k`` nearest same-class points in Euclidean input distance (for
-``KernelLMNN``, in the feature distance ``K_ii + K_jj − 2K_ij``), ties by index; a class
-of at most ``k`` points cannot be fitted. The fitted ``targets_`` must be those up to
-ties (distances within rounding); with ``n_passes > 1`` or targets given to ``fit``
-(§5.1: re-selected under the previous metric) they are checked to be distinct
-same-class points other than ``i`` only.
+``KernelLMNN``, in the feature distance ``K_ii + K_jj − 2K_ij``), ties by index; when a
+class has at most ``k`` points, every point has (smallest class size) − 1 targets (the
+estimators' rule), and a class of one point cannot be fitted. The fitted ``targets_``
+must be those up to ties (distances within rounding); with ``n_passes > 1`` or targets
+given to ``fit`` (§5.1: re-selected under the previous metric) they are checked to be
+distinct same-class points other than ``i`` only.
 
 Fitted attributes read: ``metric_`` (``LMNN``), ``metrics_`` and ``clusters_``
 (``MultiMetricLMNN``; with ``n_clusters=None`` the clusters must be the classes),
@@ -203,8 +204,10 @@ def _targets(fitted, dist, y, given=None):
     T = fitted.attrs.get("targets_") if given is None else given
     T = None if T is None else np.asarray(T)
     counts = np.unique(y, return_counts=True)[1]
-    if counts.min() <= k:
-        raise VerificationError(f"a class has {counts.min()} points; k={k} needs k + 1.")
+    if counts.min() <= k:  # the fit's rule: every point gets (smallest class) − 1 targets
+        k = int(counts.min()) - 1
+    if k < 1:
+        raise VerificationError("a class has a single point: it has no target neighbour.")
     if T is None:
         return _nearest(dist, y, k)[0]
     if T.shape != (n, k) or not np.issubdtype(T.dtype, np.integer) or T.min() < 0 or T.max() >= n:
