@@ -178,16 +178,10 @@ def emit(report, as_json, lines):
     for line in (command_state() or {}).get("input_lines", ()):
         click.echo(line, err=True)
     lines = list(lines)
-    if "split" in report and lines:
+    if report.get("split") and lines:
         lines.insert(1, split_line(report["split"]))
     for line in lines:
         click.echo(line)
-
-
-def relative_gap(obj, ref):
-    from ..result import relative_gap as rg
-
-    return rg(obj, ref)
 
 
 #: ``--no-exact`` of every ``validate`` command.
@@ -198,48 +192,9 @@ NO_EXACT_OPTION = click.option(
     "each solver's certificate: its dual lower bound and certified gap.",
 )
 
-#: The sentence the text output prints under ``--no-exact``.
-NO_EXACT_NOTE = (
-    "  exact solve skipped (--no-exact): no CVXPY reference; the gaps below are certified "
-    "by each solver's own dual lower bound"
-)
-
 
 def certified_gap(objective, lower_bound):
     """:func:`convexmetric.result.certified_gap`, or None without a lower bound."""
     from ..result import certified_gap as cg
 
     return None if lower_bound is None else cg(objective, lower_bound)
-
-
-def solver_entry(res, reference=None, objective=None):
-    """The JSON entry of one large-scale solver in a ``validate`` report.
-
-    ``objective`` overrides ``res.objective`` (a value recomputed by the problem module);
-    ``reference`` is the exact optimum (None under ``--no-exact``: no relative gap).
-    """
-    obj = float(res.objective if objective is None else objective)
-    lb = None if res.lower_bound is None else float(res.lower_bound)
-    return {
-        "objective": obj,
-        "seconds": float(res.seconds),
-        "status": res.status,
-        "relative_gap": None if reference is None else relative_gap(obj, reference),
-        "lower_bound": lb,
-        "certified_gap": certified_gap(obj, lb),
-    }
-
-
-def solver_line(name, entry):
-    """One line of text for a :func:`solver_entry`."""
-    parts = [f"  {name}: objective {entry['objective']:.10g}, status {entry['status']}"]
-    parts.append(f"{entry['seconds']:.2f} s")
-    if entry.get("relative_gap") is not None:
-        parts.append(f"relative gap {entry['relative_gap']:.2e}")
-    if entry.get("certified_gap") is None:
-        parts.append("no certificate")
-    else:
-        parts.append(
-            f"lower bound {entry['lower_bound']:.10g} (certified gap {entry['certified_gap']:.2e})"
-        )
-    return ", ".join(parts)

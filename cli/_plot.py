@@ -11,10 +11,9 @@ solve time (marked "≈ time" in the legend); a run with neither is one marker a
 
 from __future__ import annotations
 
-import time
-
 import click
 
+from ..validation.report import Recorder
 from ._common import CLIError
 
 #: the ``--plot`` option of every validate command
@@ -28,22 +27,8 @@ plot_option = click.option(
 )
 
 
-class Trace:
-    """A solver callback recording ``(seconds since creation, objective)``.
-
-    ``chain`` (another callback, e.g. the progress line) is called after recording
-    and its answer (True stops the solver) is returned.
-    """
-
-    def __init__(self, chain=None):
-        self.chain = chain
-        self.t0 = time.perf_counter()
-        self.times, self.objectives = [], []
-
-    def __call__(self, it, f, step):
-        self.times.append(time.perf_counter() - self.t0)
-        self.objectives.append(float(f))
-        return bool(self.chain(it, f, step)) if self.chain is not None else False
+#: the solver callback that records real time stamps (the library's)
+Trace = Recorder
 
 
 def _run(name, entry, runs, traces):
@@ -97,10 +82,8 @@ def write_validate_plot(path, report, runs=None, traces=None, title=None):
         raise CLIError(str(exc)) from None
     exact = report["exact"]
     drawn = {name: _run(name, entry, runs, traces) for name, entry in report["solvers"].items()}
-    instance = report.get("instance", "")
-    if isinstance(instance, dict):
-        instance = instance.get("dataset", "")
-    title = title or f"validate {report.get('method', '')}: solvers vs exact optimum\n{instance}"
+    instance = report["instance"]["description"]
+    title = title or f"validate {report['paper']}: solvers vs exact optimum\n{instance}"
     try:
         fig = plot_convergence(
             drawn,

@@ -20,6 +20,7 @@ from .._atomic import atomic_file
 from ..model_io import load_model
 from ._common import HEADER_OPTION, emit, library_errors
 from .inputs import read
+from .options import JSON_OPTION
 
 _model_opt = click.option(
     "--model",
@@ -29,7 +30,7 @@ _model_opt = click.option(
     help="Model directory written by `convexmetric solve METHOD ... --out DIR`.",
 )
 _input_arg = click.argument("input_file", metavar="INPUT", type=click.Path(exists=True))
-_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+_json = JSON_OPTION
 OUTPUT_FORMATS = (".csv", ".npy")
 
 

@@ -1,11 +1,10 @@
-"""``convexmetric solve aroma`` and ``convexmetric validate aroma``.
+"""``convexmetric solve aroma`` (and the body of ``solve oasis``).
 
 ``solve aroma --variant diagonal|factored|oasis`` fits an online bilinear learner on
 the training part of the standard split (triplets drawn from labels) and reports
 precision@k and mAP on the test part, every test item a query against the rest, beside
-the identity ``W = I``. ``validate aroma`` solves the batch ranking problem of
-``problems/bilinear.py`` exactly and reports the online learners' objective and mean
-hinge on the same triplets.
+the identity ``W = I``. ``validate aroma`` (in :mod:`.validate`) solves the batch
+ranking problem exactly against the online learners.
 """
 
 from __future__ import annotations
@@ -16,16 +15,15 @@ import time
 import click
 import numpy as np
 import scipy.sparse as sp
-from sklearn.preprocessing import StandardScaler
 
 from .. import datasets
 from ..aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
-from ..bilinear import hinge_losses, sample_triplets, similarity
+from ..bilinear import similarity
 from ..metrics import mean_average_precision, precision_at_k
+from ..preprocessing import standardize_unless_sparse
 from ._common import (
     DATASET_CHOICE,
     HEADER_OPTION,
-    POSITIVE_FLOAT,
     SPLIT_OPTION,
     command_state,
     emit,
@@ -33,11 +31,19 @@ from ._common import (
     load_labels,
     load_xy,
     reject_unused,
-    relative_gap,
     write_outputs,
 )
-from ._plot import plot_option, write_validate_plot
 from .inputs import split_mode
+from .options import (
+    JSON_OPTION,
+    OUT_DIR_OPTION,
+    SEED_OPTION,
+    TIME_LIMIT_OPTION,
+    TOL_OPTION,
+    deprecated_alias,
+    estimator_limits,
+    resolve_aliases,
+)
 
 VARIANTS = {"diagonal": "d-AROMA", "factored": "f-AROMA", "oasis": "OASIS"}
 
@@ -64,10 +70,11 @@ def _data(dataset, features, labels, seed):
             )
     else:
         X, y, _, _, name = load_xy(dataset, features, labels, split=False)
-    scale = not sp.issparse(X)
+    scale = not sp.issparse(X)  # the policy of standardize_unless_sparse
     if split_mode(dataset) == "none":
-        if scale:
-            X = StandardScaler().fit_transform(X)
+        scaler = standardize_unless_sparse(X)
+        if scaler is not None:
+            X = scaler.transform(X)
         _record_split({"kind": "none", "n_train": X.shape[0], "n_test": 0})
         return X, X, y, y, name
     parts = datasets.split(X, y, scale=scale, random_state=seed)
@@ -95,18 +102,22 @@ def _model(variant, r, C, n_iter, mistake_driven, seed):
 
 def run_solve(variant, *, r, C, **opts):
     """The body shared by ``solve aroma`` and ``solve oasis`` (``opts``: their options)."""
+    resolve_aliases(opts)
     dataset, features, labels = opts["dataset"], opts["features"], opts["labels"]
     n_iter, mistake_driven, ks = opts["n_iter"], opts["mistake_driven"], opts["ks"]
     seed, out, as_json = opts["seed"], opts["out"], opts["as_json"]
     with library_errors():
         Xtr, Xte, ytr, yte, name = _data(dataset, features, labels, seed)
         model = _model(variant, r, C, n_iter, mistake_driven, seed)
+        model.set_params(**estimator_limits(opts, model))
         t0 = time.perf_counter()
         model.fit(Xtr, ytr)
         seconds = time.perf_counter() - t0
         ks = sorted({k for k in ks if 1 <= k < Xte.shape[0]})
         if not ks:
-            raise ValueError(f"no valid --k: the test part has only {Xte.shape[0]} items.")
+            raise ValueError(
+                f"no valid --precision-at: the test part has only {Xte.shape[0]} items."
+            )
         S = model.similarity(Xte)
         S0 = similarity(np.eye(Xte.shape[1]), Xte)
         report = {
@@ -189,28 +200,20 @@ def data_options(f):
             ),
             click.option("--mistake-driven", is_flag=True, help="Update only when qᵀWp ≤ 0."),
             click.option(
-                "--k",
+                "--precision-at",
                 "ks",
                 type=int,
                 multiple=True,
                 default=(1, 5, 10, 50),
                 show_default=True,
-                help="Precision cut-offs (repeatable).",
+                help="Cut-offs k of precision@k (repeatable).",
             ),
-            click.option(
-                "--seed",
-                type=int,
-                default=0,
-                show_default=True,
-                help="Seed of the split and the triplet stream.",
-            ),
-            click.option(
-                "--out",
-                type=click.Path(file_okay=False),
-                default=None,
-                help="Directory for W.npy and report.json.",
-            ),
-            click.option("--json", "as_json", is_flag=True, help="Print one JSON object."),
+            deprecated_alias("--k", "--precision-at", "ks", type=int, multiple=True),
+            SEED_OPTION,
+            TOL_OPTION,
+            TIME_LIMIT_OPTION,
+            OUT_DIR_OPTION,
+            JSON_OPTION,
         ]
     ):
         f = opt(f)
@@ -243,98 +246,3 @@ def SOLVE(variant, r, C, **kw):
     """
     reject_unused(("r",) if variant == "oasis" else ("C",), f"by --variant {variant}")
     run_solve(variant, r=r, C=C, **kw)
-
-
-@click.command("aroma")
-@click.option(
-    "--n-items",
-    type=int,
-    default=60,
-    show_default=True,
-    help="Items of the small bag-of-features instance.",
-)
-@click.option("--n-features", type=int, default=12, show_default=True, help="Features (W is d×d).")
-@click.option(
-    "--n-triplets", type=int, default=150, show_default=True, help="Triplets of the batch problem."
-)
-@click.option(
-    "--C",
-    "C",
-    type=POSITIVE_FLOAT,
-    default=1.0,
-    show_default=True,
-    help="Hinge weight of the batch problem.",
-)
-@click.option(
-    "--r",
-    type=float,
-    default=1.0,
-    show_default=True,
-    help="AROW regulariser of the online learners.",
-)
-@click.option(
-    "--epochs", type=int, default=20, show_default=True, help="Online passes over the triplets."
-)
-@click.option(
-    "--solver",
-    type=click.Choice(["CLARABEL", "SCS"]),
-    default="CLARABEL",
-    show_default=True,
-    help="Conic solver.",
-)
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the instance.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-@plot_option
-def VALIDATE(n_items, n_features, n_triplets, C, r, epochs, solver, seed, as_json, plot):
-    """Batch ranking problem exactly (CVXPY) against the online learners on the same triplets."""
-    from ..problems.bilinear import objective, solve_batch
-
-    with library_errors():
-        group = max(1, min(3, n_features // 4))
-        X, y = datasets.bag_of_features(
-            n_items,
-            n_features,
-            3,
-            n_tokens=4,
-            group_size=group,
-            class_groups=min(2, n_features // group),
-            random_state=seed,
-        )
-        X = X.toarray()
-        T = sample_triplets(y, n_triplets, random_state=seed)
-        W, value, status, seconds = solve_batch(X, X, T, C, solver)
-        report = {
-            "method": "aroma",
-            "instance": f"bag_of_features({n_items}, {n_features}), {n_triplets} triplets, C={C}",
-            "exact": {
-                "objective": value,
-                "seconds": seconds,
-                "status": status,
-                "solver": solver,
-                "mean_hinge": float(hinge_losses(W, X, X, T).mean()),
-            },
-            "solvers": {},
-        }
-        stream = np.tile(T, (epochs, 1))
-        for variant in VARIANTS:
-            model = _model(variant, r, 0.1, 0, False, seed)
-            t0 = time.perf_counter()
-            model.partial_fit_triplets(X[stream[:, 0]], X[stream[:, 1]], X[stream[:, 2]])
-            f = objective(model.W_, X, X, T, C)
-            report["solvers"][VARIANTS[variant]] = {
-                "objective": f,
-                "seconds": time.perf_counter() - t0,
-                "status": model.result_.status,
-                "relative_gap": relative_gap(f, value),
-                "mean_hinge": float(hinge_losses(model.W_, X, X, T).mean()),
-            }
-    lines = [
-        f"exact ({solver}): objective {value:.6g}, mean hinge {report['exact']['mean_hinge']:.4f}"
-    ]
-    lines += [
-        f"{k}: objective {v['objective']:.6g} (gap {v['relative_gap']:+.3g}), "
-        f"mean hinge {v['mean_hinge']:.4f}"
-        for k, v in report["solvers"].items()
-    ]
-    write_validate_plot(plot, report)
-    emit(report, as_json, lines)

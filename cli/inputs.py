@@ -149,10 +149,8 @@ def load_xy(dataset, features, labels, *, split=True):
     if not split:
         return X, y, None, None, name
     if mode == "none":
-        _record_standardisation(X)
         _record_split("none", X.shape[0], 0, None)
-        mean, scale = _scaler(X)
-        return (X - mean) / scale, y, None, None, name
+        return _record_standardisation(X).transform(X), y, None, None, name
     Xtr, Xte, ytr, yte = datasets.split(X, y)
     train_rows = datasets.split(np.arange(X.shape[0])[:, None], y, scale=False)[0][:, 0]
     _record_standardisation(datasets.split(X, y, scale=False)[0])
@@ -188,19 +186,16 @@ def _load_files(features, labels):
     return load_features(features), load_labels(labels)
 
 
-def _scaler(X):
+def _record_standardisation(X_train):
+    """Keep the fitted scaler of the training rows for this command: the first step of
+    the preprocessing a saved model applies (:mod:`convexmetric.preprocessing`)."""
     from sklearn.preprocessing import StandardScaler
 
-    sc = StandardScaler().fit(X)
-    return sc.mean_, sc.scale_
-
-
-def _record_standardisation(X_train):
-    """Keep the scaler of the training rows for this command (a saved model applies it)."""
     state = command_state()
+    scaler = StandardScaler().fit(X_train)
     if state is not None:
-        mean, scale = _scaler(X_train)
-        state["preprocessing"] = {"mean": mean, "scale": scale}
+        state["preprocessing"] = [scaler]
+    return scaler
 
 
 def _record_split(kind, n_train, n_test, train_rows):

@@ -1,4 +1,4 @@
-"""``convexmetric solve lmnn`` (and ``validate lmnn``, from :mod:`.lmnn_validate`)."""
+"""``convexmetric solve lmnn`` (``validate lmnn``: :mod:`.validate`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ._common import (
 )
 from .inputs import check_label_counts
 from .lmnn_options import EXTENSIONS, INPUTS, UNUSED_BY_VARIANT, memory_bytes, reject_unused
-from .lmnn_validate import VALIDATE
+from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_limits
 
 
 @click.command("lmnn", short_help="Learn an LMNN metric (eq. 14) and report kNN errors.")
@@ -37,16 +37,9 @@ from .lmnn_validate import VALIDATE
     help="Subgradient iterations [default: the estimator's: 3000, and 1 with --variant "
     "multi (its steps before the refinement)].",
 )
-@click.option(
-    "--time-limit", type=float, default=None, help="Seconds before returning the best iterate."
-)
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Directory for a model (model.json + .npy arrays, for `convexmetric transform` / "
-    "`predict`), metric.npy, components.npy and report.json; written atomically.",
-)
+@TOL_OPTION
+@TIME_LIMIT_OPTION
+@OUT_DIR_OPTION
 @click.option(
     "--memory-limit",
     default=None,
@@ -115,7 +108,8 @@ def SOLVE(**opts):
 
 def _fit_single(Xtr, ytr, Xte, yte, opts):
     """Single-metric LMNN, locally or on Dask; ``(model, report entries)``."""
-    model = LMNN(k=opts["k"], mu=opts["mu"], solver=opts["solver"], time_limit=opts["time_limit"])
+    model = LMNN(k=opts["k"], mu=opts["mu"], solver=opts["solver"])
+    model.set_params(**estimator_limits(opts, model))
     if opts["max_iter"] is not None:
         model.set_params(max_iter=opts["max_iter"])
     if opts["memory_limit"] is not None:
@@ -174,4 +168,4 @@ def _extension_requested(opts):
     )
 
 
-__all__ = ["SOLVE", "VALIDATE"]
+__all__ = ["SOLVE"]

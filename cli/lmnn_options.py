@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ._common import DATA_OPTIONS, POSITIVE_INT, FiniteFloatRange, reject_unused
+from .options import JSON_OPTION, SEED_OPTION
 
 #: the inputs and the model of every LMNN command
 INPUTS = [
@@ -19,18 +20,11 @@ INPUTS = [
         type=FiniteFloatRange(0.0, 1.0),
         help="Weight of the push term, in [0, 1].",
     ),
-    click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout."),
+    JSON_OPTION,
 ]
 
-#: ``solve lmnn``'s extensions (§5–6)
-EXTENSIONS = [
-    click.option(
-        "--variant",
-        type=click.Choice(["single", "multi", "kernel"]),
-        default="single",
-        show_default=True,
-        help="One metric (eq. 14), one per cluster (§5.2), or kernel LMNN (§5.3).",
-    ),
+#: the settings of the multi-metric (§5.2) and kernel (§5.3) variants
+KERNEL_OPTIONS = [
     click.option(
         "--n-clusters", type=int, default=None, help="multi: k-means clusters (default: labels)."
     ),
@@ -42,6 +36,18 @@ EXTENSIONS = [
         help="kernel: the kernel function.",
     ),
     click.option("--gamma", type=float, default=None, help="kernel: RBF width (default 'scale')."),
+]
+
+#: ``solve lmnn``'s extensions (§5–6)
+EXTENSIONS = [
+    click.option(
+        "--variant",
+        type=click.Choice(["single", "multi", "kernel"]),
+        default="single",
+        show_default=True,
+        help="One metric (eq. 14), one per cluster (§5.2), or kernel LMNN (§5.3).",
+    ),
+    *KERNEL_OPTIONS,
     click.option(
         "--n-passes", type=int, default=1, show_default=True, help="Multi-pass LMNN (§5.1)."
     ),
@@ -62,13 +68,7 @@ EXTENSIONS = [
         help="Impostor search (§6): blocked brute force, trees, or measured choice.",
     ),
     click.option("--energy", is_flag=True, help="Also report energy-based test error (eq. 15)."),
-    click.option(
-        "--seed",
-        type=int,
-        default=0,
-        show_default=True,
-        help="multi with --n-clusters: seeds the k-means clustering.",
-    ),
+    SEED_OPTION,
 ]
 
 #: the options of ``solve lmnn`` that a variant does not use (given: a usage error)
@@ -96,4 +96,11 @@ def memory_bytes(ctx, param, value):
     return number * factor
 
 
-__all__ = ["EXTENSIONS", "INPUTS", "UNUSED_BY_VARIANT", "memory_bytes", "reject_unused"]
+__all__ = [
+    "EXTENSIONS",
+    "INPUTS",
+    "KERNEL_OPTIONS",
+    "UNUSED_BY_VARIANT",
+    "memory_bytes",
+    "reject_unused",
+]

@@ -3,8 +3,9 @@
 ``convexmetric solve METHOD``, ``convexmetric validate METHOD``, ``convexmetric filter``,
 ``convexmetric datasets``, ``convexmetric transform`` / ``predict`` (apply a model
 written by ``solve ... --out DIR``) and ``convexmetric verify`` (re-check its
-certificate). Each method module (``cli/<method>.py``) defines its
-``solve`` and ``validate`` subcommands and registers them in :data:`METHOD_MODULES`.
+certificate). Each method module (``cli/<method>.py``) defines its ``solve``
+subcommand and is listed in :data:`METHOD_MODULES`; the ``validate`` subcommands are
+thin commands over :func:`convexmetric.validate` (:mod:`.validate`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .. import datasets
 from ._common import Interrupted, interrupt_guard, solve_progress
+from .options import JSON_OPTION
 
 #: cli modules that define ``SOLVE`` and/or ``VALIDATE`` click commands (and maybe ``EXTRA``).
 METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe", "verify"]
@@ -63,7 +65,7 @@ def validate():
 
 
 @main.command("datasets")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@JSON_OPTION
 def datasets_cmd(as_json):
     """List the built-in data sets."""
     info = datasets.describe()
@@ -78,6 +80,9 @@ def datasets_cmd(as_json):
 
 for _cmd in importlib.import_module(".apply", __package__).COMMANDS:
     main.add_command(_cmd)
+
+for _cmd in importlib.import_module(".validate", __package__).COMMANDS:
+    validate.add_command(_cmd)
 
 for _mod in METHOD_MODULES:
     _m = importlib.import_module(f".{_mod}", __package__)

@@ -1,4 +1,4 @@
-"""``convexmetric solve poe``, ``convexmetric validate poe`` and ``convexmetric filter``.
+"""``convexmetric solve poe`` and ``convexmetric filter`` (``validate poe``: :mod:`.validate`).
 
 One ``poe`` command covers LPOE, KPOE and MKPOE (``--kind linear|kernel|multi``) and
 their diagonal LPs (``--diagonal``). Comparisons are CSV files with the header row
@@ -11,58 +11,44 @@ import time
 
 import click
 
-from ..datasets.taxonomy import make_taxonomy
 from ..metrics import gauc
-from ..poe import solver as large_scale
 from ..poe.estimators import MKPOE, POE
 from ..poe.graph import filter_comparisons
-from ..problems import poe as P
+from ..validation.poe import default_data
 from ._common import (
-    COMPARISONS_HELP,
     HEADER_OPTION,
-    NO_EXACT_NOTE,
-    NO_EXACT_OPTION,
-    POSITIVE_FLOAT,
     emit,
     library_errors,
     load_comparisons,
     load_features,
     load_matrix,
     reject_unused,
-    solver_entry,
-    solver_line,
     write_outputs,
 )
-from ._plot import Trace, plot_option, write_validate_plot
-
-KINDS = ("linear", "kernel", "multi")
-
-
-def _built_in(kind, n_per_class, n_comparisons, seed):
-    """The taxonomy instance of §5.1 on digits, as (comparisons, data, description)."""
-    T = make_taxonomy(
-        n_per_class, n_train_comparisons=n_comparisons, n_test_comparisons=10, random_state=seed
-    )
-    Ks = T.train_kernels()
-    if kind == "linear":
-        pooled = T.X[T.train].reshape(-1, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(len(T.train), -1)
-        data = pooled / 16.0
-    elif kind == "kernel":
-        data = Ks[0]
-    else:
-        data = [Ks[0], Ks[1], Ks[5]]  # pixels, rows, one noise kernel
-    return T.train_comparisons, data, f"digits_taxonomy(n={len(T.train)}, m={n_comparisons})"
+from .options import (
+    CONIC_SOLVERS,
+    JSON_OPTION,
+    OUT_DIR_OPTION,
+    SEED_OPTION,
+    TIME_LIMIT_OPTION,
+    TOL_OPTION,
+    conic_solver_option,
+    estimator_limits,
+    given,
+)
+from .poe_options import BETA, COMPARISONS, DIAGONAL, KERNELS, KIND
+from .poe_options import N_COMPARISONS as _N_COMPARISONS
 
 
 def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
     if dataset is not None:
         if comparisons or features or kernels:
             raise ValueError("give either --dataset or files (--comparisons ...), not both.")
-        return _built_in(kind, 20, n_comparisons, seed)
+        return default_data(kind, 20, n_comparisons, seed)
     if comparisons is None:
         if features or kernels:
             raise ValueError("--features and --kernel need --comparisons FILE.")
-        return _built_in(kind, 20, n_comparisons, seed)  # the default: --dataset digits_taxonomy
+        return default_data(kind, 20, n_comparisons, seed)  # the default: --dataset digits_taxonomy
     if kind == "linear":
         if features is None:
             raise ValueError("--kind linear needs --features FILE.")
@@ -75,6 +61,22 @@ def _inputs(kind, comparisons, features, kernels, dataset, seed, n_comparisons):
         raise ValueError("--kind kernel takes exactly one --kernel; use --kind multi.")
     C = load_comparisons(comparisons, Ks[0].shape[0])
     return C, (Ks[0] if kind == "kernel" else Ks), comparisons
+
+
+def _solver(opts):
+    """The estimator's ``solver``: "subgradient", or the conic solver of the exact side."""
+    ctx = click.get_current_context()
+    if opts["solver"] in CONIC_SOLVERS:
+        click.echo(f"Warning: --solver {opts['solver']} is deprecated; use --solver exact "
+                   f"--conic-solver {opts['solver']}.", err=True)  # fmt: skip
+        if given(ctx, "conic_solver"):
+            raise click.UsageError("give the conic solver once: --conic-solver.")
+        return opts["solver"]
+    if opts["solver"] == "subgradient":
+        reject_unused(("conic_solver",), "by --solver subgradient")
+        return "subgradient"
+    reject_unused(("tol", "time_limit"), "by --solver exact")
+    return opts["conic_solver"]
 
 
 def _model(kind, beta, diagonal, solver):
@@ -92,82 +94,38 @@ def _model(kind, beta, diagonal, solver):
     )
 
 
-_kind = click.option(
-    "--kind",
-    type=click.Choice(KINDS),
-    default="kernel",
-    show_default=True,
-    help="LPOE on features, KPOE on one kernel, or MKPOE on several.",
-)
-_diag = click.option("--diagonal", is_flag=True, help="The diagonal LP of §4.4.")
-_beta = click.option(
-    "--beta",
-    type=POSITIVE_FLOAT,
-    default=100.0,
-    show_default=True,
-    help="Loss weight β (objective tr(WR) + β/|C| Σ ξ).",
-)
-_json = click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-_seed = click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-
-
-_comparisons = click.option(
-    "--comparisons",
-    type=click.Path(exists=True, dir_okay=False),
-    help=COMPARISONS_HELP,
-)
-_kernels = click.option(
-    "--kernel",
-    "kernels",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="A kernel matrix file; repeat for --kind multi.",
-)
-_n_comparisons = click.option(
-    "--n-comparisons",
-    type=int,
-    default=1000,
-    show_default=True,
-    help="Comparisons drawn for --dataset.",
-)
-#: the options besides --features/--dataset that say which comparisons and items train
-#: (``solve poe``, ``verify``)
-COMPARISON_OPTIONS = [_comparisons, _kernels, _n_comparisons]
-
-
 @click.command("poe")
-@_kind
-@_diag
-@_beta
-@_comparisons
+@KIND
+@DIAGONAL
+@BETA
+@COMPARISONS
 @click.option(
     "--features",
     type=click.Path(exists=True, dir_okay=False),
     help="Features (rows are items) for --kind linear.",
 )
-@_kernels
+@KERNELS
 @click.option(
     "--dataset",
     type=click.Choice(["digits_taxonomy"]),
     help="Built-in taxonomy comparisons on digits (§5.1) [the default without files].",
 )
-@_n_comparisons
+@_N_COMPARISONS
 @click.option(
     "--solver",
-    type=click.Choice(["subgradient", "exact", "CLARABEL", "SCS"]),
+    type=click.Choice(["subgradient", "exact", *CONIC_SOLVERS]),
     default="subgradient",
     show_default=True,
-    help="Large-scale solver or exact SDP/LP.",
+    help="The large-scale solver (App. B), or the exact SDP/LP by --conic-solver "
+    "(--solver CLARABEL|SCS: the former spelling of --solver exact --conic-solver ...).",
 )
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Directory for W*.npy, embedding.npy and report.json (written atomically).",
-)
+@conic_solver_option(note=" With --solver exact.")
+@TOL_OPTION
+@TIME_LIMIT_OPTION
+@OUT_DIR_OPTION
 @HEADER_OPTION
-@_json
-@_seed
+@JSON_OPTION
+@SEED_OPTION
 def SOLVE(kind, diagonal, out, as_json, **opts):
     """Learn a partial order embedding (LPOE / KPOE / MKPOE) from relative comparisons.
 
@@ -187,7 +145,8 @@ def SOLVE(kind, diagonal, out, as_json, **opts):
     with library_errors():
         files = (opts["comparisons"], opts["features"], opts["kernels"])
         C, data, name = _inputs(kind, *files, opts["dataset"], opts["seed"], opts["n_comparisons"])
-        model = _model(kind, opts["beta"], diagonal, opts["solver"]).fit(C, data)
+        model = _model(kind, opts["beta"], diagonal, _solver(opts))
+        model.set_params(**estimator_limits(opts, model)).fit(C, data)
         Z = model.transform(data)
         report = {
             "method": "poe",
@@ -217,84 +176,6 @@ def SOLVE(kind, diagonal, out, as_json, **opts):
     )
 
 
-@click.command("poe")
-@_kind
-@_diag
-@_beta
-@click.option(
-    "--n-per-class",
-    type=click.IntRange(min=5),
-    default=5,
-    show_default=True,
-    help="Digits per class in the default instance (80% are used; at least 5, so that "
-    "the held-out 20% has a digit of every class).",
-)
-@click.option(
-    "--n-comparisons",
-    type=int,
-    default=500,
-    show_default=True,
-    help="Comparisons in the default instance.",
-)
-@click.option(
-    "--solver",
-    "exact_solver",
-    type=click.Choice(["CLARABEL", "SCS"]),
-    default="CLARABEL",
-    show_default=True,
-    help="The exact conic solver.",
-)
-@_json
-@_seed
-@NO_EXACT_OPTION
-@plot_option
-def VALIDATE(
-    kind, diagonal, beta, n_per_class, n_comparisons, exact_solver, as_json, seed, no_exact, plot
-):
-    """Solve one POE instance exactly and with the large-scale solver; report the gap
-    and the solver's certified gap (``--no-exact``: the certificate alone)."""
-    if no_exact:
-        reject_unused(("exact_solver",), "with --no-exact (no CVXPY solve)")
-    with library_errors():
-        C, data, name = _built_in(kind, n_per_class, n_comparisons, seed)
-        if kind == "linear":
-            blocks, kernels = P.lpoe_blocks(data), None
-        else:
-            kernels = data if kind == "multi" else [data]
-            blocks = P.kernel_blocks(kernels)
-        value, exact = None, None
-        if not no_exact:
-            _, value, status, seconds = P.solve(
-                blocks, C, beta, diagonal=diagonal, solver=exact_solver
-            )
-            exact = {"objective": value, "seconds": seconds, "status": status}
-            exact["solver"] = exact_solver
-        t0, trace = time.perf_counter(), Trace()
-        if kernels is None:
-            res = large_scale.solve(blocks, C, beta, diagonal=diagonal, callback=trace)
-        else:
-            res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal, callback=trace)
-        sub_seconds = time.perf_counter() - t0
-        sub_obj = P.objective(res.matrices, blocks, C, beta)
-        report = {
-            "method": "poe",
-            "instance": f"{name}, kind={kind}, diagonal={diagonal}, beta={beta}",
-            "exact": exact,
-            "solvers": {res.solver: solver_entry(res, value, objective=sub_obj)},
-        }
-        report["solvers"][res.solver]["seconds"] = sub_seconds
-    lines = [f"validate poe on {report['instance']}"]
-    if exact is None:
-        lines.append(NO_EXACT_NOTE)
-    else:
-        lines.append(
-            f"  exact ({exact_solver}): {value:.8g} ({exact['status']}, {exact['seconds']:.2f} s)"
-        )
-    lines += [solver_line(k, v) for k, v in report["solvers"].items()]
-    write_validate_plot(plot, report, {res.solver: res}, {res.solver: trace})
-    emit(report, as_json, lines)
-
-
 @click.command("filter")
 @click.argument("comparisons", type=click.Path(exists=True, dir_okay=False))
 @HEADER_OPTION
@@ -304,8 +185,8 @@ def VALIDATE(
     default=None,
     help="Write the filtered comparisons here (CSV, header i,j,k,l).",
 )
-@_seed
-@_json
+@SEED_OPTION
+@JSON_OPTION
 def FILTER(comparisons, out, seed, as_json):
     """Filter relative comparisons (§2.2): repeated rows, length-2 cycles, a maximal
     acyclic subset (Alg. 1, seeded), transitive reduction; report what each stage removed.

@@ -23,6 +23,17 @@ from ._common import (
     reject_unused,
     write_outputs,
 )
+from .options import (
+    JSON_OPTION,
+    OUT_DIR_OPTION,
+    SEED_OPTION,
+    TIME_LIMIT_OPTION,
+    TOL_OPTION,
+    deprecated_alias,
+    estimator_limits,
+    given,
+    resolve_aliases,
+)
 
 
 @click.command("ssne")
@@ -37,39 +48,52 @@ from ._common import (
     "--n-components", default=16, show_default=True, type=int, help="M, the embedding dimension."
 )
 @click.option(
-    "--lam",
+    "--loss-weight",
     default=100.0,
     show_default=True,
     type=float,
     help="Weight of the mean squared loss against the group norm.",
 )
-@click.option("--epochs", default=40, show_default=True, type=int, help="Passes over the pairs.")
+@deprecated_alias("--lam", "--loss-weight", "loss_weight", type=float)
+@click.option(
+    "--max-iter",
+    default=40,
+    show_default=True,
+    type=int,
+    help="Epochs (passes over the pairs) of the whole fit, split evenly among the restarts.",
+)
+@deprecated_alias("--epochs", "--max-iter", "epochs", "--epochs E per restart is --max-iter "
+                  "E × --restarts", type=int)  # fmt: skip
 @click.option("--restarts", default=1, show_default=True, type=int, help="Seeded restarts.")
 @click.option(
-    "--k", default=3, show_default=True, type=POSITIVE_INT, help="k of the kNN evaluation."
+    "--n-neighbors",
+    "k",
+    default=3,
+    show_default=True,
+    type=POSITIVE_INT,
+    help="k of the kNN evaluation of the embedding.",
 )
-@click.option("--seed", default=0, show_default=True, type=int, help="Random seed.")
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
-@click.option(
-    "--out",
-    type=click.Path(file_okay=False),
-    default=None,
-    help="Directory for W.npy and report.json (written atomically).",
-)
+@deprecated_alias("--k", "--n-neighbors", "k", type=POSITIVE_INT)
+@SEED_OPTION
+@TOL_OPTION
+@TIME_LIMIT_OPTION
+@JSON_OPTION
+@OUT_DIR_OPTION
 def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     """Learn an SSNE embedding onto the sphere (Batra & Shakhnarovich, eq. 3)."""
-    n_components, lam = settings["n_components"], settings["lam"]
+    aliases = resolve_aliases({})
+    k = aliases.get("k", k)
     if pairs is not None:  # no labels: no split, no test part, no k-NN error
         reject_unused(("k", "split"), "with --pairs")
+        if "k" in aliases:
+            raise click.UsageError("--k (now --n-neighbors): not used with --pairs; leave it out.")
+    n_components, lam = (
+        settings["n_components"],
+        aliases.get("loss_weight", settings["loss_weight"]),
+    )
     with library_errors():
-        model = SSNE(
-            n_components=n_components,
-            loss_weight=lam,
-            max_iter=settings["epochs"] * settings["restarts"],
-            n_restarts=settings["restarts"],
-            random_state=settings["seed"],
-        )
-        report = {"method": "ssne", "n_components": n_components, "lam": lam}
+        model = _model(settings, aliases)
+        report = {"method": "ssne", "n_components": n_components, "loss_weight": lam}
         if pairs is not None:
             if features is None or dataset is not None or labels is not None:
                 raise ValueError("--pairs goes with --features only (no --dataset, no --labels).")
@@ -92,7 +116,7 @@ def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
         if out is not None:
             write_outputs(out, {"W": model.W_}, report, model=model)
     lines = [
-        f"SSNE on {report['instance']}: M={n_components}, lam={lam:g}; objective "
+        f"SSNE on {report['instance']}: M={n_components}, loss weight {lam:g}; objective "
         f"{report['objective']:.6g} ({report['status']}, {report['iterations']} epochs, "
         f"{report['seconds']:.2f} s); {len(report['active_components'])} active columns",
     ]
@@ -104,3 +128,19 @@ def SOLVE(dataset, features, labels, pairs, k, as_json, out, **settings):
     if out is not None:
         lines.append(f"  wrote {out.rstrip('/')}/ (model.json, W.npy, report.json)")
     emit(report, as_json, lines)
+
+
+def _model(o, aliases):
+    """The SSNE estimator of the options (``--epochs E``, the former per-restart count,
+    is ``--max-iter E × restarts``)."""
+    if "epochs" in aliases and given(click.get_current_context(), "max_iter"):
+        raise click.UsageError("give --max-iter alone (--epochs is its former spelling).")
+    max_iter = aliases["epochs"] * o["restarts"] if "epochs" in aliases else o["max_iter"]
+    model = SSNE(
+        n_components=o["n_components"],
+        loss_weight=aliases.get("loss_weight", o["loss_weight"]),
+        max_iter=max_iter,
+        n_restarts=o["restarts"],
+        random_state=o["seed"],
+    )
+    return model.set_params(**estimator_limits(o, model))

@@ -16,10 +16,12 @@ from __future__ import annotations
 import click
 import numpy as np
 
+from ..preprocessing import affine
 from ._common import SPLIT_OPTION, apply_options, command_state, emit, library_errors, load_xy
 from .inputs import DATA_OPTIONS
-from .maurer import PAIR_OPTIONS
-from .poe import COMPARISON_OPTIONS
+from .maurer_options import PAIR_OPTIONS
+from .options import JSON_OPTION, SEED_OPTION
+from .poe_options import COMPARISON_OPTIONS
 
 #: saved estimators whose training data are ``(X, y)`` as ``solve lmnn`` reads them
 LABELLED = ("LMNN", "MultiMetricLMNN", "KernelLMNN")
@@ -30,9 +32,8 @@ SUPPORTED = (*LABELLED, "OperatorSimilarity", "POE")
 METHOD_DATA = [
     *PAIR_OPTIONS,
     *COMPARISON_OPTIONS,
-    click.option("--seed", type=int, default=0, show_default=True,
-                 help="Maurer and POE: the seed given to solve."),
-]  # fmt: skip
+    SEED_OPTION,  # Maurer and POE: give the seed that solve was given
+]
 
 
 @click.command("verify", short_help="Re-check a saved certified model against its data.")
@@ -46,7 +47,7 @@ METHOD_DATA = [
 @apply_options(DATA_OPTIONS)
 @SPLIT_OPTION
 @apply_options(METHOD_DATA)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object on stdout.")
+@JSON_OPTION
 def VERIFY(model_dir, as_json, **opts):
     """Recompute a saved model's objective and certified bound from the training data.
 
@@ -107,12 +108,13 @@ def _check_preprocessing(model, Xtr):
             f"the data have {Xtr.shape[1]} features but the model expects "
             f"{model.meta['n_features_in']}: not the data it was fitted on."
         )
-    seen = (command_state() or {}).get("preprocessing")
-    if model.meta.get("preprocessing") != "standardize" or seen is None:
+    steps = (command_state() or {}).get("preprocessing")
+    if model.meta.get("preprocessing") != "standardize" or steps is None:
         return
     a = model.arrays
-    if not (np.allclose(a["input_mean"], seen["mean"], rtol=1e-12, atol=1e-12)
-            and np.allclose(a["input_scale"], seen["scale"], rtol=1e-12, atol=0)):  # fmt: skip
+    mean, scale = affine(steps, Xtr.shape[1])
+    if not (np.allclose(a["input_mean"], mean, rtol=1e-12, atol=1e-12)
+            and np.allclose(a["input_scale"], scale, rtol=1e-12, atol=0)):  # fmt: skip
         raise ValueError(
             "the model's standardisation differs from that of these training rows: give the "
             "data options (and --split) that `solve` was given."

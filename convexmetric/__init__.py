@@ -13,6 +13,7 @@ from .maurer import HyperbolicPCA, OperatorSimilarity
 from .poe import MKPOE, POE
 from .result import SolveResult
 from .ssne import SSNE
+from .validation import validate
 from .verifier import Verification, verify
 
 __version__ = "0.1.0"
@@ -34,5 +35,6 @@ __all__ = [
     "datasets",
     "get_config",
     "set_config",
+    "validate",
     "verify",
 ]

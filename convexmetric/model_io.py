@@ -50,6 +50,7 @@ from ._model_check import (
     read_meta,
 )
 from .model_kinds import SavedModel, describe, n_features, required_arrays
+from .preprocessing import affine
 
 
 def _params(est):
@@ -88,6 +89,10 @@ def _scalar(v):
     return v.item() if isinstance(v, np.generic) else v
 
 
+#: fitted attributes that hold the training data (the model's own arrays keep what it needs)
+_TRAINING_DATA = ("X_fit_", "y_fit_")
+
+
 def _verification(est):
     """``(meta, arrays)`` that let the verifier check a saved model: the certificate (its
     scalars in JSON, its arrays as ``certificate__<key>``), the public fitted attributes
@@ -104,7 +109,7 @@ def _verification(est):
         else:
             scalars[key] = _scalar(v)
     for name, v in vars(est).items():
-        if not name.endswith("_") or name.startswith("_"):
+        if not name.endswith("_") or name.startswith("_") or name in _TRAINING_DATA:
             continue
         if isinstance(v, np.ndarray) and v.dtype.kind in "biuf":
             arrays[f"fitted__{name}"] = v
@@ -133,24 +138,30 @@ def save_model(
     directory : str, replaced as a whole (only if empty or a previous convexmetric output)
     provenance : dict, optional
         Merged into the recorded provenance (e.g. ``command``, ``dataset``).
-    preprocessing : dict with arrays ``mean`` and ``scale``, optional
-        The standardisation ``x ↦ (x − mean) / scale`` the estimator's training data went
-        through; the loaded model applies it to new points first.
+    preprocessing : fitted transformer, list of them, or dict, optional
+        What the estimator's training data went through, in order: fitted
+        ``StandardScaler`` s, :class:`~convexmetric.preprocessing.DiameterScaler` s, or a
+        dict with arrays ``mean`` and ``scale`` (``x ↦ (x − mean) / scale``). They are
+        stored composed; the loaded model applies them to new points first. A
+        scikit-learn ``Pipeline`` passed as ``estimator_or_result`` gives its leading
+        steps here and saves its last step.
     extra_arrays : dict of ndarray, optional
         Further arrays written alongside (the model's own arrays win on a name clash).
     report : dict, optional
         Written as ``report.json`` (the CLI's run report).
     """
+    estimator_or_result, steps = _split_pipeline(estimator_or_result, preprocessing)
     kind, meta, arrays = describe(estimator_or_result)
     proof, proof_arrays = _verification(estimator_or_result)
     meta.update(proof)
     arrays = {**(extra_arrays or {}), **proof_arrays, **arrays}
-    if preprocessing is not None:
+    if steps:
         if kind in ("bilinear", "result"):
             raise ValueError(f"'preprocessing' does not apply to a {kind} model.")
-        arrays["input_mean"] = np.asarray(preprocessing["mean"], dtype=float)
-        arrays["input_scale"] = np.asarray(preprocessing["scale"], dtype=float)
+        d = n_features(kind, arrays)
+        arrays["input_mean"], arrays["input_scale"] = affine(steps, d)
         meta["preprocessing"] = "standardize"
+        meta["preprocessing_steps"] = [_step_name(s) for s in steps]
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -170,6 +181,29 @@ def save_model(
     if report is not None:
         files["report.json"] = report
     write_directory(directory, files)
+
+
+def _split_pipeline(est, preprocessing):
+    """``(estimator, [fitted preprocessing steps])`` from a Pipeline or the arguments."""
+    if preprocessing is None:
+        steps = []
+    elif isinstance(preprocessing, (list, tuple)):
+        steps = list(preprocessing)
+    else:
+        steps = [preprocessing]
+    if type(est).__name__ == "Pipeline" and hasattr(est, "steps"):
+        if steps:
+            raise ValueError(
+                "give the preprocessing once: as the Pipeline's steps or as "
+                "'preprocessing', not both."
+            )
+        *lead, (_, last) = est.steps
+        return last, [step for _, step in lead]
+    return est, steps
+
+
+def _step_name(step):
+    return "affine" if isinstance(step, dict) else type(step).__name__
 
 
 def load_model(directory):

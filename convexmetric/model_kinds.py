@@ -74,21 +74,23 @@ def describe(est):
 
 def _describers():
     """``(estimator class, describe function)`` pairs, the first match wins."""
-    from .aroma.estimators import _OnlineBilinear
+    from .aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
     from .lmnn.estimator import LMNN
     from .lmnn.extensions import KernelLMNN, MultiMetricLMNN
-    from .maurer.estimators import _PairOperator
+    from .maurer.estimators import HyperbolicPCA, OperatorSimilarity
     from .poe.estimators import POE
     from .ssne.estimator import SSNE
+
+    bilinear = (DiagonalAROMA, FactoredAROMA, OASIS)
 
     return (
         (LMNN, _lmnn),
         (KernelLMNN, _kernel_lmnn),
         (MultiMetricLMNN, _multi_metric),
         (POE, _poe),
-        (_PairOperator, _pair_operator),
+        ((OperatorSimilarity, HyperbolicPCA), _pair_operator),
         (SSNE, lambda est: ("ssne", {}, {"W": np.asarray(est.W_, dtype=float)})),
-        (_OnlineBilinear, lambda est: ("bilinear", {}, {"W": np.asarray(est.W_, dtype=float)})),
+        (bilinear, lambda est: ("bilinear", {}, {"W": np.asarray(est.W_, dtype=float)})),
     )
 
 
@@ -97,9 +99,9 @@ def _lmnn(est):
     arrays = {
         "components": L,
         "metric": np.asarray(est.metric_, dtype=float),
-        "train_points": np.asarray(est._X, dtype=float),
-        "train_embedding": est._X @ L.T,
-        "train_labels": np.asarray(est._y, dtype=np.int64),
+        "train_points": np.asarray(est.X_fit_, dtype=float),
+        "train_embedding": est.X_fit_ @ L.T,
+        "train_labels": np.asarray(est.y_fit_, dtype=np.int64),
         "classes": _classes(est),
         "targets": np.asarray(est.targets_, dtype=np.int64),
     }
@@ -108,16 +110,17 @@ def _lmnn(est):
 
 def _kernel_lmnn(est):
     L = np.asarray(est.components_, dtype=float)
+    K = est.X_fit_ if est.kernel == "precomputed" else est.kernel_rows(est.X_fit_)
     arrays = {
         "components": L,
-        "train_embedding": est._K @ L.T,
-        "train_labels": np.asarray(est._y, dtype=np.int64),
+        "train_embedding": K @ L.T,
+        "train_labels": np.asarray(est.y_fit_, dtype=np.int64),
         "classes": _classes(est),
     }
     meta = {"classifier": _lmnn_classifier(est, ["knn"])}
     if est.kernel == "precomputed":
         return "linear", meta, arrays
-    arrays["kernel_points"] = np.asarray(est._X, dtype=float)
+    arrays["kernel_points"] = np.asarray(est.X_fit_, dtype=float)
     meta["kernel"] = {"name": est.kernel, "gamma": float(est.gamma_)}
     return "kernel", meta, arrays
 
@@ -125,8 +128,8 @@ def _kernel_lmnn(est):
 def _multi_metric(est):
     arrays = {
         "components": np.asarray(est.components_, dtype=float),
-        "train_points": np.asarray(est._X, dtype=float),
-        "train_labels": np.asarray(est._y, dtype=np.int64),
+        "train_points": np.asarray(est.X_fit_, dtype=float),
+        "train_labels": np.asarray(est.y_fit_, dtype=np.int64),
         "classes": _classes(est),
         "targets": np.asarray(est.targets_, dtype=np.int64),
         "clusters": np.asarray(est.clusters_, dtype=np.int64),

@@ -605,7 +605,7 @@ LABELLED_COMMANDS = [
     ["solve", "lmnn", "--k", "1", "--max-iter", "20"],
     ["solve", "lmnn", "--k", "1", "--max-iter", "20", "--variant", "kernel"],
     ["validate", "lmnn", "--k", "1"],
-    ["solve", "ssne", "--epochs", "1", "--n-components", "2"],
+    ["solve", "ssne", "--max-iter", "1", "--n-components", "2"],
     ["solve", "maurer", "--max-iter", "50", "--n-pairs", "20"],
     ["solve", "maurer", "--solver", "hpca", "--n-pairs", "20"],
     ["validate", "maurer", "--n-pairs", "20"],
@@ -668,26 +668,29 @@ def test_cli_labelled_commands_refuse_bad_files(cmd, kind, bad_features, data):
 
 _BAD_OPTIONS = {
     ("solve", "lmnn"): {"--k": ["0", "-2"], "--mu": ["1.5", "-0.1", "nan"],
-                        "--max-iter": ["0"], "--time-limit": ["-1", "0"],
+                        "--max-iter": ["0"], "--time-limit": ["-1", "0"], "--tol": ["0", "-1"],
                         "--n-passes": ["0"], "--n-components": ["0", "99"], "--pca": ["0", "99"],
                         "--gamma": ["-1", "nan"], "--n-clusters": ["0", "1000"]},
     ("validate", "lmnn"): {"--k": ["0"], "--mu": ["2", "inf"], "--per-class": ["0", "-1", "-3"],
                            "--gamma": ["0"], "--n-clusters": ["0"]},
-    ("solve", "ssne"): {"--n-components": ["0"], "--lam": ["-1", "nan"], "--epochs": ["0"],
-                        "--restarts": ["0"], "--k": ["0", "-1"]},
-    ("solve", "maurer"): {"--lam": ["0", "-1", "nan"], "--gamma": ["0"], "--gamma-neg": ["-1"],
+    ("solve", "ssne"): {"--n-components": ["0"], "--loss-weight": ["-1", "nan"],
+                        "--max-iter": ["0"], "--restarts": ["0"],
+                        "--n-neighbors": ["0", "-1"], "--tol": ["0"]},
+    ("solve", "maurer"): {"--reg-weight": ["0", "-1", "nan"], "--margin": ["0"],
+                          "--margin-neg": ["-1"],
                           "--max-iter": ["0"], "--n-pairs": ["0", "1"],
                           "--learning-rate": ["0", "inf"], "--n-components": ["0"],
                           "--c": ["1", "0.5"]},
-    ("validate", "maurer"): {"--lam": ["0"], "--gamma": ["-1"], "--n-pairs": ["0"],
+    ("validate", "maurer"): {"--reg-weight": ["0"], "--margin": ["-1"], "--n-pairs": ["0"],
                              "--max-iter": ["0"]},
     ("solve", "aroma"): {"--r": ["0", "-1", "nan"], "--C": ["0", "-1"], "--n-iter": ["-1"],
-                         "--k": ["0", "-3"]},
-    ("solve", "oasis"): {"--C": ["0", "-1", "nan"], "--n-iter": ["-1"], "--k": ["0"]},
+                         "--precision-at": ["0", "-3"]},
+    ("solve", "oasis"): {"--C": ["0", "-1", "nan"], "--n-iter": ["-1"], "--precision-at": ["0"]},
     ("validate", "aroma"): {"--n-items": ["0", "1", "-5"], "--n-features": ["0"],
                             "--n-triplets": ["0", "-1"], "--C": ["0", "nan"], "--r": ["0"],
                             "--epochs": ["0"]},
-    ("solve", "poe"): {"--beta": ["0", "-1", "nan"], "--n-comparisons": ["0", "-1"]},
+    ("solve", "poe"): {"--beta": ["0", "-1", "nan"], "--n-comparisons": ["0", "-1"],
+                       "--time-limit": ["0"]},
     ("validate", "poe"): {"--beta": ["0", "-1", "inf"], "--n-per-class": ["0", "1", "-1"],
                           "--n-comparisons": ["0", "-1"]},
     ("datasets",): {"--bogus": ["1"]},
@@ -696,7 +699,7 @@ _BAD_OPTIONS = {
 OPTION_CASES = [(cmd, opt) for cmd, opts in _BAD_OPTIONS.items() for opt in opts]
 _DATA_ARGS = {
     "lmnn": ["--dataset", "iris", "--max-iter", "20"],
-    "ssne": ["--dataset", "iris", "--epochs", "1"],
+    "ssne": ["--dataset", "iris", "--max-iter", "1"],
     "maurer": ["--dataset", "iris", "--max-iter", "50", "--n-pairs", "20"],
     "aroma": ["--dataset", "iris", "--n-iter", "50"],
     "oasis": ["--dataset", "iris", "--n-iter", "50"],
@@ -842,7 +845,7 @@ def test_cli_pairs_files_are_checked(cmd, kind):
         with open(pth, "w") as fh:
             fh.write(text)
         out = os.path.join(tmp, "out")
-        extra = ["--epochs", "1"] if cmd == "ssne" else ["--max-iter", "50"]
+        extra = ["--max-iter", "1"] if cmd == "ssne" else ["--max-iter", "50"]
         args = ["solve", cmd, "--features", fx, "--pairs", pth, *extra, "--out", out]
         check_cli_refuses(args, out)
 

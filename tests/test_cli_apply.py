@@ -155,7 +155,7 @@ def test_out_refuses_a_foreign_directory(tmp_path):
 
 def test_ssne_model_transforms_and_is_not_a_classifier(tmp_path):
     d = tmp_path / "s"
-    res = run("solve", "ssne", "--dataset", "iris", "--epochs", "2", "--out", d, "--json")
+    res = run("solve", "ssne", "--dataset", "iris", "--max-iter", "2", "--out", d, "--json")
     assert res.exit_code == 0, res.output
     X, _ = datasets.load("iris")
     np.save(tmp_path / "x.npy", X[:5])
@@ -233,7 +233,7 @@ def test_solve_maurer_model_maps_raw_points_as_the_solver_saw_them(tmp_path, raw
     """``solve maurer`` standardises and divides by the training diameter; the model must too."""
     from sklearn.preprocessing import StandardScaler
 
-    from convexmetric.cli.maurer import _diameter
+    from convexmetric.preprocessing import DiameterScaler
 
     d = tmp_path / "maurer"
     res = run("solve", "maurer", "--dataset", "iris", "--out", d, "--json")
@@ -241,7 +241,9 @@ def test_solve_maurer_model_maps_raw_points_as_the_solver_saw_them(tmp_path, raw
     Xtr_raw, Xte_raw = raw_split[0], raw_split[1]
     sc = StandardScaler().fit(Xtr_raw)
     Xtr = sc.transform(Xtr_raw)
-    expected = (sc.transform(Xte_raw) / _diameter(Xtr)) @ np.load(d / "components.npy").T
+    expected = (sc.transform(Xte_raw) / DiameterScaler().fit(Xtr).diameter_) @ np.load(
+        d / "components.npy"
+    ).T
     _write_csv(tmp_path / "new.csv", Xte_raw)
     out = tmp_path / "emb.npy"
     res = run("transform", "--model", d, tmp_path / "new.csv", "--out", out)

@@ -19,11 +19,11 @@ def test_validate_default_instance_json():
     res = CliRunner().invoke(main, ["validate", "lmnn", "--json", "--no-plain"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["method"] == "lmnn" and out["instance"] == "iris"
+    assert out["paper"] == "lmnn" and out["instance"]["name"] == "iris"
     assert set(out["exact"]) >= {"objective", "seconds", "status", "solver"}
     sub = out["solvers"]["subgradient"]
-    assert set(sub) >= {"objective", "seconds", "status", "relative_gap"}
-    assert 0 <= sub["relative_gap"] <= 1e-4
+    assert set(sub) >= {"objective", "seconds", "status", "gap_to_exact"}
+    assert 0 <= sub["gap_to_exact"] <= 1e-4
 
 
 def test_solve_from_files_writes_atomically(tmp_path):

@@ -23,7 +23,7 @@ from convexmetric import datasets
 from convexmetric.kernels import linear_kernel, rbf_kernel
 from convexmetric.poe.estimators import ItemComparisons
 
-NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "verify", "set_config",
+NOT_ESTIMATORS = ("SolveResult", "Verification", "datasets", "validate", "verify", "set_config",
                   "get_config", "config_context")  # fmt: skip
 ESTIMATORS = [n for n in convexmetric.__all__ if n not in NOT_ESTIMATORS]
 

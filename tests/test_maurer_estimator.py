@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from convexmetric import metrics
-from convexmetric.cli.maurer import SOLVE, VALIDATE
+from convexmetric.cli.maurer import SOLVE
+from convexmetric.cli.validate import VALIDATE_MAURER as VALIDATE
 from convexmetric.datasets import load, load_split, transformed_digits
 from convexmetric.kernels import maurer_kernel
 from convexmetric.maurer.estimators import HyperbolicPCA, OperatorSimilarity
@@ -183,11 +184,13 @@ def test_cli_validate_default_instance():
     res = CliRunner().invoke(VALIDATE, ["--json", "--max-iter", "20000"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["method"] == "maurer" and out["exact"]["status"] == "optimal"
-    assert out["exact"]["numpy_objective"] == pytest.approx(out["exact"]["objective"], rel=1e-6)
+    assert out["paper"] == "maurer" and out["exact"]["status"] == "optimal"
+    assert out["exact"]["measures"]["numpy_objective"] == pytest.approx(
+        out["exact"]["objective"], rel=1e-6
+    )
     refined = out["solvers"]["subgradient+smoothing"]
     # a certified claim: within its tol (1e-6) plus CLARABEL's accuracy of the exact value
-    assert refined["status"] == "optimal" and refined["relative_gap"] <= 1e-6 + 1e-6
+    assert refined["status"] == "optimal" and refined["gap_to_exact"] <= 1e-6 + 1e-6
     assert out["solvers"]["sgd"]["status"] in ("optimal", "completed")
 
 
@@ -202,7 +205,7 @@ def test_cli_solve_dataset_and_pair_file(tmp_path):
     np.save(tmp_path / "X.npy", np.array([[0.0, 0], [0, 1], [5, 0], [5, 1]]))
     (tmp_path / "p.csv").write_text("i,j,r\n0,1,1\n2,3,1\n0,2,-1\n1,3,-1\n")
     args = ["--features", str(tmp_path / "X.npy"), "--pairs", str(tmp_path / "p.csv")]
-    res = CliRunner().invoke(VALIDATE, [*args, "--lam", "0.1", "--max-iter", "2000"])
+    res = CliRunner().invoke(VALIDATE, [*args, "--reg-weight", "0.1", "--max-iter", "2000"])
     assert res.exit_code == 0, res.output
     (tmp_path / "bad.csv").write_text("i,j,r\n0,1,2\n")
     res = CliRunner().invoke(
@@ -234,7 +237,7 @@ def test_subgradient_max_iter_bounds_both_stages():
 
 
 def test_cli_refuses_options_a_solver_does_not_use():
-    unused = [("hpca", "--lam", "0.1"), ("exact", "--max-iter", "10"),
+    unused = [("hpca", "--reg-weight", "0.1"), ("exact", "--max-iter", "10"),
               ("subgradient", "--learning-rate", "0.1"), ("sgd", "--c", "3")]  # fmt: skip
     for solver, flag, value in unused:
         args = ["--dataset", "iris", "--solver", solver, flag, value]

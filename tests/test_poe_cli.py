@@ -34,9 +34,9 @@ def test_validate_poe_json():
     res = CliRunner().invoke(main, ["validate", "poe", "--kind", "linear", "--json"])
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
-    assert out["method"] == "poe" and set(out["exact"]) >= {"objective", "status", "solver"}
+    assert out["paper"] == "poe" and set(out["exact"]) >= {"objective", "status", "solver"}
     (sub,) = out["solvers"].values()
-    assert abs(sub["relative_gap"]) <= 1e-3
+    assert abs(sub["gap_to_exact"]) <= 1e-3
 
 
 def test_solve_multi_from_files(tmp_path):

@@ -32,7 +32,7 @@ QUICK = {
     "solve maurer": ["--max-iter", "2000", "--n-pairs", "200"],
     "solve aroma": ["--max-iter", "300"],
     "solve oasis": ["--max-iter", "300"],
-    "solve ssne": ["--epochs", "3"],
+    "solve ssne": ["--max-iter", "3"],
     "validate lmnn": ["--no-plain"],
 }
 

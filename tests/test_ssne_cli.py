@@ -15,7 +15,7 @@ def _run(*args):
 def test_solve_builtin_dataset_json_and_out(tmp_path):
     out = tmp_path / "res"
     r = _run(
-        "--dataset", "iris", "--epochs", "3", "--n-components", "6", "--json", "--out", str(out)
+        "--dataset", "iris", "--max-iter", "3", "--n-components", "6", "--json", "--out", str(out)
     )
     assert r.exit_code == 0, r.output
     rep = json.loads(r.output)
@@ -38,7 +38,7 @@ def test_solve_from_files_is_seeded(tmp_path):
         str(tmp_path / "X.npy"),
         "--labels",
         str(tmp_path / "y.csv"),
-        "--epochs",
+        "--max-iter",
         "3",
         "--seed",
         "5",
@@ -59,7 +59,7 @@ def test_solve_from_pairs_file(tmp_path):
         str(tmp_path / "X.npy"),
         "--pairs",
         str(tmp_path / "p.csv"),
-        "--epochs",
+        "--max-iter",
         "2",
         "--json",
     )
@@ -75,9 +75,9 @@ def test_bad_input_is_one_clean_message(tmp_path):
     assert "Traceback" not in r.output
     r = _run("--dataset", "iris", "--n-components", "0")
     assert r.exit_code != 0 and "'n_components' parameter of SSNE" in r.output
-    r = _run("--dataset", "iris", "--lam", "-1")
+    r = _run("--dataset", "iris", "--loss-weight", "-1")
     assert r.exit_code != 0 and "'loss_weight' parameter of SSNE" in r.output
-    r = _run("--epochs", "1")
+    r = _run("--max-iter", "1")
     assert r.exit_code != 0 and "no input" in r.output
 
 
@@ -86,6 +86,9 @@ def test_pairs_refuse_k_and_split(tmp_path):
     (tmp_path / "p.csv").write_text("i,j,s\n0,1,1\n2,3,-1\n")
     base = ["solve", "ssne", "--features", str(tmp_path / "X.npy"), "--pairs",
             str(tmp_path / "p.csv")]  # fmt: skip
-    for extra, flag in ((["--k", "5"], "--k"), (["--split", "stratified"], "--split")):
+    for extra, flag in (
+        (["--n-neighbors", "5"], "--n-neighbors"),
+        (["--split", "stratified"], "--split"),
+    ):
         res = CliRunner().invoke(main, [*base, *extra])
         assert res.exit_code == 2 and flag in res.output and "not used" in res.output

@@ -220,6 +220,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         res = self._set_metric(res, X, y_enc, T, axes)
         self.result_, self.n_iter_, self.targets_ = res, res.iterations, T
         self._X, self._y = X_raw, y_enc
+        self.X_fit_, self.y_fit_ = X_raw, y_enc  # public, for saved models (model_kinds)
         return self
 
     def _reduce_inputs(self, X):

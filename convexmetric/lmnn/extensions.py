@@ -165,6 +165,7 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         self.objective_, self.result_ = float(res.objective), res
         self.clusters_, self.targets_ = g, T
         self._X, self._y = X, y
+        self.X_fit_, self.y_fit_ = X, y  # public, for saved models (model_kinds)
         return self
 
     def _clusters(self, X, y):

@@ -139,6 +139,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         self.components_ = components_from_metric(self.A_)
         self.objective_, self.result_, self.targets_ = float(res.objective), res, T
         self._X, self._K, self._y = X, K, y
+        self.X_fit_, self.y_fit_ = X, y  # public, for saved models (model_kinds)
         return self
 
     def kernel_rows(self, X):

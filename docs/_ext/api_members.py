@@ -39,7 +39,7 @@ MEMBERS = {
 }  # fmt: skip
 
 #: public functions of ``convexmetric`` (``.. autofunction::``)
-FUNCTIONS = ["verify", "set_config", "get_config", "config_context"]
+FUNCTIONS = ["validate", "verify", "set_config", "get_config", "config_context"]
 
 DATASETS = [
     "names", "describe", "load", "load_split", "split", "split_by_source",
