@@ -94,8 +94,8 @@ def _single(X, y_raw, name, settings, plain, exact, callback):
 
 
 def _multi(X, y, name, settings, exact):
-    from ..lmnn.multi import solver as SM
     from ..lmnn.extensions import MultiMetricLMNN
+    from ..lmnn.multi import solver as SM
     from ..problems import lmnn as P
     from ..problems import lmnn_multi as PM
 
