@@ -128,6 +128,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     k_ : int, target neighbours per point (``k``, or fewer for a small class)
     predict_k_ : int, the k of :meth:`predict`
     classes_ : ndarray
+    X_fit_, y_fit_ : ndarray, the training points and their class indices into
+        ``classes_`` (what :meth:`predict` and saved models read)
     """
 
     def __init__(

@@ -78,6 +78,8 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         The cluster of every training point.
     objective_, result_, targets_ : float, SolveResult, ndarray
         As in :class:`~convexmetric.LMNN`.
+    X_fit_, y_fit_ : ndarray
+        The training points and their class indices (what saved models read).
     n_iter_ : int
         Iterations of the whole fit: the single-metric start's plus the multi-metric
         solver's (``result_.iterations``).

@@ -50,6 +50,8 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Its factor, ``A_ = components_ᵀ components_``.
     objective_, result_, targets_, n_iter_, k_, predict_k_ : float, SolveResult, ndarray, int
         As in :class:`~convexmetric.LMNN`.
+    X_fit_, y_fit_ : ndarray
+        The training points and their class indices (what saved models read).
 
     Notes
     -----
