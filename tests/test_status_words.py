@@ -37,7 +37,7 @@ def test_the_docs_table_lists_exactly_the_status_words():
     section = text[text.index("\nStatus words\n") : text.index("\nData sets")]
     assert ".. status-words::" in section
     sys.path.insert(0, str(API.parent / "_ext"))
-    from generated import status_table
+    from status_words import status_table
 
     table = "\n".join(status_table())
     rows = re.findall(r'^   \* - ``"([a-z_]+)"``\n     - (.+)$', table, flags=re.M)

@@ -17,6 +17,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from docutils.statemachine import StringList
 from sphinx.util.docutils import SphinxDirective
+from status_words import status_table
 
 
 class CommandOutput(SphinxDirective):
@@ -47,17 +48,6 @@ class CommandOutput(SphinxDirective):
         if not plot:
             return [block]
         return [block, nodes.image(uri=f"/_generated/{plot}", alt=self.arguments[0])]
-
-
-def status_table():
-    """The reStructuredText list-table of ``convexmetric.result.STATUS_MESSAGES``."""
-    from convexmetric.result import STATUS_MESSAGES
-
-    lines = [".. list-table::", "   :header-rows: 1", "   :widths: 22 78", ""]
-    lines += ["   * - status", "     - meaning"]
-    for word, meaning in STATUS_MESSAGES.items():
-        lines += [f'   * - ``"{word}"``', f"     - {meaning}"]
-    return lines
 
 
 class StatusWords(SphinxDirective):

@@ -17,10 +17,6 @@ literal, left out; the pages of highlighted source, ``_modules/``, skipped):
 import os
 import re
 
-from sphinx.util import logging
-
-logger = logging.getLogger(__name__)
-
 _PRE = re.compile(r"<pre\b.*?</pre>|<script\b.*?</script>|<style\b.*?</style>", re.S)
 _TAG = re.compile(r"<[^>]+>")
 CHECKS = [
@@ -68,7 +64,15 @@ def _check(app, exception):
                     continue
                 seen.add(what)
                 page = os.path.relpath(path, app.outdir)
-                logger.warning(f"{page}: {what}: {excerpt!r}", type="sitecheck")
+                _logger().warning(f"{page}: {what}: {excerpt!r}", type="sitecheck")
+
+
+def _logger():
+    """Sphinx's logger, imported at build time only (the checks themselves need no Sphinx:
+    the test line, which installs no Sphinx, tests them)."""
+    from sphinx.util import logging
+
+    return logging.getLogger(__name__)
 
 
 def setup(app):
