@@ -26,8 +26,9 @@ from ._validation import check_matrix
 
 
 class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
-    """Divide the points by the diameter of their set, ``2·max‖x − x̄‖`` (Maurer §6:
-    inputs in a ball of diameter 1), without centring them.
+    """Divide the points by the diameter of their set, without centring them.
+
+    The diameter is ``2·max‖x − x̄‖`` (Maurer §6: inputs in a ball of diameter 1).
 
     Attributes
     ----------
@@ -37,7 +38,20 @@ class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """
 
     def fit(self, X, y=None):
-        """Measure the diameter of ``X`` (n × d)."""
+        """Measure the diameter of ``X``.
+
+        Parameters
+        ----------
+        X : array of shape (n, d)
+            The points.
+        y : None
+            Ignored (scikit-learn's signature).
+
+        Returns
+        -------
+        DiameterScaler
+            The fitted scaler.
+        """
         X = check_matrix(X, "X")
         r = float(np.linalg.norm(X - X.mean(0), axis=1).max())
         self.diameter_ = 2.0 * r if r > 0 else 1.0
@@ -45,7 +59,18 @@ class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         return self
 
     def transform(self, X):
-        """``X / diameter_``."""
+        """Divide ``X`` by the fitted diameter.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            Points of the fitted number of features.
+
+        Returns
+        -------
+        ndarray of shape (m, d)
+            ``X / diameter_``.
+        """
         check_is_fitted(self, "diameter_")
         X = check_matrix(X, "X")
         if X.shape[1] != self.n_features_in_:
@@ -57,8 +82,19 @@ class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
 
 
 def standardize_unless_sparse(X):
-    """The scaler the bilinear learners' inputs go through: a fitted ``StandardScaler``
-    for dense ``X``, None for a scipy sparse matrix (kept as it is, its zeros intact)."""
+    """Return the scaler that the bilinear learners' inputs go through.
+
+    Parameters
+    ----------
+    X : array or scipy sparse matrix of shape (n, d)
+        The training points.
+
+    Returns
+    -------
+    StandardScaler or None
+        A fitted ``StandardScaler`` for dense ``X``; None for a sparse matrix (kept as
+        it is, its zeros intact).
+    """
     if sp.issparse(X):
         return None
     from sklearn.preprocessing import StandardScaler
@@ -88,8 +124,23 @@ def _step_affine(step, d):
 
 
 def affine(steps, d):
-    """Compose fitted per-feature steps (applied in order) into one ``(mean, scale)``:
-    ``x ↦ (x − mean) / scale`` equals applying every step in turn."""
+    """Compose fitted per-feature steps, applied in order, into one affine map.
+
+    Parameters
+    ----------
+    steps : sequence
+        Fitted ``StandardScaler``, :class:`DiameterScaler`, ``"passthrough"``/None, or
+        dicts with arrays ``"mean"`` and ``"scale"``.
+    d : int
+        The number of features.
+
+    Returns
+    -------
+    mean : ndarray of shape (d,)
+        The offset of the composed map.
+    scale : ndarray of shape (d,)
+        Its divisor: ``x ↦ (x − mean) / scale`` equals applying every step in turn.
+    """
     mean, scale = np.zeros(d), np.ones(d)
     for step in steps:
         m, s = _step_affine(step, d)

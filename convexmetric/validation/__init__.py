@@ -1,7 +1,7 @@
 """``validate``: one instance solved exactly (CVXPY) and with the large-scale solvers,
 reported in one schema for every paper.
 
-The report (:class:`ValidationReport`; ``as_dict()`` is what ``convexmetric validate
+The report (a ``ValidationReport``; ``as_dict()`` is what ``convexmetric validate
 METHOD --json`` prints) has the same keys for every paper::
 
     {"schema": "convexmetric.validate/1",
@@ -41,8 +41,10 @@ PAPERS = ("lmnn", "poe", "maurer", "aroma")
 
 def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, random_state=0,
              callback=None, **settings):  # fmt: skip
-    """Solve one instance of ``paper``'s convex problem exactly and with its large-scale
-    solvers; return a :class:`ValidationReport` (``.as_dict()``: the JSON schema above).
+    """Solve one instance of a paper's convex problem exactly and at scale, and compare.
+
+    The exact side is CVXPY with a named conic solver; the large-scale side is each of
+    the paper's own solvers; the report has one schema for every paper (module doc).
 
     Parameters
     ----------
@@ -51,7 +53,7 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
         ``"lmnn"``: ``(X, y)``, used as given (default: the standardised training part
         of iris' standard split). ``"maurer"``: ``(X, y)``, scaled to diameter 1, from
         which ``n_pairs`` pairs (default 300) are drawn by ``oracle`` ("balanced" or
-        "labels"), or a :class:`~convexmetric.maurer.Pairs` used as it is (default:
+        "labels"), or a :class:`~convexmetric.maurer.pairs.Pairs` used as it is (default:
         iris). ``"poe"``: ``(comparisons, features_or_kernels)`` (default: the taxonomy
         instance of §5.1, ``n_per_class``, ``n_comparisons``). ``"aroma"``: ``(X, y)``,
         from which ``n_triplets`` triplets are drawn (default: a bag of features,
@@ -72,6 +74,12 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
         ``gamma``, ``plain``; Maurer ``reg_weight``, ``margin``, ``margin_neg``,
         ``regularizer``, ``max_iter``; POE ``kind``, ``diagonal``, ``beta``; AROMA ``C``, ``r``,
         ``epochs``.
+
+    Returns
+    -------
+    ValidationReport
+        ``paper``, ``instance``, ``settings``, ``exact`` and ``solvers`` as attributes;
+        ``as_dict()`` gives the JSON schema of the module docstring.
 
     Examples
     --------
