@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg import components_from_metric
+from ..neighbors import mask_padding
 from .common import cp, solve_problem
 from .lmnn import all_triplets
 
@@ -49,7 +50,7 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
     Ls = [components_from_metric(M) for M in Ms] if components is None else components
     n = targets.shape[0]
     tp = target_pairs(X, targets, clusters, len(Ls)) if pairs is None else pairs
-    Dt = _target_distances(Ls, tp, n)
+    Dt = mask_padding(_target_distances(Ls, tp, n), targets)
     radius = Dt.max(axis=1) + 1.0 + margin
     cols = np.cumsum([0] + [len(Lg) for Lg in Ls])
     Zall = X @ np.concatenate(Ls).T  # every cluster's projection in one product
