@@ -73,6 +73,8 @@ def test_ragged_full_check_lists_every_violated_triplet(seed):
     want = every_violated(X, y, T, L)
     assert len(want) > 0 and any(y[i] == 0 for i, _, _ in want)
     assert set(zip(*got)) == want and set(zip(*ref[:3])) == want
+    tree = hinge_terms(L.T @ L, X, T, y, components=L, search="balltree")
+    assert set(zip(*tree[:3])) == want
 
 
 def test_collapsed_metric_every_pair():
