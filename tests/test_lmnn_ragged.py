@@ -9,8 +9,8 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.exceptions import ConvergenceWarning
 from lmnn_verify import verified_solve
+from sklearn.exceptions import ConvergenceWarning
 
 from convexmetric import LMNN, KernelLMNN, MultiMetricLMNN, verify
 from convexmetric.lmnn import solver as S
@@ -96,7 +96,7 @@ def test_exact_sdp_and_large_scale_solver_agree_on_a_ragged_instance():
     X, y = ragged()
     T = target_neighbors(X, y, 3)
     want = own_targets(X, y, 3)
-    I, J, L = P.all_triplets(y, T)
+    I, J, _ = P.all_triplets(y, T)
     assert len(I) == sum(len(t) * int(np.sum(y != y[i])) for i, t in enumerate(want))
     assert not np.any(I == J)  # no triplet through a padded slot
     M, value, status, _ = P.solve(X, y, T, MU, solver="CLARABEL")
@@ -128,10 +128,10 @@ def test_multi_and_kernel_objectives_equal_cvxpy_on_a_ragged_instance():
     Ms, value, status, _ = PM.solve(X, y, T, MU, g, 2, solver="CLARABEL")
     assert status == "optimal"
     assert abs(PM.objective(Ms, X, T, y, g, MU) - value) <= 1e-6 * abs(value)
-    pull = sum(d @ Ms[g[j]] @ d for i, t in enumerate(want) for j in t for d in [X[i] - X[j]])
-    push = sum(max(0.0, 1 + (X[i] - X[j]) @ Ms[g[j]] @ (X[i] - X[j])
-                   - (X[i] - X[l]) @ Ms[g[l]] @ (X[i] - X[l]))
-               for i, t in enumerate(want) for j in t for l in np.flatnonzero(y != y[i]))  # fmt: skip
+    D = lambda a, b: (X[a] - X[b]) @ Ms[g[b]] @ (X[a] - X[b])  # noqa: E731 (eq. 16)
+    pull = sum(D(i, j) for i, t in enumerate(want) for j in t)
+    triplets = [(i, j, l) for i, t in enumerate(want) for j in t for l in np.flatnonzero(y != y[i])]
+    push = sum(max(0.0, 1 + D(i, j) - D(i, l)) for i, j, l in triplets)
     assert abs((1 - MU) * pull + MU * push - value) <= 1e-6 * abs(value)
     K = X @ X.T  # linear kernel: eq. (14) over the kernel columns
     A, value, status, _ = PK.solve(K, y, T, MU, solver="CLARABEL")
