@@ -13,10 +13,10 @@ and ``x_t`` gets the label of least energy. The target neighbours ``j ⇝ t`` ar
 ``k`` nearest training points of class ``c`` by Euclidean distance (the paper's
 default, "as determined by Euclidean distance to x_t"; all of them when the class has
 ``k`` or fewer). A training point's padded target slots (its class has ``k`` members or
-fewer: :func:`~convexmetric.neighbors.target_neighbors`) make no term. With several metrics (§5.2)
-``D`` is the asymmetric distance of eq. (16): ``D(x_a, x_b)`` uses the metric of
-``x_b``'s cluster; the test point's cluster is its hypothetical label (clusters from
-labels) or a given cluster per test point.
+fewer: :func:`~convexmetric.neighbors.target_neighbors`) make no term. With several
+metrics (§5.2) ``D`` is the asymmetric distance of eq. (16): ``D(x_a, x_b)`` uses the
+metric of ``x_b``'s cluster; the test point's cluster is its hypothetical label
+(clusters from labels) or a given cluster per test point.
 
 Everything is vectorised over blocks of test points: no Python loop over the
 training set; memory ``O(block · n · k)``.
