@@ -20,7 +20,7 @@ import numpy as np
 
 from ..linalg import components_from_metric
 from ..neighbors import impostor_blocks, mask_padding
-from .common import cp, solve_problem
+from .common import cp, psd_value, solve_problem
 
 
 def all_triplets(y, targets):
@@ -153,5 +153,5 @@ def solve(X, y, targets, mu, *, triplets=None, solver="CLARABEL", **solver_opts)
         triplets = all_triplets(y, targets)
     problem, M, _ = build(X, targets, mu, triplets)
     status, seconds = solve_problem(problem, solver, **solver_opts)
-    Mv = 0.5 * (M.value + M.value.T)
+    Mv = psd_value(M)
     return Mv, float(problem.value), status, seconds

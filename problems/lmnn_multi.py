@@ -24,7 +24,7 @@ import numpy as np
 
 from ..linalg import components_from_metric
 from ..neighbors import mask_padding
-from .common import cp, solve_problem
+from .common import cp, psd_value, solve_problem
 from .lmnn import all_triplets
 
 
@@ -174,5 +174,5 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, *, solver="CLARABEL", **
     n_clusters = int(clusters.max()) + 1 if n_clusters is None else n_clusters
     problem, Ms, _ = build(X, targets, mu, clusters, n_clusters, all_triplets(y, targets))
     status, seconds = solve_problem(problem, solver, **solver_opts)
-    out = np.stack([0.5 * (M.value + M.value.T) for M in Ms])
+    out = np.stack([psd_value(M) for M in Ms])
     return out, float(problem.value), status, seconds
