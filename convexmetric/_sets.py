@@ -26,14 +26,16 @@ def unique(a):
     return s[_first(s)]
 
 
-def unique_inverse(a):
-    """``np.unique(a, return_inverse=True)`` for a 1-d ``a``: ``(values, inverse)``."""
+def unique_inverse(a, dtype=np.intp):
+    """``np.unique(a, return_inverse=True)`` for a 1-d ``a``: ``(values, inverse)``;
+    ``dtype``: the inverse's integer type (a narrower one for long lists)."""
     a = np.asarray(a)
     order = np.argsort(a)
     s = a[order]
     first = _first(s)
-    inverse = np.empty(len(a), np.intp)
-    inverse[order] = np.cumsum(first) - 1
+    del a
+    inverse = np.empty(len(s), dtype)
+    inverse[order] = np.cumsum(first, dtype=dtype) - 1
     return s[first], inverse
 
 

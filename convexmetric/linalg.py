@@ -78,7 +78,7 @@ def pair_scatter(X, a, b, w, left=None):
     touched[a] = touched[b] = True
     m, Xr, Zr = int(touched.sum()), X, Zl
     if m < 0.8 * n:
-        pos = np.cumsum(touched) - 1
+        pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
         Xr, a, b = X[touched], pos[a], pos[b]
         Zr = Xr if left is None else Zl[touched]
     else:

@@ -22,7 +22,7 @@ from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P
 
-TINY = 1 << 14  # bytes: a budget of 64 listed triplets, blocks of 8 rows
+TINY = 1 << 14  # bytes: a budget of 85 listed triplets, blocks of 8 rows
 
 
 def _random_metric(d, seed):

@@ -30,8 +30,10 @@ from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
 
-#: bytes per listed triplet, counting the temporaries of a merge and a gradient update
-BYTES_PER_TERM = 256
+#: bytes per listed triplet: the largest peak of traced memory per listed term over a full
+#: check, a merge, the evaluations and a bound, list and memo included (164 bytes on the
+#: MNIST sample; ``benchmarks/bench_list_memory.py``), rounded up to a multiple of 64
+BYTES_PER_TERM = 192
 #: streaming trial evaluations above this multiple of the best value seen return inf
 STREAM_CAP = 4.0
 #: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`)
@@ -92,7 +94,9 @@ class ActiveList:
         self.search = search
         self.C_pull = pull_matrix(X, targets)
         d = X.shape[1]
-        self._set_list(np.empty(0, np.int64), {})
+        self._index = np.int32 if self.n < 2**31 else np.int64  #: the list's index type
+        e = np.empty(0, self._index)
+        self._set_list(e, e, e, {})
         # incremental gradient state (eq. 19): the mask of counted triplets and their sum
         # and the dual estimate λ̄ (the prox centre of the smoothed stage)
         self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
@@ -115,31 +119,77 @@ class ActiveList:
         """
         self.prune, self._next_check = prune, self.calls
 
-    def _set_list(self, keys, keep_masks):
+    def _set_list(self, I, J, L, keep_masks):
+        """Hold the triplets ``(I, J, L)`` (sorted by :meth:`_keys`) and their masks.
+
+        Indices only, in the narrowest types that hold them (:meth:`_compact`): the old
+        list's arrays are released before the new list's pairs are built."""
         n = self.n
-        self.keys = keys
+        self.slot = self._pair_of = self._pair_I = self._pair_L = None
+        self.I, self.J, self.L = (self._compact(a) for a in (I, J, L))
         self.mask = {name: m for name, m in keep_masks.items()}
-        self.L = keys % n
-        self.J = (keys // n) % n
-        self.I = keys // (n * n)
-        self.slot = np.argmax(self.T[self.I] == self.J[:, None], axis=1)
+        self.slot = self._slots(self.I, self.J)
         # the k targets of a point share its impostors: d(i, l) once per listed pair
-        pairs, self._pair_of = unique_inverse(self.I * n + self.L)
-        self._pair_I, self._pair_L = pairs // n, pairs % n
+        pairs, self._pair_of = unique_inverse(self._pair_keys(), dtype=self._index)
+        self._pair_I, self._pair_L = self._compact(pairs // n), self._compact(pairs % n)
+
+    def _pair_keys(self):
+        keys = self.I.astype(np.int64)
+        keys *= self.n
+        keys += self.L
+        return keys
+
+    def _compact(self, a):
+        """``a`` as :attr:`_index` (int32 while ``n < 2³¹``), copied only if it is not."""
+        return np.asarray(a, dtype=self._index)
+
+    def _slots(self, I, J):
+        """The target slot of each listed ``J`` among ``I``'s targets (the first match),
+        one slot at a time: no ``|list| × k`` temporaries."""
+        slot = np.zeros(len(I), np.min_scalar_type(max(self.k - 1, 0)))
+        for q in range(self.k - 1, -1, -1):
+            slot[self.T[I, q] == J] = q
+        return slot
+
+    @property
+    def keys(self):
+        """The listed triplets' keys ``(i·n + j)·n + l`` (int64, sorted; computed when
+        asked: the list keeps only its indices)."""
+        return self._keys(self.I, self.J, self.L)
+
+    def _keys(self, I, J, L):
+        """Keys of triplets: int64 ``(i·n + j)·n + l`` (exact while ``n³ < 2⁶³``)."""
+        n = self.n
+        keys = np.asarray(I, np.int64) * n
+        keys += J
+        keys *= n
+        keys += L
+        return keys
+
+    def __len__(self):
+        return len(self.I)
 
     def _merge(self, I, J, L):
         """Add triplets to the active list; return True if any were new."""
-        keys = (I * self.n + J) * self.n + L
-        keys = unique(keys[~member(keys, self.keys)])
+        n = self.n
+        old = self._keys(self.I, self.J, self.L)
+        keys = self._keys(I, J, L)
+        keys = unique(keys[~member(keys, old)])
         if len(keys) == 0:
             return False
-        all_keys = np.concatenate([self.keys, keys])
-        order = np.argsort(all_keys, kind="stable")
+        order = np.argsort(np.concatenate([old, keys]), kind="stable")
+        del old
+        new = (keys // (n * n), (keys // n) % n, keys % n)
+        del keys
+        lists = [np.concatenate([a, self._compact(b)])[order] for a, b in
+                 zip((self.I, self.J, self.L), new)]  # fmt: skip
+        size = len(new[0])
         masks = {
-            k: np.concatenate([m, np.zeros(len(keys), m.dtype)])[order]
+            k: np.concatenate([m, np.zeros(size, m.dtype)])[order]
             for k, m in self.mask.items()
         }
-        self._set_list(all_keys[order], masks)
+        del order, new
+        self._set_list(*lists, masks)
         return True
 
     def _prune(self, z):
@@ -149,7 +199,8 @@ class ActiveList:
             drop &= m == 0
         if drop.any():
             keep = ~drop
-            self._set_list(self.keys[keep], {k: m[keep] for k, m in self.mask.items()})
+            self._set_list(self.I[keep], self.J[keep], self.L[keep],
+                           {k: m[keep] for k, m in self.mask.items()})  # fmt: skip
             return z[keep]
         return z
 
@@ -165,8 +216,8 @@ class ActiveList:
         """
         if self.mode == "streaming":
             return True
-        budget = None if self.term_budget is None else max(self.term_budget - len(self.keys), 0)
-        collapse = max(self.max_terms, 4 * len(self.keys))
+        budget = None if self.term_budget is None else max(self.term_budget - len(self.I), 0)
+        collapse = max(self.max_terms, 4 * len(self.I))
         limit = budget if accepted else collapse if budget is None else min(budget, collapse)
         try:
             I, J, L = self._search(M, components, limit)
@@ -178,9 +229,9 @@ class ActiveList:
             raise
         self.full_checks += 1
         self.last_checked, self._overflows = (M, components), 0  # its terms fit in the list
-        size = len(self.keys)
+        size = len(self.I)
         changed = self._merge(I, J, L)
-        self._new_terms = len(self.keys) - size
+        self._new_terms = len(self.I) - size
         self.version += changed
         return not changed
 
@@ -249,7 +300,7 @@ class ActiveList:
         """
         if self.full_check(M, components):
             return True
-        return self._new_terms <= self.handover * len(self.keys)
+        return self._new_terms <= self.handover * len(self.I)
 
     def _streamer(self):
         if self.stream is None:
@@ -291,8 +342,8 @@ class ActiveList:
             M_ok, L_ok = self.last_checked
             self._f_seen = self.stream.objective(M_ok, self._components(M_ok, L_ok))
             self.last_checked_value = self._f_seen
-        e = np.empty(0, np.int64)
-        self._set_list(e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
+        e = np.empty(0, self._index)
+        self._set_list(e, e, e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
                            "lam": np.zeros(0)})  # fmt: skip
         self.version += 1  # the approximation changed: drivers re-evaluate
 
@@ -323,7 +374,7 @@ class ActiveList:
                 return None
             # for the schedule, new terms under 1% of a long list count as stable (the
             # final check at convergence still asks for none)
-            stable = stable or self._new_terms <= 1e-2 * len(self.keys)
+            stable = stable or self._new_terms <= 1e-2 * len(self.I)
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
             # interval doubles while checks find nothing new, up to a cap that keeps the
             # checks' flops at most about those of the evaluations between them (on large
@@ -336,7 +387,9 @@ class ActiveList:
             self._next_check = self.calls + self._interval
         self.calls += 1
         Dt, d_il = self._list_distances(Lc)
-        z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
+        z = Dt[self.I, self.slot]  # 1 + d(i, j) − d(i, l), in place: (d(i, j) + 1) − d(i, l)
+        z += 1.0
+        z -= d_il[self._pair_of]
         if checked and self.prune is not None:
             z = self._prune(z)
         return z
@@ -366,5 +419,5 @@ class ActiveList:
         (a deterministic cost model: ``n²d`` for a check, ``nd² + 3|list|d`` for an
         evaluation), so the result never depends on the machine's speed."""
         n, d = self.X.shape
-        ratio = n * n * d / (n * d * d + 3 * len(self.keys) * d + 1)
+        ratio = n * n * d / (n * d * d + 3 * len(self.I) * d + 1)
         return int(max(2 * self.check_every, min(ratio, 10_000)))

@@ -303,6 +303,7 @@ class StreamingEvaluator:
     def __init__(self, X, y, targets, mu, pull, *, memory_limit=None, executor=None):
         self.mu, self.pull = mu, pull
         n, d = X.shape
+        self.n = n
         self.executor = executor if executor is not None else LocalExecutor()
         # an executor of its own memory (a device) sizes its blocks itself
         plan = getattr(self.executor, "plan_blocks", plan_blocks)
@@ -313,7 +314,8 @@ class StreamingEvaluator:
         self.seconds = 0.0  #: wall time spent in the block functions (all calls)
 
     def terms(self, L, max_terms=None, margin=0.0):
-        """The violated triplets at ``M = LᵀL``: int64 arrays ``(I, J, L)`` (a full check
+        """The violated triplets at ``M = LᵀL``: int arrays ``(I, J, L)`` (int32 while ``n <
+        2³¹``, as the blocks return them; a full check
         of the active-set mode, by blocks); with ``margin``, those with ``z > −margin``.
         Past ``max_terms`` raises :class:`TooManyTerms`."""
         self.checks += 1
@@ -327,10 +329,9 @@ class StreamingEvaluator:
             self.executor.release()
             self.seconds += time.perf_counter() - start
         if not parts:
-            e = np.empty(0, np.int64)
+            e = np.empty(0, np.int32 if self.n < 2**31 else np.int64)
             return e, e, e
-        return tuple(np.concatenate([p[key] for p in parts]).astype(np.int64)
-                     for key in ("I", "J", "L"))  # fmt: skip
+        return tuple(np.concatenate([p[key] for p in parts]) for key in ("I", "J", "L"))
 
     def sums(self, L, sigma=None, grad=True, cap=None):
         """Block partial sums added up: ``value``, ``lam``, ``count`` and ``G``.
