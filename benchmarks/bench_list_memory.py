@@ -4,16 +4,17 @@ Run from the repository root: ``python benchmarks/bench_list_memory.py [--data m
 
 On the MNIST sample (PCA-164, 4,000 points, k = 3; ``--data digits`` for a quick run) the
 oracle is built at a scaled identity metric (three times the inverse median squared
-distance: a long list, as phase 1's early iterates see) and each of its list operations runs under :mod:`tracemalloc` (numpy reports its arrays to
-it; tracing starts before the full check). Per listed term it prints the list's own
-arrays (``nbytes``) and the peak of all traced memory while each operation runs (the list,
-the search's candidates and memo, and the operation's temporaries): the full check's
-search, a merge into an empty list, a merge of 1% new terms into the full list (old and
-new list side by side), an evaluation (every term new to the incremental gradient), a
-smoothed evaluation (and its factor form) and a certificate bound (with its kept dual
-point). The largest peak is what one listed term may cost; ``BYTES_PER_TERM`` is set from
-it, rounded up. The peaks also hold data-sized arrays (``Z = X Lᵀ``, the search's block
-buffers: about ``(8·n·d + 20·512·n) / terms`` bytes here, a few per term).
+distance: a long list, as phase 1's early iterates see) and each of its list operations
+runs under :mod:`tracemalloc` (numpy reports its arrays to it; tracing starts before the
+full check). Per listed term it prints the list's own arrays (``nbytes``) and the peak
+of all traced memory while each operation runs (the list, the search's memo, and the
+operation's temporaries): the full check's search, a merge into an empty list, a merge of
+1% new terms into the full list (old and new list side by side), an evaluation (every
+term new to the incremental gradient), a smoothed evaluation (and its factor form) and a
+certificate bound (with its kept dual point). The largest peak is what one listed term
+may cost; ``BYTES_PER_TERM`` is set from it, rounded up to a multiple of 64. The peaks
+also hold data-sized arrays (``Z = X Lᵀ``, the search's block buffers: about
+``(8·n·d + 20·512·n) / terms`` bytes here, a few per term).
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ def _list_bytes(o):
     return sum(a.nbytes for a in arrays if a is not None)
 
 
+def _merges(o, M, L):
+    """Peaks of a merge into the empty list and of 1% more terms into the full one (the
+    candidates are dropped on return, as a full check drops them after its merge)."""
+    I, J, Lx = o._search(M, L, None)  # (remembered: no second search)
+    late = np.random.default_rng(0).random(len(I)) < 0.01  # 1% come at a later check
+    return {
+        "merge from empty": _peak(lambda: o._merge(I[~late], J[~late], Lx[~late]))[1],
+        "merge 1% into the list": _peak(lambda: o._merge(I[late], J[late], Lx[late]))[1],
+    }
+
+
 def measure(X, y, k=3, mu=0.5):
     """Per-term bytes of the list and of each operation's peak (a dict)."""
     T = target_neighbors(X, y, k)
@@ -56,13 +68,9 @@ def measure(X, y, k=3, mu=0.5):
     M = L.T @ L
     tracemalloc.start()
     try:
-        # a full check's candidates (kept: the search's memo holds them too)
-        (I, J, Lx), search = _peak(lambda: o._search(M, L, None))
-        late = np.random.default_rng(0).random(len(I)) < 0.01  # 1% come at a later check
-        out = {"search": search}
-        out["merge from empty"] = _peak(lambda: o._merge(I[~late], J[~late], Lx[~late]))[1]
-        out["merge 1% into the list"] = _peak(lambda: o._merge(I[late], J[late], Lx[late]))[1]
-        del I, J, Lx, late  # (a full check drops them after its merge; the memo stays)
+        # a full check's candidates (the search's memo keeps its own)
+        out = {"search": _peak(lambda: o._search(M, L, None))[1]}
+        out.update(_merges(o, M, L))
         m = len(o.I)
         o._next_check = o.calls + 10**9  # no full check inside the evaluations
         out["evaluation"] = _peak(lambda: o(M, L))[1]
