@@ -5,7 +5,7 @@ import tracemalloc
 
 import numpy as np
 
-from convexmetric.lmnn.active_list import BYTES_PER_TERM, ActiveList
+from convexmetric.lmnn.active_list import BYTES_PER_TERM, MAX_LISTED_N, ActiveList
 from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.neighbors import target_neighbors
 
@@ -79,3 +79,13 @@ def test_bytes_per_listed_term_within_the_budget():
         tracemalloc.stop()
     assert len(o) > 200_000  # the list, not the data, fills the memory
     assert max(peaks) / len(o) <= BYTES_PER_TERM
+
+
+def test_keys_that_would_overflow_stream_from_the_start():
+    n = MAX_LISTED_N
+    X = np.zeros((n, 1))
+    X[::2] = 1.0
+    y = np.arange(n) % 2
+    T = ((np.arange(n) + 2) % n)[:, None]
+    assert ActiveList(X, y, T, 0.5).mode == "streaming"
+    assert ActiveList(X[:-2], y[:-2], T[:-2] % (n - 2), 0.5).mode == "active_set"

@@ -34,6 +34,8 @@ from .blocks.stream import StreamingEvaluator, plan_blocks
 #: check, a merge, the evaluations and a bound, list and memo included (164 bytes on the
 #: MNIST sample; ``benchmarks/bench_list_memory.py``), rounded up to a multiple of 64
 BYTES_PER_TERM = 192
+#: from this many points on, the list's int64 keys overflow (n³ ≥ 2⁶³): streaming from the start
+MAX_LISTED_N = 2_097_152
 #: streaming trial evaluations above this multiple of the best value seen return inf
 STREAM_CAP = 4.0
 #: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`)
@@ -110,6 +112,8 @@ class ActiveList:
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
         self.tol = None  #: certified gap below which :meth:`lower_bound` skips the crossover
+        if self.n >= MAX_LISTED_N:  # triplet keys (i·n + j)·n + l would overflow int64
+            self._go_streaming()
 
     def start_refinement(self, prune):
         """Before a smoothed refinement: prune at ``prune`` and check at the next call.
