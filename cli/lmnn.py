@@ -45,7 +45,8 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     default=None,
     callback=memory_bytes,
     help="Working memory of the solver in bytes (suffixes K, M, G allowed, e.g. 512M) "
-    "[default: 1G]; past it the solver streams over row blocks.",
+    "[default: 2G, fixed: the same computation on every machine]; past it the solver "
+    "streams over row blocks.",
 )
 @click.option(
     "--scheduler",

@@ -10,6 +10,7 @@ from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.active_list import BYTES_PER_TERM
+from convexmetric.lmnn.blocks.data import BLOCK_BUDGET
 from convexmetric.lmnn.blocks.stream import (
     LocalExecutor,
     StreamData,
@@ -74,6 +75,23 @@ def test_plan_blocks_respects_the_budget():
     assert rows * 100_000 * 16 <= (1 << 30) // 2 and chunk * 8 * (2 * 64 + 26) <= (1 << 30) // 8
     assert plan_blocks(10, 2, 1, None) == (512, 1 << 18)
     assert plan_blocks(1000, 2, 1, 1)[0] >= 8  # never empty blocks
+    # past BLOCK_BUDGET a budget goes to the list, not to larger blocks
+    assert plan_blocks(100_000, 64, 3, 8 << 30) == plan_blocks(100_000, 64, 3, BLOCK_BUDGET)
+    assert (
+        plan_blocks(100_000, 64, 3, BLOCK_BUDGET // 2)[0]
+        < plan_blocks(100_000, 64, 3, BLOCK_BUDGET)[0]
+    )
+
+
+def test_default_memory_limit_is_one_fixed_number():
+    # the estimator, the solver's settings and the CLI share one default, fixed (not read
+    # from the machine: the mode and the blocks, and so the iterates, are the same anywhere)
+    assert LMNN().get_params()["memory_limit"] == S.LMNNSettings().memory_limit
+    assert S.DEFAULT_MEMORY_LIMIT == 2 << 30
+    assert (
+        LMNN(memory_limit=None).fit(*datasets.load_split("iris")[::2]).result_.info["memory_limit"]
+        is None
+    )
 
 
 @pytest.mark.parametrize("memory_limit", [None, TINY])

@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sets import member, unique, unique_inverse
 from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
+from .compact_list import CompactList
 
 #: bytes per listed triplet: the largest peak of traced memory per listed term over a full
 #: check, a merge, the evaluations and a bound, list and memo included (164 bytes on the
@@ -42,7 +42,7 @@ STREAM_CAP = 4.0
 MEMO_MARGIN = 1e-3
 
 
-class ActiveList:
+class ActiveList(CompactList):
     """The active list of eq. (14)'s hinge terms and its full checks.
 
     Parameters
@@ -122,79 +122,6 @@ class ActiveList:
         keeps the terms near the kink; dropped terms come back at the checks once violated.
         """
         self.prune, self._next_check = prune, self.calls
-
-    def _set_list(self, I, J, L, keep_masks):
-        """Hold the triplets ``(I, J, L)`` (sorted by :meth:`_keys`) and their masks.
-
-        Indices only, in the narrowest types that hold them (:meth:`_compact`): the old
-        list's arrays are released before the new list's pairs are built."""
-        n = self.n
-        self.slot = self._pair_of = self._pair_I = self._pair_L = None
-        self.I, self.J, self.L = (self._compact(a) for a in (I, J, L))
-        self.mask = {name: m for name, m in keep_masks.items()}
-        self.slot = self._slots(self.I, self.J)
-        # the k targets of a point share its impostors: d(i, l) once per listed pair
-        pairs, self._pair_of = unique_inverse(self._pair_keys(), dtype=self._index)
-        self._pair_I, self._pair_L = self._compact(pairs // n), self._compact(pairs % n)
-
-    def _pair_keys(self):
-        keys = self.I.astype(np.int64)
-        keys *= self.n
-        keys += self.L
-        return keys
-
-    def _compact(self, a):
-        """``a`` as :attr:`_index` (int32 while ``n < 2³¹``), copied only if it is not."""
-        return np.asarray(a, dtype=self._index)
-
-    def _slots(self, I, J):
-        """The target slot of each listed ``J`` among ``I``'s targets (the first match),
-        one slot at a time: no ``|list| × k`` temporaries."""
-        slot = np.zeros(len(I), np.min_scalar_type(max(self.k - 1, 0)))
-        for q in range(self.k - 1, -1, -1):
-            slot[self.T[I, q] == J] = q
-        return slot
-
-    @property
-    def keys(self):
-        """The listed triplets' keys ``(i·n + j)·n + l`` (int64, sorted; computed when
-        asked: the list keeps only its indices)."""
-        return self._keys(self.I, self.J, self.L)
-
-    def _keys(self, I, J, L):
-        """Keys of triplets: int64 ``(i·n + j)·n + l`` (exact while ``n³ < 2⁶³``)."""
-        n = self.n
-        keys = np.asarray(I, np.int64) * n
-        keys += J
-        keys *= n
-        keys += L
-        return keys
-
-    def __len__(self):
-        return len(self.I)
-
-    def _merge(self, I, J, L):
-        """Add triplets to the active list; return True if any were new."""
-        n = self.n
-        old = self._keys(self.I, self.J, self.L)
-        keys = self._keys(I, J, L)
-        keys = unique(keys[~member(keys, old)])
-        if len(keys) == 0:
-            return False
-        order = np.argsort(np.concatenate([old, keys]), kind="stable")
-        del old
-        new = (keys // (n * n), (keys // n) % n, keys % n)
-        del keys
-        lists = [np.concatenate([a, self._compact(b)])[order] for a, b in
-                 zip((self.I, self.J, self.L), new)]  # fmt: skip
-        size = len(new[0])
-        masks = {
-            k: np.concatenate([m, np.zeros(size, m.dtype)])[order]
-            for k, m in self.mask.items()
-        }
-        del order, new
-        self._set_list(*lists, masks)
-        return True
 
     def _prune(self, z):
         """Drop listed triplets far from violation and not counted in any gradient."""

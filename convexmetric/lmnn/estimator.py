@@ -97,11 +97,15 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     verbose : {0, 1}, default=0
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
 
-    memory_limit : int or None, default=2**30
-        Bytes of working memory for the large-scale solver. When the active list or a
-        full check would exceed it, the solver streams over row blocks instead (exact
-        objective and gradient, never a triplet list); ``result_.info["mode"]`` says
-        which mode ran. ``None``: no bound.
+    memory_limit : int or None, default=2**31
+        Bytes of working memory for the large-scale solver, beyond the data (about
+        200 bytes per listed triplet, 2 GiB about 11 million triplets). When the active
+        list or a full check would exceed it, the solver streams over row blocks instead
+        (exact objective and gradient, never a triplet list); ``result_.info["mode"]``
+        says which mode ran. ``None``: no bound. The default is fixed rather than read
+        from the machine's free memory: the mode and block sizes, and with them the
+        iterates, then do not depend on the machine or its load (a certified result is
+        within ``tol`` of the optimum in either mode).
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
@@ -154,7 +158,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         tol=1e-4,
         random_state=None,
         verbose=0,
-        memory_limit=2**30,
+        memory_limit=2**31,
         backend="local",
         device=None,
         n_neighbors=DEPRECATED,

@@ -61,8 +61,8 @@ from ..problems.lmnn import pull_matrix
 from ..result import SolveResult, certified_status
 from .oracle import ActiveSetOracle
 
-#: default working-memory budget of the solver (bytes)
-DEFAULT_MEMORY_LIMIT = 1 << 30
+#: default working-memory budget (bytes); fixed, so a fit runs the same anywhere (TUNING.md)
+DEFAULT_MEMORY_LIMIT = 2 << 30
 #: the active list's pruning margin during the refinement (see :class:`ActiveSetOracle`)
 REFINE_PRUNE = 0.3
 #: phase 1 hands over to a refinement once it gains less than this in 10 iterations

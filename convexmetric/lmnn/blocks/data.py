@@ -26,6 +26,8 @@ from .xp import (
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
 BYTES_PER_BLOCK_CELL = 16
+#: the part of a memory budget that sizes the blocks, at most (bytes)
+BLOCK_BUDGET = 1 << 30
 
 
 class StreamData(NamedTuple):
@@ -40,10 +42,13 @@ def plan_blocks(n, d, k, memory_limit):
     """``(block_rows, chunk)`` so that one block's working memory stays within the budget.
 
     Half the budget goes to the ``block_rows × n`` distance block, an eighth to one
-    chunk of candidate triplets. ``memory_limit=None`` gives 512 rows and 2¹⁸ pairs.
+    chunk of candidate triplets; of a budget above :data:`BLOCK_BUDGET`, that much (larger
+    blocks only hold more memory: the active list takes the rest). ``memory_limit=None``
+    gives 512 rows and 2¹⁸ pairs.
     """
     if memory_limit is None:
         return 512, 1 << 18
+    memory_limit = min(memory_limit, BLOCK_BUDGET)
     rows = int(memory_limit // 2 // (BYTES_PER_BLOCK_CELL * max(n, 1)))
     chunk = int(memory_limit // 8 // (8 * (2 * d + 6 * k + 8)))
     return max(8, min(rows, 1024)), max(256, min(chunk, 1 << 18))

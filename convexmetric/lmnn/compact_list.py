@@ -1,0 +1,94 @@
+"""The active list's arrays: the listed triplets as indices, in the narrowest types.
+
+:class:`CompactList` holds the triplets ``(I, J, L)`` of :class:`.active_list.ActiveList`,
+sorted by their keys ``(i·n + j)·n + l``, with what an evaluation gathers through: the
+target slot of each ``j`` and the distinct ``(i, l)`` pairs (the ``k`` targets of a point
+share its impostors: ``d(i, l)`` once per pair). Indices are int32 while ``n < 2³¹``, the
+slot the narrowest unsigned type that holds ``k``; the int64 keys exist only while a merge
+runs (:meth:`CompactList.keys` computes them). What one listed term costs, with the
+temporaries of a merge, an evaluation and a bound, is measured by
+``benchmarks/bench_list_memory.py`` (:data:`.active_list.BYTES_PER_TERM`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._sets import member, unique, unique_inverse
+
+
+class CompactList:
+    """The listed triplets' arrays (a base of :class:`.active_list.ActiveList`, which sets
+    ``n``, ``k``, the targets ``T``, the per-term masks ``mask`` and ``_index``)."""
+
+    def _set_list(self, I, J, L, keep_masks):
+        """Hold the triplets ``(I, J, L)`` (sorted by :meth:`_keys`) and their masks.
+
+        Indices only, in the narrowest types that hold them (:meth:`_compact`): the old
+        list's arrays are released before the new list's pairs are built."""
+        n = self.n
+        self.slot = self._pair_of = self._pair_I = self._pair_L = None
+        self.I, self.J, self.L = (self._compact(a) for a in (I, J, L))
+        self.mask = {name: m for name, m in keep_masks.items()}
+        self.slot = self._slots(self.I, self.J)
+        # the k targets of a point share its impostors: d(i, l) once per listed pair
+        pairs, self._pair_of = unique_inverse(self._pair_keys(), dtype=self._index)
+        self._pair_I, self._pair_L = self._compact(pairs // n), self._compact(pairs % n)
+
+    def _pair_keys(self):
+        keys = self.I.astype(np.int64)
+        keys *= self.n
+        keys += self.L
+        return keys
+
+    def _compact(self, a):
+        """``a`` as :attr:`_index` (int32 while ``n < 2³¹``), copied only if it is not."""
+        return np.asarray(a, dtype=self._index)
+
+    def _slots(self, I, J):
+        """The target slot of each listed ``J`` among ``I``'s targets (the first match),
+        one slot at a time: no ``|list| × k`` temporaries."""
+        slot = np.zeros(len(I), np.min_scalar_type(max(self.k - 1, 0)))
+        for q in range(self.k - 1, -1, -1):
+            slot[self.T[I, q] == J] = q
+        return slot
+
+    @property
+    def keys(self):
+        """The listed triplets' keys ``(i·n + j)·n + l`` (int64, sorted; computed when
+        asked: the list keeps only its indices)."""
+        return self._keys(self.I, self.J, self.L)
+
+    def _keys(self, I, J, L):
+        """Keys of triplets: int64 ``(i·n + j)·n + l`` (exact while ``n³ < 2⁶³``)."""
+        n = self.n
+        keys = np.asarray(I, np.int64) * n
+        keys += J
+        keys *= n
+        keys += L
+        return keys
+
+    def __len__(self):
+        return len(self.I)
+
+    def _merge(self, I, J, L):
+        """Add triplets to the active list; return True if any were new."""
+        n = self.n
+        old = self._keys(self.I, self.J, self.L)
+        keys = self._keys(I, J, L)
+        keys = unique(keys[~member(keys, old)])
+        if len(keys) == 0:
+            return False
+        order = np.argsort(np.concatenate([old, keys]), kind="stable")
+        del old
+        new = (keys // (n * n), (keys // n) % n, keys % n)
+        del keys
+        lists = [np.concatenate([a, self._compact(b)])[order] for a, b in
+                 zip((self.I, self.J, self.L), new)]  # fmt: skip
+        size = len(new[0])
+        masks = {
+            k: np.concatenate([m, np.zeros(size, m.dtype)])[order] for k, m in self.mask.items()
+        }
+        del order, new
+        self._set_list(*lists, masks)
+        return True
