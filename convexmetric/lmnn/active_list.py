@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import components_from_metric, row_distances, target_distances
+from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
 from .compact_list import CompactList
@@ -112,6 +113,8 @@ class ActiveList(CompactList):
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
         self.tol = None  #: certified gap below which :meth:`lower_bound` skips the crossover
+        self._alarm = NEVER
+        self.best_seen = None  #: ``(f, M)``: the least exact objective computed (:meth:`_seen`)
         if self.n >= MAX_LISTED_N:  # triplet keys (i·n + j)·n + l would overflow int64
             self._go_streaming()
 
@@ -233,11 +236,32 @@ class ActiveList(CompactList):
             return True
         return self._new_terms <= self.handover * len(self.I)
 
+    def _seen(self, M, f):
+        """Keep the least exact value of eq. (14) computed and its point (a fit stopped by
+        its time limit outside the drivers returns it); return ``f``."""
+        if self.best_seen is None or f < self.best_seen[0]:
+            self.best_seen = (float(f), np.array(M, copy=True))
+        return f
+
+    @property
+    def alarm(self):
+        """The fit's time limit (:class:`convexmetric.optim.deadline.Alarm`), checked at
+        every evaluation over the list and between the blocks of full checks and streamed
+        sums: past it they raise :class:`~convexmetric.optim.deadline.TimeUp` (once)."""
+        return self._alarm
+
+    @alarm.setter
+    def alarm(self, alarm):
+        self._alarm = alarm
+        if self.stream is not None:
+            self.stream.executor.alarm = alarm
+
     def _streamer(self):
         if self.stream is None:
             self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
                                              memory_limit=self.memory_limit,
                                              executor=self.executor)  # fmt: skip
+            self.stream.executor.alarm = self._alarm
         return self.stream
 
     def _overflow(self, M, components, sigma=None):
@@ -297,6 +321,7 @@ class ActiveList(CompactList):
 
         ``accepted``: ``M`` is an accepted point, where a check that overflows the list
         switches to streaming (``None`` is returned) instead of raising."""
+        self._alarm.check()
         Lc = components_from_metric(M) if components is None else components
         checked = self.calls >= self._next_check
         if checked:
@@ -352,3 +377,14 @@ class ActiveList(CompactList):
         n, d = self.X.shape
         ratio = n * n * d / (n * d * d + 3 * len(self.I) * d + 1)
         return int(max(2 * self.check_every, min(ratio, 10_000)))
+
+    def mode_info(self):
+        """``SolveResult.info``'s entries on the mode (and the block work's time)."""
+        info = {"mode": self.mode, "memory_limit": self.memory_limit}
+        if self.mode == "streaming":  # (in the active-set mode the evaluator only searches)
+            info.update(stream_evaluations=self.stream.evaluations,
+                        stream_block_rows=self.stream.block_rows,
+                        switched_after_calls=getattr(self, "switched_at", None))  # fmt: skip
+        if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
+            info.update(block_seconds=self.stream.seconds, block_executor=self.stream.executor.name)
+        return info

@@ -157,6 +157,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         settled = F is not None and self._last_F is not None and self._last_F - F <= tol * abs(F)
         self._last_F = F
         if settled and tol * abs(F) < F - bound <= max(30 * tol, 1e-3) * abs(F):
+            self.alarm.check()  # (the ascent is long: not past the time limit)
             bound = self._tightened(cert, M, z, lam, F, bound, tol)
         return bound
 
@@ -283,5 +284,6 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
                 Z = self.X @ Lc.T
                 h = 1.0 + row_distances(Z, I, J) - row_distances(Z, I, L)
         if h is None:
-            return self._streamer().objective(M, Lc)
-        return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
+            return self._seen(M, self._streamer().objective(M, Lc))
+        f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
+        return self._seen(M, f)

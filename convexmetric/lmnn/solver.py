@@ -50,6 +50,7 @@ from .._validation import check_memory_limit
 from ..cones import FullSpace, PSDCone
 from ..linalg import components_from_metric
 from ..optim import escape
+from ..optim.deadline import Alarm, TimeUp
 from ..optim.escape import GapCloser, GapSettings, negative_curvature
 from ..optim.factor import Factored
 from ..optim.lbfgs import LBFGS
@@ -60,6 +61,7 @@ from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.lmnn import pull_matrix
 from ..result import SolveResult, certified_status
 from .oracle import ActiveSetOracle
+from .time_limit import stopped
 
 #: default working-memory budget (bytes); fixed, so a fit runs the same anywhere (TUNING.md)
 DEFAULT_MEMORY_LIMIT = 2 << 30
@@ -175,17 +177,20 @@ def _solve(X, y, targets, mu, M0, s):
     oracle = ActiveSetOracle(X, y, targets, mu, check_every=s.check_every, prune=s.prune,
                              block_size=s.block_size, search=s.search,
                              memory_limit=s.memory_limit, executor=s.executor)  # fmt: skip
-    oracle.tol = s.tol
+    oracle.tol, oracle.alarm = s.tol, Alarm(s.time_limit, start=t0)
     M0 = np.eye(X.shape[1]) if M0 is None else M0
-    res = _refined(oracle, _phase1(oracle, M0, s), s, t0)
-    if s.refine and res.status != "user_limit":
-        if res.certified_gap > s.tol and res.iterations < s.max_iter:
-            remaining = None if s.time_limit is None else s.time_limit - res.seconds
-            res = _close(oracle, res, s, remaining)
-        if res.status != "user_limit":
-            res.status = certified_status(res.objective, res.lower_bound, s.tol)
-        res.info["certified_gap"] = res.certified_gap
-        res.info.update(_mode_info(oracle))
+    try:
+        res = _refined(oracle, _phase1(oracle, M0, s), s, t0)
+        if s.refine and res.status != "user_limit":
+            if res.certified_gap > s.tol and res.iterations < s.max_iter:
+                remaining = None if s.time_limit is None else s.time_limit - res.seconds
+                res = _close(oracle, res, s, remaining)
+            if res.status != "user_limit":
+                res.status = certified_status(res.objective, res.lower_bound, s.tol)
+            res.info["certified_gap"] = res.certified_gap
+            res.info.update(oracle.mode_info())
+    except TimeUp:  # the time limit, in a step outside the drivers (they stop on it)
+        res = stopped(oracle, M0, t0)
     res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
     return res
 
@@ -269,7 +274,7 @@ def _refined(oracle, res, s, t0):
     info.update(active_list=len(oracle.keys), active=int(np.count_nonzero(oracle.mask["sub"])),
                 full_checks=oracle.full_checks,
                 search=str(getattr(oracle.search, "choice", oracle.search)),
-                **_mode_info(oracle))  # fmt: skip
+                **oracle.mode_info())  # fmt: skip
     info["stages"] = stages
     return SolveResult(matrix=best_M, objective=float(best_f), status=status,
                        iterations=iterations, seconds=time.perf_counter() - t0,
@@ -385,15 +390,3 @@ def _close(oracle, res, s, time_limit):
     out.seconds += res.seconds
     out.history = res.history + out.history
     return out
-
-
-def _mode_info(oracle):
-    info = {"mode": oracle.mode, "memory_limit": oracle.memory_limit}
-    if oracle.mode == "streaming":  # (in the active-set mode the evaluator only searches)
-        info.update(stream_evaluations=oracle.stream.evaluations,
-                    stream_block_rows=oracle.stream.block_rows,
-                    switched_after_calls=getattr(oracle, "switched_at", None))  # fmt: skip
-    stream = getattr(oracle, "stream", None)
-    if stream is not None:  # the block work's wall time (full checks, streamed sums)
-        info.update(block_seconds=stream.seconds, block_executor=stream.executor.name)
-    return info

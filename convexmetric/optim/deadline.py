@@ -37,3 +37,39 @@ class Deadline:
         if seconds is None:
             return Deadline(left)
         return Deadline(seconds if left is None else min(seconds, left))
+
+
+class TimeUp(KeyboardInterrupt):
+    """The time limit, reached inside a long step (a full check, a streaming pass, an
+    evaluation): the drivers stop on it as on an interrupt, with their best point and
+    the status "user_limit"."""
+
+
+class Alarm:
+    """A deadline that long steps check between their blocks: :meth:`check` raises
+    :class:`TimeUp` once the time is up, and only once (then the alarm is off, so the
+    drivers' closing work, such as the exact objective of their best point, runs).
+
+    >>> Alarm(None).check() is None
+    True
+    """
+
+    def __init__(self, seconds=None, start=None):
+        self.deadline = Deadline(seconds)
+        if start is not None:
+            self.deadline.start = start
+        self.on = seconds is not None
+
+    def check(self):
+        """Raise :class:`TimeUp` if the time is up (the first time only)."""
+        if self.on and self.deadline.expired():
+            self.on = False
+            raise TimeUp(f"time limit of {self.deadline.seconds} s reached")
+
+    def remaining(self):
+        """Seconds left while on (may be negative), else ``None``."""
+        return self.deadline.remaining() if self.on else None
+
+
+#: an alarm that never rings (the default of the oracles and executors)
+NEVER = Alarm(None)

@@ -42,6 +42,7 @@ import uuid
 
 import numpy as np
 
+from ...optim.deadline import NEVER
 from .dask_worker import (
     WorkerDataMissing,
     chunk_task,
@@ -140,6 +141,7 @@ class DaskExecutor:
     """
 
     name = "dask"
+    alarm = NEVER  #: the fit's time limit, checked while waiting for the workers
 
     def __init__(self, client, *, retries=2, timeout=3600.0):
         self.client = client
@@ -290,10 +292,13 @@ class DaskExecutor:
         ``timeout`` seconds."""
         import distributed
 
+        left = self.alarm.remaining()
+        timeout = self.timeout if left is None else max(min(self.timeout, left), 0.0)
         try:
-            distributed.wait(futures, timeout=self.timeout)
+            distributed.wait(futures, timeout=timeout)
         except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
             self.client.cancel(futures)
+            self.alarm.check()  # the fit's time limit came first: TimeUp
             raise DaskBackendError(
                 f"LMNN's block evaluation on the Dask cluster did not finish within "
                 f"{self.timeout} s (the executor's 'timeout'); are any workers running?"

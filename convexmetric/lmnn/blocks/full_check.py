@@ -143,11 +143,14 @@ def _gather2(xp, T, i, q):
     return xp.take(xp.reshape(T, (-1,)), i * k + q)
 
 
-def collect_terms(fn, blocks, data, *args, max_terms=None, **kwargs):
+def collect_terms(fn, blocks, data, *args, max_terms=None, alarm=None, **kwargs):
     """``fn`` (:func:`terms_block`) over ``blocks`` in order, triplets concatenated; stops
-    with ``overflow=True`` once more than ``max_terms`` were found in all."""
+    with ``overflow=True`` once more than ``max_terms`` were found in all. ``alarm``
+    (:class:`convexmetric.optim.deadline.Alarm`) is checked before each block."""
     parts, left, count = [], max_terms, 0
     for rows in blocks:
+        if alarm is not None:
+            alarm.check()
         part = fn(rows, data, *args, max_terms=left, **kwargs)
         count += part["count"]
         if part["overflow"]:

@@ -42,6 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..._sets import unique
+from ...optim.deadline import NEVER
 from ...problems.lmnn import TooManyTerms
 from .data import (  # noqa: F401 (the block helpers, importable from here as before)
     BYTES_PER_BLOCK_CELL,
@@ -72,6 +73,7 @@ class LocalExecutor:
     :class:`~.data.Workspace` (an executor serves one thread)."""
 
     name = "local"
+    alarm = NEVER  #: checked between blocks (:class:`convexmetric.optim.deadline.Alarm`)
 
     def __init__(self):
         self.workspace = Workspace()
@@ -81,8 +83,13 @@ class LocalExecutor:
         return data
 
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
-        """``[fn(rows, data, *args, ws=workspace, **kwargs) for rows in blocks]``."""
-        return [fn(rows, data, *args, ws=self.workspace, **kwargs) for rows in blocks]
+        """``[fn(rows, data, *args, ws=workspace, **kwargs) for rows in blocks]``
+        (:attr:`alarm` checked before each block)."""
+        out = []
+        for rows in blocks:
+            self.alarm.check()
+            out.append(fn(rows, data, *args, ws=self.workspace, **kwargs))
+        return out
 
     def map_chunks(self, fn, chunks, data, **kwargs):
         """``[fn(chunk, data, **kwargs) for chunk in chunks]`` (e.g. blocks of test rows)."""
@@ -100,7 +107,7 @@ class LocalExecutor:
         """:meth:`map_blocks` for a block function returning triplets (:func:`terms_block`):
         raises :class:`TooManyTerms` as soon as more than ``max_terms`` were found."""
         part = collect_terms(fn, blocks, data, *args, max_terms=max_terms, ws=self.workspace,
-                             **kwargs)  # fmt: skip
+                             alarm=self.alarm, **kwargs)  # fmt: skip
         if part["overflow"]:
             raise TooManyTerms(f"more than {max_terms} hinge terms")
         return [part]
