@@ -25,7 +25,8 @@ def stopped(oracle, M0, t0):
     f, M = best
     cert = oracle._certificate().best
     lower = None if cert is None else float(cert["bound"])
-    info = {"stop": "time_limit", "active_list": len(oracle), **oracle.mode_info()}
-    return SolveResult(matrix=M, objective=f, status="user_limit", iterations=oracle.calls,
+    info = {"stop": "time_limit", "active_list": len(oracle), "full_checks": oracle.full_checks,
+            **oracle.mode_info()}  # fmt: skip
+    return SolveResult(matrix=M, objective=f, status="user_limit", iterations=0,
                        seconds=time.perf_counter() - t0, solver="time_limit", history=[f],
                        lower_bound=lower, info=info)  # fmt: skip
