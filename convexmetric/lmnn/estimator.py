@@ -64,7 +64,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
         Seconds for the whole fit (every pass); the best iterate so far is returned with
-        status ``"user_limit"``.
+        status ``"user_limit"`` and its exact objective. Long steps (full checks,
+        streaming passes, the certificate's ascent) check it between their blocks, so
+        the fit ends within about one evaluation (one full check at the best point of
+        the subgradient phase) of the limit.
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
     predict_k : int or None
