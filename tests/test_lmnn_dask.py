@@ -353,3 +353,20 @@ def test_prediction_by_test_row_blocks_on_dask(client, wine, monkeypatch):
 
     ref = energy_predict(X, local._y, local.targets_, Xq[:50], local.components_, 0.5)
     np.testing.assert_array_equal(local.energy_predict(Xq[:50]), local.classes_[ref])
+
+
+def test_time_limit_ends_the_wait_for_the_workers(client):
+    # an evaluation under way when the fit's time is up: the executor stops waiting,
+    # cancels its tasks and raises TimeUp (once); the next evaluation runs
+    from convexmetric.optim.deadline import Alarm, TimeUp
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(3000, 8)), rng.integers(0, 3, 3000)
+    data, blocks = StreamData(X, y, target_neighbors(X, y, 3)), row_blocks(y, 64)
+    ex = DaskExecutor(client)
+    handle = ex.scatter(data)
+    ex.alarm = Alarm(0.0)
+    with pytest.raises(TimeUp):
+        ex.map_blocks(hinge_block, blocks, handle, np.eye(8), None)
+    parts = ex.map_blocks(hinge_block, blocks, handle, np.eye(8), None)
+    assert sum(p["count"] for p in parts) > 0
