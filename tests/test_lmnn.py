@@ -242,18 +242,6 @@ def test_bad_parameters_property(k, mu):
         LMNN(k=1, mu=mu).fit(X, y)
 
 
-def test_target_selection_equals_a_stable_sort():
-    """``target_neighbors`` partitions instead of sorting; ties still go by index."""
-    from convexmetric.neighbors import k_smallest
-
-    rng = np.random.default_rng(0)
-    for trial in range(100):
-        D = rng.integers(0, 5, size=(40, 25)).astype(float) if trial % 2 else rng.random((40, 25))
-        D[rng.random(D.shape) < 0.05] = np.inf
-        for k in (1, 3, 5):
-            assert np.array_equal(k_smallest(D, k), np.argsort(D, axis=1, kind="stable")[:, :k])
-
-
 def test_max_iter_caps_every_stage_and_the_warning_names_the_cause(verified):
     """LMNN(max_iter=5) reported n_iter_ = 395 (only App. A was capped) and warned about
     max_iter even when the cap had not been reached."""
