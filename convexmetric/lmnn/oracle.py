@@ -272,8 +272,8 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         :class:`convexmetric.optim.factor.Factored` only (it needs the factor)."""
         if not stage.stopping or stage.best_factor is None:
             return None
-        L = stage.best_factor
-        pairs = [np.linalg.eigh(self.dual_matrix(stage.best_x, stage.sigma))]
+        L, S = stage.best_factor, self.dual_matrix(stage.best_x, stage.sigma)
+        pairs = [np.linalg.eigh(0.5 * (S + S.T))]
 
         def value(Ls):
             return float(self.objective(Ls[0] @ Ls[0].T, components=Ls[0].T))
@@ -307,6 +307,6 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
 
 
 def _full_rank(L):
-    """``L`` without its rows in the span of the others (the same ``LᵀL``): room for the
-    new row (a factor has at most ``d`` rows)."""
+    """A factor of ``LᵀL`` with as many rows as its rank (:func:`trimmed`: directions
+    below ``1e-14·λ_max`` dropped), so that a new row fits (at most ``d`` rows)."""
     return trimmed(L, 1e-14) if L.shape[0] >= L.shape[1] else L
