@@ -27,25 +27,64 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
     """The ``k`` nearest same-class points of every row of ``X`` (Euclidean).
 
     Returns an ``(n, k)`` int array, nearest first. Ties are broken by index
-    (stable sort), so the result is deterministic. Every class must have more than
-    ``k`` members (checked by the caller).
+    (stable sort), so the result is deterministic. A point of a class with ``m ≤ k``
+    members has the ``m − 1`` others as targets, and its last ``k − m + 1`` slots
+    *pad* the row with the point itself (the convention below); a class of one
+    member has no target neighbour and is refused.
+
+    **Padding.** Every ``(n, k)`` target array of LMNN may hold ``targets[i, q] = i``:
+    that slot is no target. Its pull term ``‖x_i − x_i‖²`` is zero by itself; its hinge
+    terms must never be counted, so wherever a target distance enters a hinge
+    argument ``1 + D(i, j) − D(i, l)`` (or a radius ``max_j D(i, j) + 1``) the padded
+    slot's distance is ``−inf`` (:func:`mask_padding`): no triplet ``(i, i, l)`` exists.
 
     >>> X = np.array([[0.], [1.], [3.], [10.], [11.], [13.]]); y = np.array([0, 0, 0, 1, 1, 1])
     >>> target_neighbors(X, y, 1).ravel().tolist()
     [1, 0, 1, 4, 3, 4]
+    >>> target_neighbors(X[:5], y[:5], 2).tolist()  # class 1 has two members: one target
+    [[1, 2], [0, 2], [1, 0], [4, 3], [3, 4]]
     """
     n = X.shape[0]
     out = np.empty((n, k), dtype=np.int64)
     for c in np.unique(y):
         idx = np.flatnonzero(y == c)
+        if len(idx) < 2:
+            c = c.item() if hasattr(c, "item") else c
+            raise ValueError(
+                f"class {c!r} of 'y' has a single member: it has no target neighbour "
+                "(every class needs at least two points)."
+            )
+        kc = min(k, len(idx) - 1)
+        out[idx, kc:] = idx[:, None]  # padding: the point itself (no target)
         Xc = X[idx]
         sq = np.einsum("ij,ij->i", Xc, Xc)
         for s in range(0, len(idx), block_size):
             D = sqdist(Xc[s : s + block_size], Xc, sq[s : s + block_size], sq)
             rows = np.arange(D.shape[0])
             D[rows, rows + s] = np.inf
-            out[idx[s : s + block_size]] = idx[k_smallest(D, k)]
+            out[idx[s : s + block_size], :kc] = idx[k_smallest(D, kc)]
     return out
+
+
+def padding(targets, rows=None):
+    """The padded slots of ``targets`` (``targets[i, q] == i``, :func:`target_neighbors`):
+    an ``(n, k)`` bool array; ``rows``: the row indices of a block ``targets``."""
+    rows = np.arange(targets.shape[0]) if rows is None else np.asarray(rows)
+    return targets == rows[:, None]
+
+
+def mask_padding(Dt, targets, rows=None):
+    """``Dt`` (target distances of ``targets``' rows) with ``−inf`` on the padded slots,
+    in place: they then make no hinge term and no radius (:func:`target_neighbors`)."""
+    pad = padding(targets, rows)
+    if pad.any():
+        Dt[pad] = -np.inf
+    return Dt
+
+
+def target_counts(targets):
+    """The number of real target neighbours of every row (padding left out)."""
+    return targets.shape[1] - padding(targets).sum(axis=1)
 
 
 def k_smallest(D, k):

@@ -19,21 +19,22 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import components_from_metric
-from ..neighbors import impostor_blocks
-from .common import cp, solve_problem
+from ..neighbors import impostor_blocks, mask_padding
+from .common import cp, psd_value, solve_problem
 
 
 def all_triplets(y, targets):
     """Every hinge term ``(i, j, l)``: ``j`` a target of ``i``, ``y_l ≠ y_i``.
 
-    Returns three int arrays ``I, J, L``. Their number is ``k·Σ_i #{l : y_l ≠ y_i}``
-    (30,318 on the standard wine split with k = 3).
+    Returns three int arrays ``I, J, L``. Their number is ``Σ_i k_i·#{l : y_l ≠ y_i}``
+    with ``k_i`` the targets of ``i`` (30,318 on the standard wine split with k = 3). A
+    slot naming ``i`` itself is padding, no target (:func:`..neighbors.target_neighbors`).
     """
     n, _k = targets.shape
     I_list, J_list, L_list = [], [], []
     for i in range(n):
         others = np.flatnonzero(y != y[i])
-        for j in targets[i]:
+        for j in targets[i][targets[i] != i]:
             I_list.append(np.full(len(others), i))
             J_list.append(np.full(len(others), j))
             L_list.append(others)
@@ -44,7 +45,8 @@ def all_triplets(y, targets):
 
 
 def pull_matrix(X, targets):
-    """``Σ_{i, j⇝i} C_ij`` with ``C_ij = (x_i − x_j)(x_i − x_j)ᵀ``."""
+    """``Σ_{i, j⇝i} C_ij`` with ``C_ij = (x_i − x_j)(x_i − x_j)ᵀ`` (a padded slot,
+    ``j = i``, adds ``C_ii = 0``)."""
     _n, k = targets.shape
     U = np.repeat(X, k, axis=0) - X[targets.ravel()]
     return U.T @ U
@@ -72,7 +74,7 @@ def hinge_terms(
     Lc = components_from_metric(M) if components is None else components
     Z = X @ Lc.T
     diff = Z[:, None, :] - Z[targets]
-    Dt = np.einsum("ijk,ijk->ij", diff, diff)
+    Dt = mask_padding(np.einsum("ijk,ijk->ij", diff, diff), targets)
     radius = Dt.max(axis=1) + 1.0 + margin
     if search is None or search == "brute":
         # filter block by block: candidates never pile up (memory ~ the terms kept)
@@ -151,5 +153,5 @@ def solve(X, y, targets, mu, *, triplets=None, solver="CLARABEL", **solver_opts)
         triplets = all_triplets(y, targets)
     problem, M, _ = build(X, targets, mu, triplets)
     status, seconds = solve_problem(problem, solver, **solver_opts)
-    Mv = 0.5 * (M.value + M.value.T)
+    Mv = psd_value(M)
     return Mv, float(problem.value), status, seconds

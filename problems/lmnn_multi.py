@@ -23,7 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg import components_from_metric
-from .common import cp, solve_problem
+from ..neighbors import mask_padding
+from .common import cp, psd_value, solve_problem
 from .lmnn import all_triplets
 
 
@@ -49,7 +50,7 @@ def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=512, comp
     Ls = [components_from_metric(M) for M in Ms] if components is None else components
     n = targets.shape[0]
     tp = target_pairs(X, targets, clusters, len(Ls)) if pairs is None else pairs
-    Dt = _target_distances(Ls, tp, n)
+    Dt = mask_padding(_target_distances(Ls, tp, n), targets)
     radius = Dt.max(axis=1) + 1.0 + margin
     cols = np.cumsum([0] + [len(Lg) for Lg in Ls])
     Zall = X @ np.concatenate(Ls).T  # every cluster's projection in one product
@@ -173,5 +174,5 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, *, solver="CLARABEL", **
     n_clusters = int(clusters.max()) + 1 if n_clusters is None else n_clusters
     problem, Ms, _ = build(X, targets, mu, clusters, n_clusters, all_triplets(y, targets))
     status, seconds = solve_problem(problem, solver, **solver_opts)
-    out = np.stack([0.5 * (M.value + M.value.T) for M in Ms])
+    out = np.stack([psd_value(M) for M in Ms])
     return out, float(problem.value), status, seconds

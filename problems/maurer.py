@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .common import cp, solve_problem
+from .common import cp, psd_value, solve_problem
 
 REGULARIZERS = ("hs", "trace")
 
@@ -85,5 +85,5 @@ def solve(U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, solver="CLA
     """Solve eq. (5) exactly; returns ``(A, value, status, seconds)``, ``A`` symmetrised."""
     problem, A = build(U, r, lam, gamma, gamma_neg, regularizer)
     status, seconds = solve_problem(problem, solver, **opts)
-    Av = 0.5 * (A.value + A.value.T)
+    Av = psd_value(A)
     return Av, float(problem.value), status, seconds

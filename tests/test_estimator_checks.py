@@ -5,7 +5,8 @@ that takes ``X``.
 (``fit(comparisons, X)``, or an ``ItemComparisons`` bundle), which no check can build.
 Settings are small so that the whole file runs in well under a minute; the LMNN
 variants keep the default ``k=3`` (``check_fit2d_1feature`` draws a class of three
-points: the fit uses ``k_=2`` target neighbours then, with a warning). Every expected
+points: those points get two target neighbours then, with a warning; the others keep
+three). Every expected
 failure is listed below with its reason.
 """
 

@@ -304,3 +304,15 @@ def test_pull_matrix_equals_the_sum_of_the_target_pairs():
     X, T = rng.normal(size=(23, 4)), rng.integers(0, 23, size=(23, 3))
     want = sum(np.outer(X[i] - X[j], X[i] - X[j]) for i in range(23) for j in T[i])
     assert np.allclose(pull_matrix(X, T), want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_exact_metric_is_psd_to_rounding(seed):
+    # a conic solver meets M ⪰ 0 only within its tolerance (eigenvalues near −1e-10 on
+    # these subsets); the exact fit returns the nearest PSD matrix
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    idx = np.random.default_rng(seed).choice(150, 40, replace=False)
+    M = LMNN(solver="exact").fit(X[idx], y[idx]).get_mahalanobis_matrix()
+    assert np.linalg.eigvalsh(M)[0] >= -1e-13 * np.abs(M).max()

@@ -32,9 +32,11 @@ def _available(device):
 DEVICES = [_available("array_api_strict"), _available("torch:cpu")]
 
 
-def _data(n=500, d=5, classes=4, seed=0):
+def _data(n=500, d=5, classes=4, seed=0, small=None):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, classes, n)
+    if small is not None:  # class 0 cut to `small` members: fewer targets, padded rows
+        y[np.flatnonzero(y == 0)[small:]] = 1
     X = rng.normal(size=(n, d)) + 0.7 * y[:, None]
     T = target_neighbors(X, y, 3)
     return X, y, T, 0.6 * rng.normal(size=(d, d))
@@ -84,6 +86,32 @@ def test_streamed_sums_and_multipliers_agree(device, sigma):
         la = a["triplets"][3][np.argsort(_keys(*a["triplets"][:3], len(y)))]
         lb = b["triplets"][3][np.argsort(_keys(*b["triplets"][:3], len(y)))]
         np.testing.assert_allclose(lb, la, rtol=0, atol=1e-12)  # λ = clip(z/σ): z to rounding
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_padded_targets_give_the_same_triplets_and_sums(device):
+    """A class of two members at k = 3: its rows are padded with the point itself; the
+    device's full check and streamed sums (hinge and smoothed) match NumPy's, and no
+    triplet goes through a padded slot."""
+    X, y, T, L = _data(seed=3, small=2)
+    assert (T == np.arange(len(y))[:, None]).sum() == 4
+    host = StreamData(X, y, T)
+    dev = DeviceExecutor(device).scatter(host)
+    small = [rows for rows in row_blocks(y, 64) if y[rows[0]] == 0]
+    for rows in small + row_blocks(y, 64)[1:3]:
+        a, b = terms_block(rows, host, L), terms_block(rows, dev, L)
+        np.testing.assert_array_equal(_keys(a["I"], a["J"], a["L"], len(y)),
+                                      _keys(b["I"], b["J"], b["L"], len(y)))  # fmt: skip
+        assert not np.any(a["I"] == a["J"])
+        for sigma in (None, 0.3):
+            a = hinge_block(rows, host, L, sigma, triplets=True)
+            b = hinge_block(rows, dev, L, sigma, triplets=True)
+            assert a["count"] == b["count"] and np.isfinite(b["value"])
+            assert b["value"] == pytest.approx(a["value"], rel=1e-12)
+            np.testing.assert_allclose(b["G"], a["G"], rtol=1e-11,
+                                       atol=1e-9 * max(np.abs(a["G"]).max(), 1.0))  # fmt: skip
+            assert not np.any(b["triplets"][0] == b["triplets"][1])
+    assert hinge_block(small[0], host, L)["count"] > 0  # the padded rows have hinge terms
 
 
 @pytest.mark.parametrize("device", DEVICES)

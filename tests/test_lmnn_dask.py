@@ -157,6 +157,32 @@ def test_full_check_terms_are_the_same_on_dask(client, wine):
         LocalExecutor().map_terms(terms_block, blocks, data, L, max_terms=local["count"] - 1)
 
 
+def test_padded_targets_give_the_same_triplets_and_sums_on_dask(client, wine):
+    """A class cut to two members at k = 3: its rows are padded with the point itself
+    (no target); the workers list hinge_terms' triplets and the local sums."""
+    X, _, y, _ = wine
+    keep = (y != 2) | (np.cumsum(y == 2) <= 2)
+    X, y = X[keep], y[keep]
+    T = target_neighbors(X, y, 3)
+    assert (T == np.arange(len(y))[:, None]).sum() == 4
+    data, blocks = StreamData(X, y, T), row_blocks(y, 16)
+    L = np.random.default_rng(3).normal(size=(X.shape[1], X.shape[1])) * 0.3
+    ex = DaskExecutor(client)
+    handle = ex.scatter(data)
+    I, J, L_, _ = P.hinge_terms(L.T @ L, X, T, y, components=L)
+    assert np.any(y[I] == 2) and not np.any(I == J)
+    parts = ex.map_terms(terms_block, blocks, handle, L)
+    got = [np.concatenate([p[k] for p in parts]) for k in ("I", "J", "L")]
+    key = lambda a, b, c: np.sort((np.int64(a) * len(y) + b) * len(y) + c)  # noqa: E731
+    np.testing.assert_array_equal(key(*got), key(I, J, L_))
+    for sigma in (None, 0.05):
+        local = LocalExecutor().map_blocks(hinge_block, blocks, data, L, sigma)
+        remote = ex.map_blocks(hinge_block, blocks, handle, L, sigma)
+        for a, b in zip(local, remote):
+            assert np.isfinite(b["value"]) and a["value"] == b["value"]
+            np.testing.assert_array_equal(a["G"], b["G"])
+
+
 def _digits_subsample():
     """The first 300 training points of the digits split on their 16 principal axes
     (the full 64 dimensions cost a minute of Dask round trips under load)."""

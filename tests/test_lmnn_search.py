@@ -10,9 +10,13 @@ from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import hinge_terms, pull_matrix
 
 
-def instance(seed, n, d, n_classes, k, rank, rounded):
+def instance(seed, n, d, n_classes, k, rank, rounded, small=None):
+    """``small``: class 0 cut to that many members (at most ``k``: its points get fewer
+    targets, the rows padded with the point itself)."""
     rng = np.random.default_rng(seed)
     y = rng.permutation(np.arange(n) % n_classes)
+    if small is not None:
+        y[np.flatnonzero(y == 0)[small:]] = 1
     X = (
         rng.normal(size=(n, d)) * rng.uniform(0.1, 3.0, d)
         + 2.0 * rng.normal(size=(n_classes, d))[y]
@@ -36,14 +40,41 @@ def brute(X, y, T, L, **kw):
     k=st.integers(1, 3),
     rank=st.integers(1, 7),
     rounded=st.booleans(),
+    small=st.one_of(st.none(), st.integers(2, 3)),
 )
-def test_brute_force_equals_hinge_terms(seed, n, d, n_classes, k, rank, rounded):
-    X, y, T, L = instance(seed, n, d, n_classes, k, rank, rounded)
+def test_brute_force_equals_hinge_terms(seed, n, d, n_classes, k, rank, rounded, small):
+    X, y, T, L = instance(seed, n, d, n_classes, k, rank, rounded, small)
     expected = brute(X, y, T, L)
     ref = hinge_terms(L.T @ L, X, T, y, components=L)
     # the brute force (each pair once, tested both ways) finds hinge_terms' triplets once
     assert len(set(zip(*expected))) == len(expected[0])
     assert set(zip(*expected)) == set(zip(*ref[:3]))
+    if small is not None and small <= k:  # ragged: every triplet, by its definition
+        assert set(zip(*expected)) == every_violated(X, y, T, L)
+
+
+def every_violated(X, y, T, L):
+    """The triplets with ``1 + D(i, j) − D(i, l) > 0``, over all ``(i, j, l)`` with ``j`` a
+    target of ``i`` (a slot naming ``i`` itself is padding, no target)."""
+    Z = X @ L.T
+    D = ((Z[:, None] - Z[None]) ** 2).sum(-1)
+    return {(i, j, l) for i in range(len(y)) for j in T[i] if j != i
+            for l in np.flatnonzero(y != y[i]) if 1.0 + D[i, j] - D[i, l] > 0}  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_ragged_full_check_lists_every_violated_triplet(seed):
+    """A class of two members at k = 3 (one target each, two padded slots): the full
+    check by blocks and hinge_terms list the triplets of the definition, none through
+    the padding."""
+    X, y, T, L = instance(seed, 40, 3, 3, 3, 3, seed % 2 == 1, small=2)
+    assert (T == np.arange(40)[:, None]).sum() == 4
+    got, ref = brute(X, y, T, L), hinge_terms(L.T @ L, X, T, y, components=L)
+    want = every_violated(X, y, T, L)
+    assert len(want) > 0 and any(y[i] == 0 for i, _, _ in want)
+    assert set(zip(*got)) == want and set(zip(*ref[:3])) == want
+    tree = hinge_terms(L.T @ L, X, T, y, components=L, search="balltree")
+    assert set(zip(*tree[:3])) == want
 
 
 def test_collapsed_metric_every_pair():

@@ -1,10 +1,13 @@
 """The independent verifier on the LMNN family: every certified fit verifies, its objective
 is eq. (14) as written here, and a changed metric or a tampered certificate does not."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 from convexmetric import LMNN, KernelLMNN, MultiMetricLMNN, datasets, verify
+from convexmetric.lmnn.base import SmallClassWarning
 from convexmetric.verifier import Fitted, verify_fitted
 
 
@@ -12,7 +15,7 @@ def eq14(X, y, T, mu, metric_of):
     """Eq. (14) by plain loops: ``metric_of(b)`` is the matrix of pairs ``(a, b)``."""
     pull = push = 0.0
     for i in range(len(y)):
-        for j in T[i]:
+        for j in T[i][T[i] != i]:  # a slot naming i itself pads a short row: no target
             u = X[i] - X[j]
             dij = u @ metric_of(j) @ u
             pull += dij
@@ -24,6 +27,10 @@ def eq14(X, y, T, mu, metric_of):
 
 
 def _split(name):
+    if name == "iris-small":  # a class of two members at k = 3: its points get one target
+        X, y = _split("iris")
+        keep = (y != 2) | (np.cumsum(y == 2) <= 2)
+        return X[keep], y[keep]
     X, _, y, _ = datasets.load_split(name)
     return X, y
 
@@ -38,6 +45,9 @@ CASES = {
     "kernel": (lambda: KernelLMNN(kernel="linear"), "wine"),
     "exact": (lambda: LMNN(solver="exact"), "iris"),  # the working-set SDPs' duals
     "multi-exact": (lambda: MultiMetricLMNN(solver="exact"), "iris"),  # the SDP's duals
+    "ragged": (lambda: LMNN(), "iris-small"),  # fewer targets for a small class
+    "ragged-multi": (lambda: MultiMetricLMNN(n_clusters=2, random_state=0), "iris-small"),
+    "ragged-kernel": (lambda: KernelLMNN(kernel="linear"), "iris-small"),
 }
 
 
@@ -45,7 +55,9 @@ CASES = {
 def case(request):
     make, name = CASES[request.param]
     X, y = _split(name)
-    return request.param, make().fit(X, y), X, y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmallClassWarning)  # (its own test: test_lmnn_ragged)
+        return request.param, make().fit(X, y), X, y
 
 
 def _reference(est, X, y):
@@ -123,6 +135,12 @@ def _tampered(fitted, how, y):
         l[t] = np.flatnonzero((y == y[i[t]]) & (np.arange(len(y)) != i[t]))[0]
     elif how == "out-of-range":
         i[0] = len(y)
+    elif how == "padding":  # a triplet (i, i, l): through a padded slot where i has one
+        T = np.asarray(fitted.attrs["targets_"])
+        padded = (T[i] == i[:, None]).any(axis=1)
+        t = int(np.argmax(padded)) if padded.any() else int(np.argmax(lam))
+        cert["j"] = cert["j"].copy()
+        cert["j"][t] = i[t]
     elif how == "twice":
         cert = {key: np.r_[v, v[:1]] if isinstance(v, np.ndarray) else v for key, v in cert.items()}
         return Fitted(fitted.estimator, fitted.params, fitted.attrs, cert, fitted.objective)
@@ -131,7 +149,7 @@ def _tampered(fitted, how, y):
 
 
 @pytest.mark.parametrize(
-    "how", ["scaled", "pushed", "negative", "same-class", "out-of-range", "twice"]
+    "how", ["scaled", "pushed", "negative", "same-class", "out-of-range", "twice", "padding"]
 )
 def test_tampered_certificate_is_not_verified(case, how):
     _, est, X, y = case

@@ -345,7 +345,7 @@ class ActiveList:
         executor's device when it has one (:meth:`.blocks.device.DeviceExecutor.list_distances`:
         the products there, the values back)."""
         on_device = getattr(self.executor, "list_distances", None)
-        if on_device is None:
+        if on_device is None:  # (a padded target slot is never listed: never read here)
             Z = self._Z = self._project(Lc)
             return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
         self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)

@@ -14,12 +14,14 @@ implementation each. A subclass supplies the learned geometry through three hook
 * ``_energy_inputs(Q)``: the keyword arguments of
   :func:`~convexmetric.lmnn.energy.energy_predict` for the queries.
 
-**Small classes.** Eq. (14) needs ``k`` target neighbours per point, so every class needs
-``k + 1`` members. When a class has fewer, the fit uses ``k_ = (smallest class) − 1``
-target neighbours for every point, with a warning: eq. (14) at that ``k_``, exactly. (The
-paper's sums would also allow fewer targets for the small class only; that needs ragged
-target lists, which the block and streaming modules do not take yet.) A class of one
-point has no target neighbour at all and is refused.
+**Small classes.** Eq. (14) sums, for every point, over its own target neighbours, so
+the target sets may differ in size. A point of a class with ``m ≤ k`` members gets the
+``m − 1`` others as targets; every other point keeps ``k``. The fit warns
+(:class:`SmallClassWarning`, naming each such class and its number of targets); ``k_``
+stays the number of target slots per row, and ``targets_`` pads the short rows with the
+point itself (:func:`convexmetric.neighbors.target_neighbors`; a padded slot is no
+target: zero pull, no hinge term). A class of one point has no target neighbour at all
+and is refused.
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ _N_NEIGHBORS = (
 
 
 class SmallClassWarning(UserWarning):
-    """A class has ``k`` members or fewer: the fit uses fewer target neighbours."""
+    """A class has ``k`` members or fewer: its points get fewer target neighbours."""
 
 
 def knn_from_distances(D, y_enc, k, *, exclude=None):
@@ -61,25 +63,32 @@ def knn_from_distances(D, y_enc, k, *, exclude=None):
 
 
 def targets_k(k, counts, classes, owner):
-    """The target neighbours per point for class sizes ``counts``: ``k``, or fewer with a
-    :class:`SmallClassWarning` (module docstring)."""
-    small = int(counts.min())
-    if small > k:
-        return k
-    c = classes[int(np.argmin(counts))]
-    c = c.item() if hasattr(c, "item") else c
-    if small < 2:
+    """The target slots per row (``k``) for class sizes ``counts``; a class of ``m ≤ k``
+    members gets ``m − 1`` targets, with a :class:`SmallClassWarning` (module docstring);
+    a class of one member is refused."""
+
+    def name(c):
+        c = classes[c]
+        return c.item() if hasattr(c, "item") else c
+
+    single = np.flatnonzero(counts < 2)
+    if len(single):
         raise ValueError(
-            f"class {c!r} of 'y' has a single member: it has no target neighbour. {owner} "
-            "needs at least two points in every class."
+            f"class {name(single[0])!r} of 'y' has a single member: it has no target "
+            f"neighbour. {owner} needs at least two points in every class."
         )
-    warnings.warn(
-        f"class {c!r} of 'y' has {small} members, fewer than k + 1 = {k + 1}: {owner} uses "
-        f"k_={small - 1} target neighbours for every point instead of k={k}.",
-        SmallClassWarning,
-        stacklevel=3,
-    )
-    return small - 1
+    small = np.flatnonzero(counts <= k)
+    if len(small):
+        each = "; ".join(f"class {name(c)!r} of 'y' has {counts[c]} members, fewer than "
+                         f"k + 1 = {k + 1}: its points get {counts[c] - 1} target "
+                         f"neighbour{'s' if counts[c] > 2 else ''}" for c in small)  # fmt: skip
+        warnings.warn(
+            f"{owner}: {each}. Every other point keeps k={k} (eq. (14) sums over each "
+            "point's own targets).",
+            SmallClassWarning,
+            stacklevel=3,
+        )
+    return k
 
 
 class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
@@ -128,7 +137,7 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
         return X, y_enc, np.bincount(y_enc)
 
     def _set_k(self, counts):
-        """``k_``: the target neighbours per point this fit uses (see the module docstring)."""
+        """``k_``: the target slots per row this fit uses (see the module docstring)."""
         self.k_ = targets_k(int(self.k), counts, self.classes_, type(self).__name__)
         self.predict_k_ = int(self._predict_k or self.k)
         return self.k_

@@ -11,10 +11,12 @@ A test point ``x_t`` is treated as an extra training point with a hypothetical l
 
 and ``x_t`` gets the label of least energy. The target neighbours ``j ⇝ t`` are the
 ``k`` nearest training points of class ``c`` by Euclidean distance (the paper's
-default, "as determined by Euclidean distance to x_t"). With several metrics (§5.2)
-``D`` is the asymmetric distance of eq. (16): ``D(x_a, x_b)`` uses the metric of
-``x_b``'s cluster; the test point's cluster is its hypothetical label (clusters from
-labels) or a given cluster per test point.
+default, "as determined by Euclidean distance to x_t"; all of them when the class has
+``k`` or fewer). A training point's padded target slots (its class has ``k`` members or
+fewer: :func:`~convexmetric.neighbors.target_neighbors`) make no term. With several
+metrics (§5.2) ``D`` is the asymmetric distance of eq. (16): ``D(x_a, x_b)`` uses the
+metric of ``x_b``'s cluster; the test point's cluster is its hypothetical label
+(clusters from labels) or a given cluster per test point.
 
 Everything is vectorised over blocks of test points: no Python loop over the
 training set; memory ``O(block · n · k)``.
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..neighbors import sqdist
+from ..neighbors import mask_padding, sqdist
 
 
 def _as_stack(components):
@@ -85,7 +87,7 @@ def energy_scores(
     n_classes = int(y_train.max()) + 1
     multi = len(Ls) > 1
     g = np.zeros(n, np.int64) if clusters is None else np.asarray(clusters)
-    Dtr = train_target_distances(X_train, targets, Ls, g)
+    Dtr = mask_padding(train_target_distances(X_train, targets, Ls, g), targets)  # no hinge
     Z = [X_train @ L.T for L in Ls]
     sq = [np.einsum("ij,ij->i", z, z) for z in Z]
     sq_x = np.einsum("ij,ij->i", X_train, X_train)

@@ -25,7 +25,7 @@ from .._validation import (
     check_scalar,
 )
 from .._verbose import log_summary, logging_to_stderr, progress_callback
-from ..neighbors import target_neighbors
+from ..neighbors import padding, target_neighbors
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
 from .blocks.dask_executor import check_backend, executor_for
@@ -49,8 +49,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     ----------
     k : int, default=3
         Target neighbours per point (the k nearest same-class points, Euclidean);
-        metric-learn's ``n_neighbors``. A class with ``k`` members or fewer makes the fit
-        use fewer (``k_``, with a warning).
+        metric-learn's ``n_neighbors``. The points of a class with ``m ≤ k`` members get
+        ``m − 1`` target neighbours (a :class:`~convexmetric.lmnn.base.SmallClassWarning`);
+        the other points keep ``k``.
     mu : float in [0, 1], default=0.5
         Weight of the push (hinge) term.
     solver : {"subgradient", "exact"}, default="subgradient"
@@ -124,8 +125,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     objective_ : float, eq. (14) at ``metric_``
     result_ : SolveResult
     n_iter_ : int, iterations of the solver (``result_.iterations``)
-    targets_ : ndarray (n, ``k_``), target neighbours used
-    k_ : int, target neighbours per point (``k``, or fewer for a small class)
+    targets_ : ndarray (n, ``k_``), target neighbours used, nearest first; a point with
+        fewer (its class has ``k`` members or fewer) fills its last slots with itself
+        (padding, no target: :func:`convexmetric.neighbors.target_neighbors`)
+    k_ : int, target slots per row (``k``, or the columns of the given ``targets``)
     predict_k_ : int, the k of :meth:`predict`
     classes_ : ndarray
     X_fit_, y_fit_ : ndarray, the training points and their class indices into
@@ -200,7 +203,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             Their labels.
         targets : int array (n, k), optional
             Target neighbours supplied by the user (row i lists i's targets, all of
-            i's class); default: the k nearest same-class points.
+            i's class; a slot naming i itself is padding, for a row with fewer
+            targets); default: the k nearest same-class points.
 
         Returns
         -------
@@ -248,9 +252,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
         if np.any(y_enc[T] != y_enc[:, None]):
             raise ValueError("'targets' must name points of the same class as each row.")
-        if np.any(T == np.arange(X.shape[0])[:, None]):
-            raise ValueError("'targets' must not name a point as its own target neighbour.")
-        if T.shape[1] > 1 and np.any(np.diff(np.sort(T, axis=1), axis=1) == 0):
+        pad = padding(T)  # a row naming its own point: padding, no target (neighbors.py)
+        if np.any(pad.all(axis=1)):
+            raise ValueError("'targets' must name at least one target neighbour per row "
+                             "(a slot naming the point itself is padding).")  # fmt: skip
+        real = np.where(pad, -1 - np.arange(T.shape[1]), T)  # padded slots never collide
+        if T.shape[1] > 1 and np.any(np.diff(np.sort(real, axis=1), axis=1) == 0):
             raise ValueError("'targets' must not list a target neighbour twice in one row.")
         self.k_ = T.shape[1]
         return T

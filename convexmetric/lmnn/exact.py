@@ -25,7 +25,7 @@ import time
 import numpy as np
 
 from ..problems import lmnn as P
-from ..problems.common import solve_problem
+from ..problems.common import psd_value, solve_problem
 from ..result import SolveResult
 from .certificate import DualCertificate
 
@@ -79,7 +79,7 @@ def solve_working_set(
         trip = (keys // (n * n), (keys // n) % n, keys % n)
         problem, Mv, _ = P.build(X, targets, mu, trip)
         status, _ = solve_problem(problem, solver)
-        M, duals = 0.5 * (Mv.value + Mv.value.T), _duals(problem, mu, len(keys))
+        M, duals = psd_value(Mv), _duals(problem, mu, len(keys))
         I, J, L, h = P.hinge_terms(M, X, targets, y)
         new = np.setdiff1d(_keys(n, I[h > tol], J[h > tol], L[h > tol]), keys)
         full = (1 - mu) * float(np.sum(P.pull_matrix(X, targets) * M)) + mu * float(h.sum())

@@ -59,7 +59,8 @@ def objective(Zs, g, y, T, mu):
         for s in range(0, len(rows_c), step):
             rows = rows_c[s : s + step]
             Dt = _target_distances(Zs, g, rows, T)
-            pull += float(Dt.sum())
+            pull += float(Dt.sum())  # a slot naming i itself adds D(i, i) = 0
+            Dt[T[rows] == rows[:, None]] = -np.inf  # ... and is no target: no hinge
             reach = Dt.max(axis=1) + 1.0
             for h, Zo, sqo in groups:
                 D = Zs[h][rows] @ Zo.T
@@ -100,7 +101,7 @@ def dual_point(cert, n, y, T):
     lam = lam.astype(np.float64)
     if not np.all((lam >= 0) & (lam <= 1)):  # (NaN fails too)
         raise Infeasible("multipliers outside their box [0, 1]")
-    if np.any(~(T[I] == J[:, None]).any(axis=1)):
+    if np.any(~(T[I] == J[:, None]).any(axis=1)) or np.any(J == I):
         raise Infeasible("a certificate triplet (i, j, l) has j not a target neighbour of i")
     if np.any(y[L] == y[I]):
         raise Infeasible("a certificate triplet (i, j, l) has l of i's class")

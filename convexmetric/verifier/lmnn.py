@@ -39,12 +39,14 @@ lmnn_kernel   (same)      the same dual point of eq. (14) over the kernel's empi
 ============  ==========  ===============================================================
 
 Target neighbours: the ``k`` nearest same-class points in Euclidean input distance (for
-``KernelLMNN``, in the feature distance ``K_ii + K_jj − 2K_ij``), ties by index; when a
-class has at most ``k`` points, every point has (smallest class size) − 1 targets (the
-estimators' rule), and a class of one point cannot be fitted. The fitted ``targets_``
-must be those up to ties (distances within rounding); with ``n_passes > 1`` or targets
-given to ``fit`` (§5.1: re-selected under the previous metric) they are checked to be
-distinct same-class points other than ``i`` only.
+``KernelLMNN``, in the feature distance ``K_ii + K_jj − 2K_ij``), ties by index; a point
+of a class with ``m ≤ k`` points has the ``m − 1`` others (the sums of eq. (14) run over
+each point's own targets), and a class of one point cannot be fitted. ``targets_`` is
+``(n, k)``: a slot holding ``i`` itself is padding, no target (zero pull, no hinge term,
+and no certificate triplet ``(i, i, l)``). The fitted ``targets_`` must be those up to
+ties (distances within rounding); with ``n_passes > 1`` or targets given to ``fit``
+(§5.1: re-selected under the previous metric) they are checked to be distinct
+same-class points other than ``i`` (plus padding) only.
 
 Fitted attributes read: ``metric_`` (``LMNN``), ``metrics_`` and ``clusters_``
 (``MultiMetricLMNN``; with ``n_clusters=None`` the clusters must be the classes),
@@ -203,21 +205,26 @@ def _targets(fitted, dist, y, given=None):
     n, k = len(y), int(fitted.params["k"])
     T = fitted.attrs.get("targets_") if given is None else given
     T = None if T is None else np.asarray(T)
-    counts = np.unique(y, return_counts=True)[1]
-    if counts.min() <= k:  # the fit's rule: every point gets (smallest class) − 1 targets
-        k = int(counts.min()) - 1
-    if k < 1:
+    classes, counts = np.unique(y, return_counts=True)
+    if counts.min() < 2:
         raise VerificationError("a class has a single point: it has no target neighbour.")
     if T is None:
         return _nearest(dist, y, k)[0]
     if T.shape != (n, k) or not np.issubdtype(T.dtype, np.integer) or T.min() < 0 or T.max() >= n:
         raise VerificationError(f"targets must be ({n}, {k}) indices in range; got {T.shape}.")
-    rows = np.arange(n)[:, None]
-    dup = np.any(np.diff(np.sort(T, axis=1), axis=1) == 0) if k > 1 else False
-    if np.any(y[T] != y[:, None]) or np.any(T == rows) or dup:
-        raise VerificationError("targets must be distinct same-class points other than i.")
+    pad = T == np.arange(n)[:, None]  # i itself: padding, no target
+    distinct = np.where(pad, -1 - np.arange(k), T)
+    dup = np.any(np.diff(np.sort(distinct, axis=1), axis=1) == 0) if k > 1 else False
+    if np.any(y[T] != y[:, None]) or dup or np.any(pad.all(axis=1)):
+        raise VerificationError("targets must be distinct same-class points other than i "
+                                "(i itself: padding), at least one per row.")  # fmt: skip
     if given is None and int(fitted.params.get("n_passes", 1) or 1) == 1:
+        own = np.minimum(k, counts - 1)[np.searchsorted(classes, y)]  # min(k, class − 1)
+        if np.any(k - pad.sum(axis=1) != own):
+            raise VerificationError("targets_ must give each point min(k, class size − 1) "
+                                    "targets.")  # fmt: skip
         _, kth, Dt = _nearest(dist, y, k, T)
+        Dt[pad] = -np.inf
         if np.any(Dt > kth[:, None] + TIE_RTOL * np.maximum(kth, 1.0)[:, None]):
             raise VerificationError("targets_ are not the k nearest same-class points.")
     return T
@@ -225,14 +232,16 @@ def _targets(fitted, dist, y, given=None):
 
 def _nearest(dist, y, k, T=None):
     """``(targets, k-th distance, distances of T)``: the ``k`` nearest same-class points
-    (ties by index: a stable sort where the ``k``-th distance ties the next), by row
-    blocks of each class against the class (``dist(rows, cols)``: squared distances);
-    with ``T``, its distances only."""
+    (``m − 1`` in a class of ``m ≤ k``, the row padded with ``i`` itself; ties by index:
+    a stable sort where the last target's distance ties the next), by row blocks of each
+    class against the class (``dist(rows, cols)``: squared distances); with ``T``, its
+    distances only (``inf`` at padding)."""
     n = len(y)
     out, kth = np.empty((n, k), np.int64), np.empty(n)
     Dt = None if T is None else np.empty(T.shape)
     for c in np.unique(y):
         idx = np.flatnonzero(y == c)
+        kc = min(k, len(idx) - 1)
         where = np.full(n, -1)
         where[idx] = np.arange(len(idx))
         step = E.block_rows(len(idx))
@@ -240,17 +249,19 @@ def _nearest(dist, y, k, T=None):
             rows = idx[s : s + step]
             D = dist(rows, idx)
             D[np.arange(len(rows)), where[rows]] = np.inf  # not its own neighbour
-            part = np.partition(D, (k - 1, k), axis=1)
-            kth[rows] = part[:, k - 1]
+            part = np.partition(D, (kc - 1, kc), axis=1)
+            kth[rows] = part[:, kc - 1]
             if T is not None:
                 Dt[rows] = np.take_along_axis(D, where[T[rows]], axis=1)
                 continue
-            order = np.argpartition(D, k - 1, axis=1)[:, :k]
-            tied = ~(part[:, k] > part[:, k - 1])  # the k-th ties the next: a stable sort
+            order = np.argpartition(D, kc - 1, axis=1)[:, :kc]
+            tied = ~(part[:, kc] > part[:, kc - 1])  # the last ties the next: a stable sort
             if tied.any():
-                order[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
+                order[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :kc]
             vals = np.take_along_axis(D, order, axis=1)
-            out[rows] = idx[np.take_along_axis(order, np.lexsort((order, vals), axis=1), axis=1)]
+            order = np.take_along_axis(order, np.lexsort((order, vals), axis=1), axis=1)
+            out[rows, :kc] = idx[order]
+            out[rows, kc:] = rows[:, None]  # padding: no target
     return out, kth, Dt
 
 

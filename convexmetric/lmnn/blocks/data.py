@@ -13,7 +13,16 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .xp import device_of, is_numpy, namespace, take, target_distances, to_device, to_numpy
+from .xp import (
+    device_of,
+    is_numpy,
+    mask_padding,
+    namespace,
+    take,
+    target_distances,
+    to_device,
+    to_numpy,
+)
 
 #: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
 BYTES_PER_BLOCK_CELL = 16
@@ -67,7 +76,7 @@ class Projection(NamedTuple):
     order: object
     ranges: dict  #: class → (first, end) of its rows in ``order``
     scale: float  #: ``max ‖z‖² + 1``
-    Dt: object  #: (n, k) exact target distances ``‖z_i − z_j‖²``
+    Dt: object  #: (n, k) exact target distances ``‖z_i − z_j‖²`` (``−inf``: padding)
     labels: np.ndarray  #: host labels (a block's class is ``labels[rows[0]]``)
 
 
@@ -137,7 +146,7 @@ def _projection(data, L):
     B = xp.concat([xp.astype(Zo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32), ones],
                   axis=1) if not is_numpy(xp) else _search_matrix(Zo, so, r)  # fmt: skip
     ranges = {ys[a].item(): (int(a), int(e)) for a, e in zip(starts, ends)}
-    Dt = target_distances(xp, Z, T)
+    Dt = mask_padding(xp, target_distances(xp, Z, T), T)  # padded slots: no hinge, no radius
     scale = float(xp.max(sq)) + 1.0 if sq.shape[0] else 1.0
     return Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges, scale, Dt, labels)
 

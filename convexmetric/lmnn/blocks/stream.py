@@ -58,6 +58,7 @@ from .xp import (
     concat,
     device_of,
     is_numpy,
+    mask_padding,
     namespace,
     row_distances,
     take,
@@ -115,8 +116,9 @@ def _candidates(rows, data, L, rtol, ws):
     P = ws.project(data, L)
     xp, Z = namespace(P.Z), P.Z
     rd = to_device(rows, Z)
-    Dt = xp.stack([row_distances(xp, Z, rd, take(xp, T[:, s], rd)) for s in range(T.shape[1])],
-                  axis=1)  # fmt: skip
+    Tr = take(xp, T, rd)
+    Dt = xp.stack([row_distances(xp, Z, rd, Tr[:, s]) for s in range(T.shape[1])], axis=1)
+    Dt = mask_padding(xp, Dt, Tr, rd)  # padded slots: no hinge term, no radius
     radius = xp.max(Dt, axis=1) + 1.0
     # ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 > (‖z_i‖² − r_i)/2, the ‖z_l‖²/2 column
     # folded into one float32 GEMM, r_i widened (relative rtol, absolute rtol·max‖z‖²)
@@ -199,7 +201,8 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
             out["value"] += float(xp.sum(H[pos]))
         else:
             lam = xp.clip(H / sigma, 0.0, 1.0)
-            out["value"] += float(xp.sum(lam * H - 0.5 * sigma * lam**2))
+            # λ·max(z, 0): λ = 0 where z ≤ 0 (and a padded slot's z = −inf gives no NaN)
+            out["value"] += float(xp.sum(lam * xp.clip(H, 0.0, None) - 0.5 * sigma * lam**2))
         out["lam"] += float(xp.sum(lam))
         if triplets:
             listed.append(_listed(xp, take(xp, rd, ic), take(xp, T, take(xp, rd, ic)), lc, lam))

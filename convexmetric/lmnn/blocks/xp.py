@@ -23,6 +23,7 @@ import numpy as np
 
 from ...linalg import row_distances as _np_row_distances
 from ...linalg import target_distances as _np_target_distances
+from ...neighbors import mask_padding as _np_mask_padding
 
 
 def namespace(x):
@@ -105,6 +106,21 @@ def target_distances(xp, Z, T):
         D = take(xp, Z, T[:, s]) - Z
         cols.append(xp.sum(D * D, axis=1))
     return xp.stack(cols, axis=1)
+
+
+def mask_padding(xp, Dt, T, rows=None):
+    """``Dt`` (target distances of the rows ``rows``, default all, whose targets are
+    ``T``) with ``−inf`` on the padded slots ``T[r, q] == rows[r]`` (no target:
+    :func:`convexmetric.neighbors.target_neighbors`). NumPy: in place, untouched when no
+    slot is padded."""
+    if is_numpy(xp):
+        return _np_mask_padding(Dt, T, rows)
+    if rows is None:
+        rows = xp.arange(T.shape[0], dtype=T.dtype, device=device_of(T))
+    pad = T == rows[:, None]
+    if not bool(xp.any(pad)):
+        return Dt
+    return xp.where(pad, xp.full_like(Dt, -float("inf")), Dt)
 
 
 def argsort_stable(xp, x):
