@@ -182,3 +182,15 @@ def test_convex_fallback_closes_a_gap_the_refinement_left_open(iris_exact):
     assert res.status == "optimal"
     verified_solve(res, X, y, T, tol=1e-6)
     assert abs(res.objective - value) <= (1e-6 + 1e-7) * value
+
+
+def test_solve_from_a_rank_one_start_escapes_in_its_refinement(iris_exact):
+    """Phase 1 in ``L`` keeps a rank-1 start's row space: the solver's own refinement
+    escapes (stage "escape") and certifies the optimum, which has higher rank."""
+    X, y, T, value = iris_exact
+    d = X.shape[1]
+    res = S.solve(X, y, T, 0.5, M0=np.outer(np.ones(d), np.ones(d)), tol=1e-6)
+    assert res.info["escapes"] >= 1 and "+escape" in res.solver
+    assert res.status == "optimal" and np.linalg.matrix_rank(res.matrix, tol=1e-9) > 1
+    verified_solve(res, X, y, T, tol=1e-6)
+    assert abs(res.objective - value) <= (1e-6 + 1e-7) * value

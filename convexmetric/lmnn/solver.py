@@ -123,7 +123,9 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     -------
     SolveResult
         ``matrix`` is ``M``; ``lower_bound`` the certificate; ``info`` has
-        ``certified_gap``, ``mode`` ("active_set" or "streaming"), phase counts.
+        ``certified_gap``, ``mode`` ("active_set" or "streaming"), phase counts,
+        ``escapes`` (the refinement's, when it escaped) and ``fallback`` (whether
+        the convex fallback ran, when the refinement left the gap open).
 
     Examples
     --------
