@@ -210,7 +210,7 @@ class _Run:
             return "optimal"
         last = s.max_stages is not None and self.index + 1 >= s.max_stages
         done = _done(s, self.best_f, self.low, self.stalled, self.sigma, factor)
-        stop = last or (done and self.oracle.check(self.best_x))
+        stop = (done or last) and (self.oracle.check(self.best_x) or last)
         if not last and self._escaped(stop):
             return None
         if stop:
