@@ -29,6 +29,7 @@ from .._sets import member, unique, unique_inverse
 from ..linalg import components_from_metric, row_distances, target_distances
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
+from .schedule import CheckSchedule
 
 #: bytes per listed triplet, counting the temporaries of a merge and a gradient update
 BYTES_PER_TERM = 256
@@ -48,7 +49,8 @@ class ActiveList:
     mu : float
     check_every : int
         Calls between full checks; doubled while checks find nothing new (the paper:
-        every 10–20 iterations, depending on fluctuations of the active set).
+        every 10–20 iterations, depending on fluctuations of the active set; the
+        schedule is :class:`.schedule.CheckSchedule`, shared with multi-metric LMNN).
     prune : float or None
         At a full check, listed triplets whose hinge argument is below ``−prune`` are
         dropped from the active list (they are re-found by later full checks if they
@@ -98,10 +100,9 @@ class ActiveList:
         self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
         self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
         self.calls = 0
-        self._next_check = 0
-        # on large data the interval ramps up 1, 2, 4, ... at the start (a collapsed
-        # step is costly there); on small data App. A's 10-20 from the start
-        self._interval = 1
+        # the interval ramps up 1, 2, 4, ... at the start (a collapsed step is costly on
+        # large data), then doubles and halves (see hinge_arguments)
+        self.schedule = CheckSchedule(check_every, adaptive=True)
         self.full_checks = 0
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
@@ -113,7 +114,8 @@ class ActiveList:
         The smoothed stages count only ``z > 0`` at first (λ̄ starts at 0), so the list
         keeps the terms near the kink; dropped terms come back at the checks once violated.
         """
-        self.prune, self._next_check = prune, self.calls
+        self.prune = prune
+        self.schedule.now(self.calls)
 
     def _set_list(self, keys, keep_masks):
         n = self.n
@@ -316,7 +318,7 @@ class ActiveList:
         ``accepted``: ``M`` is an accepted point, where a check that overflows the list
         switches to streaming (``None`` is returned) instead of raising."""
         Lc = components_from_metric(M) if components is None else components
-        checked = self.calls >= self._next_check
+        checked = self.schedule.due(self.calls)
         if checked:
             stable = self.full_check(M, Lc, accepted=accepted)
             if self.mode == "streaming":
@@ -329,11 +331,7 @@ class ActiveList:
             # checks' flops at most about those of the evaluations between them (on large
             # data a check costs hundreds of evaluations); new violations halve it (not
             # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
-            if stable:
-                self._interval = min(2 * self._interval, self._check_cap())
-            else:
-                self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
-            self._next_check = self.calls + self._interval
+            self.schedule.checked(self.calls, stable, self._check_cap())
         self.calls += 1
         Dt, d_il = self._list_distances(Lc)
         z = 1.0 + Dt[self.I, self.slot] - d_il[self._pair_of]
