@@ -80,7 +80,7 @@ def test_large_scale_solver_agrees_with_exact(name, iris_instance, wine_instance
 def test_paper_alg1_in_metric_space_also_converges(iris_instance):
     X, y, T = iris_instance
     res = S.solve(X, y, T, 0.5, phase1="metric")
-    assert (res.objective - 197.5671372) / 197.5671372 <= 1e-4
+    assert (res.objective - 197.5616699) / 197.5616699 <= 1e-4  # CLARABEL's optimum
 
 
 def test_gradients_at_smooth_points(iris_instance):
