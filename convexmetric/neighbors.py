@@ -26,18 +26,44 @@ def sqdist(A, B, A2=None, B2=None):
 def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None):
     """The ``k`` nearest same-class points of every row of ``X`` (Euclidean).
 
-    Returns an ``(n, k)`` int array, nearest first. Ties are broken by index
-    (stable sort), so the result is deterministic. A point of a class with ``m ≤ k``
-    members has the ``m − 1`` others as targets, and its last ``k − m + 1`` slots
-    *pad* the row with the point itself (the convention below); a class of one
-    member has no target neighbour and is refused.
+    Exact: a float32 screen and a double-precision decision from the differences (see
+    ``_class_targets``), so the result does not depend on the BLAS or the device. Ties
+    are broken by index, nearest first.
 
-    **Padding.** Every ``(n, k)`` target array of LMNN may hold ``targets[i, q] = i``:
-    that slot is no target. Its pull term ``‖x_i − x_i‖²`` is zero by itself; its hinge
-    terms must never be counted, so wherever a target distance enters a hinge
-    argument ``1 + D(i, j) − D(i, l)`` (or a radius ``max_j D(i, j) + 1``) the padded
-    slot's distance is ``−inf`` (:func:`mask_padding`): no triplet ``(i, i, l)`` exists.
+    **Padding.** A point of a class with ``m ≤ k`` members has the ``m − 1`` others as
+    targets, and its last ``k − m + 1`` slots *pad* the row with the point itself. Every
+    ``(n, k)`` target array of LMNN may hold ``targets[i, q] = i``: that slot is no
+    target. Its pull term ``‖x_i − x_i‖²`` is zero by itself; its hinge terms must never
+    be counted, so wherever a target distance enters a hinge argument ``1 + D(i, j) −
+    D(i, l)`` (or a radius ``max_j D(i, j) + 1``) the padded slot's distance is ``−inf``
+    (``mask_padding``): no triplet ``(i, i, l)`` exists.
 
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The points (finite).
+    y : ndarray of shape (n_samples,)
+        Class labels; every class needs at least two members.
+    k : int
+        Target neighbours per point.
+    block_size : int, default=512
+        Rows per block of the screen.
+    screen : callable, optional
+        The float32 screen (default: on the host); ``LMNN(device=...)`` passes its
+        device's (``DeviceExecutor.screen_targets``).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, k)
+        The targets' row indices, nearest first (padded rows as above).
+
+    Raises
+    ------
+    ValueError
+        If a class has a single member.
+
+    Examples
+    --------
     >>> X = np.array([[0.], [1.], [3.], [10.], [11.], [13.]]); y = np.array([0, 0, 0, 1, 1, 1])
     >>> target_neighbors(X, y, 1).ravel().tolist()
     [1, 0, 1, 4, 3, 4]
