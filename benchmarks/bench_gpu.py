@@ -112,11 +112,11 @@ def check_row(device, max_n):
     from convexmetric.problems.lmnn import pull_matrix
 
     Xtr, _, ytr, _ = _subsample(_synthetic(), max_n)
+    ex = DeviceExecutor(device)
     t0 = time.perf_counter()
-    T = target_neighbors(Xtr, ytr, 3)
+    T = target_neighbors(Xtr, ytr, 3, screen=ex.screen_targets)  # the screen on the device
     targets = time.perf_counter() - t0
-    S = StreamingEvaluator(Xtr, ytr, T, 0.5, pull_matrix(Xtr, T),
-                           executor=DeviceExecutor(device))  # fmt: skip
+    S = StreamingEvaluator(Xtr, ytr, T, 0.5, pull_matrix(Xtr, T), executor=ex)
     L = np.eye(Xtr.shape[1])  # the Euclidean metric, LMNN's start
     out = {"row": "check1m", "shape": list(Xtr.shape), "device": device,
            "targets_seconds": targets, "block_rows": S.block_rows}  # fmt: skip

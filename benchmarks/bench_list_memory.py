@@ -72,7 +72,7 @@ def measure(X, y, k=3, mu=0.5):
         out = {"search": _peak(lambda: o._search(M, L, None))[1]}
         out.update(_merges(o, M, L))
         m = len(o.I)
-        o._next_check = o.calls + 10**9  # no full check inside the evaluations
+        o.schedule.next = o.calls + 10**9  # no full check inside the evaluations
         out["evaluation"] = _peak(lambda: o(M, L))[1]
         o.mask["lam"] = np.full(m, 0.5)
         out["smoothed evaluation"] = _peak(lambda: o.smooth(M, 0.03, components=L))[1]

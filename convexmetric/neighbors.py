@@ -23,21 +23,47 @@ def sqdist(A, B, A2=None, B2=None):
     return D
 
 
-def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
+def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None):
     """The ``k`` nearest same-class points of every row of ``X`` (Euclidean).
 
-    Returns an ``(n, k)`` int array, nearest first. Ties are broken by index
-    (stable sort), so the result is deterministic. A point of a class with ``m ≤ k``
-    members has the ``m − 1`` others as targets, and its last ``k − m + 1`` slots
-    *pad* the row with the point itself (the convention below); a class of one
-    member has no target neighbour and is refused.
+    Exact: a float32 screen and a double-precision decision from the differences (see
+    ``_class_targets``), so the result does not depend on the BLAS or the device. Ties
+    are broken by index, nearest first.
 
-    **Padding.** Every ``(n, k)`` target array of LMNN may hold ``targets[i, q] = i``:
-    that slot is no target. Its pull term ``‖x_i − x_i‖²`` is zero by itself; its hinge
-    terms must never be counted, so wherever a target distance enters a hinge
-    argument ``1 + D(i, j) − D(i, l)`` (or a radius ``max_j D(i, j) + 1``) the padded
-    slot's distance is ``−inf`` (:func:`mask_padding`): no triplet ``(i, i, l)`` exists.
+    **Padding.** A point of a class with ``m ≤ k`` members has the ``m − 1`` others as
+    targets, and its last ``k − m + 1`` slots *pad* the row with the point itself. Every
+    ``(n, k)`` target array of LMNN may hold ``targets[i, q] = i``: that slot is no
+    target. Its pull term ``‖x_i − x_i‖²`` is zero by itself; its hinge terms must never
+    be counted, so wherever a target distance enters a hinge argument ``1 + D(i, j) −
+    D(i, l)`` (or a radius ``max_j D(i, j) + 1``) the padded slot's distance is ``−inf``
+    (``mask_padding``): no triplet ``(i, i, l)`` exists.
 
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        The points (finite).
+    y : ndarray of shape (n_samples,)
+        Class labels; every class needs at least two members.
+    k : int
+        Target neighbours per point.
+    block_size : int, default=512
+        Rows per block of the screen.
+    screen : callable, optional
+        The float32 screen (default: on the host); ``LMNN(device=...)`` passes its
+        device's (``DeviceExecutor.screen_targets``).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, k)
+        The targets' row indices, nearest first (padded rows as above).
+
+    Raises
+    ------
+    ValueError
+        If a class has a single member.
+
+    Examples
+    --------
     >>> X = np.array([[0.], [1.], [3.], [10.], [11.], [13.]]); y = np.array([0, 0, 0, 1, 1, 1])
     >>> target_neighbors(X, y, 1).ravel().tolist()
     [1, 0, 1, 4, 3, 4]
@@ -56,14 +82,82 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK):
             )
         kc = min(k, len(idx) - 1)
         out[idx, kc:] = idx[:, None]  # padding: the point itself (no target)
-        Xc = X[idx]
-        sq = np.einsum("ij,ij->i", Xc, Xc)
-        for s in range(0, len(idx), block_size):
-            D = sqdist(Xc[s : s + block_size], Xc, sq[s : s + block_size], sq)
-            rows = np.arange(D.shape[0])
-            D[rows, rows + s] = np.inf
-            out[idx[s : s + block_size], :kc] = idx[k_smallest(D, kc)]
+        out[idx, :kc] = idx[_class_targets(X[idx], kc, block_size, screen or screen_blocks)]
     return out
+
+
+#: the float32 rounding unit
+_U32 = 2.0**-24
+
+
+def _class_targets(Xc, k, block_size, screen):
+    """The ``k`` nearest other rows of ``Xc`` (one class), nearest first, ties by index.
+
+    Exact, in two steps per block of rows. **Screen** (``screen``, :func:`screen_blocks`
+    or a device's): one float32 GEMM of the centred rows gives ``v_ab = ‖x̂_b‖² −
+    2 x̂_a·x̂_b`` (``‖x_a − x_b‖²`` less a per-row constant), within ``e_ab = (d + 16)·u·
+    (‖x_a‖² + ‖x_b‖²)`` of the exact value (``u = 2⁻²⁴``: the coordinates' rounding, the
+    dot product's ``γ_d`` and the float32 sums), so every ``b`` among the ``k`` nearest
+    has ``v_ab ≤ t_a + 2 max_b e_ab`` for any ``t_a`` at least the ``k``-th smallest
+    ``v_ab``. **Decide**: those candidates' distances in double precision from the
+    differences, the ``k`` smallest by value, ties by index. The result does not depend on
+    the BLAS or the device (their rounding only widens the screen), and duplicate points
+    tie exactly."""
+    m, d = Xc.shape
+    C32 = (Xc - Xc.mean(axis=0)).astype(np.float32)  # distances unchanged, norms smaller
+    sq = np.einsum("ij,ij->i", C32, C32, dtype=np.float64)
+    band = 2.0 * (d + 16) * _U32 * (sq + sq.max())
+    out = np.empty((m, k), dtype=np.int64)
+    for s, e, rr, cc in screen(C32, sq.astype(np.float32), band, k, block_size):
+        out[s:e] = cc[_k_exact(Xc, rr, cc, s, e - s, k)]
+    return out
+
+
+def screen_blocks(C32, sq32, band, k, block_size):
+    """The screen of :func:`_class_targets` on the host: per block of rows ``s:e``, yields
+    ``(s, e, rr, cc)``, the candidate pairs ``(s + rr, cc)`` (``rr`` sorted)."""
+    m = C32.shape[0]
+    for s in range(0, m, block_size):
+        e = min(m, s + block_size)
+        V = C32[s:e] @ C32.T
+        V *= -2.0
+        V += sq32
+        V[np.arange(e - s), np.arange(s, e)] = np.inf  # a point is not its own target
+        t = _kth_bound(V, k).astype(np.float64)
+        rr, cc = np.nonzero(V <= (t + band[s:e]).astype(np.float32)[:, None])
+        yield s, e, rr, cc
+
+
+#: columns per group of :func:`_kth_bound`
+_GROUP = 8
+
+
+def _kth_bound(V, k):
+    """Per row, an upper bound on the ``k``-th smallest entry of ``V``: the ``k``-th
+    smallest of the minima of groups of :data:`_GROUP` columns (``k`` distinct entries are
+    at most it; equal to the ``k``-th smallest when those lie in different groups), at an
+    eighth of a row-wise partition's work."""
+    m = V.shape[1]
+    g = m // _GROUP  # group c: the columns c, c + g, c + 2g, ... (contiguous passes)
+    if g <= k:
+        return np.partition(V, k - 1, axis=1)[:, k - 1]
+    mins = V[:, :g].copy()
+    for j in range(1, _GROUP):
+        np.minimum(mins, V[:, j * g : (j + 1) * g], out=mins)
+    if g * _GROUP < m:  # the last columns: one more group
+        mins = np.concatenate([mins, V[:, g * _GROUP :].min(axis=1, keepdims=True)], axis=1)
+    return np.partition(mins, k - 1, axis=1)[:, k - 1]
+
+
+def _k_exact(Xc, rr, cc, s, rows, k):
+    """Positions in ``(rr, cc)`` (block rows, sorted; columns) of each row's ``k`` nearest
+    candidates by double-precision distance from the differences, ties by column."""
+    diff = Xc[rr + s] - Xc[cc]
+    D = np.einsum("ij,ij->i", diff, diff)
+    order = np.lexsort((cc, D, rr))
+    counts = np.bincount(rr, minlength=rows)
+    starts = np.cumsum(counts) - counts
+    return order[starts[:, None] + np.arange(k)]
 
 
 def padding(targets, rows=None):
@@ -85,31 +179,6 @@ def mask_padding(Dt, targets, rows=None):
 def target_counts(targets):
     """The number of real target neighbours of every row (padding left out)."""
     return targets.shape[1] - padding(targets).sum(axis=1)
-
-
-def k_smallest(D, k):
-    """Per row, the columns of the ``k`` smallest entries, nearest first, ties by column:
-    what a stable ``argsort(D, axis=1)[:, :k]`` gives, with a partition instead of a sort
-    (a class of 4,000 points: the sort was most of the time). The partition's first ``k``
-    columns are that set unless the ``(k + 1)``-th value ties the ``k``-th; those rows (and
-    rows with NaN) take the stable sort."""
-    if k >= D.shape[1]:
-        return np.argsort(D, axis=1, kind="stable")[:, :k]
-    part = np.argpartition(D, k, axis=1)
-    cols = part[:, :k]
-    vals = np.take_along_axis(D, cols, axis=1)
-    after = np.take_along_axis(D, part[:, k : k + 1], axis=1)[:, 0]
-    tied = ~(after > vals.max(axis=1))
-    out = np.empty((D.shape[0], k), dtype=np.int64)
-    if tied.any():
-        out[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :k]
-    easy = np.flatnonzero(~tied)
-    if len(easy):  # by value, ties by column: a stable sort of the columns sorted first
-        by_col = np.argsort(cols[easy], axis=1)
-        c = np.take_along_axis(cols[easy], by_col, axis=1)
-        v = np.take_along_axis(vals[easy], by_col, axis=1)
-        out[easy] = np.take_along_axis(c, np.argsort(v, axis=1, kind="stable"), axis=1)
-    return out
 
 
 def impostor_pairs(Z, y, radius, *, block_size=DEFAULT_BLOCK, rtol=1e-5):

@@ -28,7 +28,8 @@ def all_triplets(y, targets):
 
     Returns three int arrays ``I, J, L``. Their number is ``Σ_i k_i·#{l : y_l ≠ y_i}``
     with ``k_i`` the targets of ``i`` (30,318 on the standard wine split with k = 3). A
-    slot naming ``i`` itself is padding, no target (:func:`..neighbors.target_neighbors`).
+    slot naming ``i`` itself is padding, no target
+    (:func:`convexmetric.neighbors.target_neighbors`).
     """
     n, _k = targets.shape
     I_list, J_list, L_list = [], [], []

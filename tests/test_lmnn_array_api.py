@@ -195,3 +195,20 @@ def test_active_list_distances_on_a_device(device):
     kept = ex._pairs
     ex.list_distances(data, 2 * L, a, b)
     assert ex._pairs is kept  # the same list: its device copies are reused
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_target_neighbours_screened_on_a_device_are_the_hosts(device):
+    # the float32 screen runs on the device (its own rounding, small blocks), the
+    # exact decision on the host: the same targets, duplicates and small classes included
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(300, 6)), rng.integers(0, 3, 300)
+    X[rng.integers(0, 300, 60)] = X[rng.integers(0, 300, 60)]
+    y[np.flatnonzero(y == 2)[2:]] = 1  # class 2: two members, one target, padded rows
+    screen = DeviceExecutor(device, block_memory=1 << 15).screen_targets
+    for k in (1, 3, 5):
+        assert np.array_equal(target_neighbors(X, y, k, screen=screen), target_neighbors(X, y, k))
+    m = LMNN(k=3, device=device, max_iter=5)
+    with pytest.warns(Warning):  # the small class, then max_iter
+        m.fit(X, y)
+    assert np.array_equal(m.targets_, target_neighbors(X, y, 3))

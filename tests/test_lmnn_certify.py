@@ -1,12 +1,15 @@
 """Closing LMNN's certified gap (issue 14): saddles of the factor descent are escaped, the
 convex fallback certifies, and "optimal" is said only with a closed certificate."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from lmnn_verify import lmnn_report, verified_solve
 
 from convexmetric import datasets, verify
 from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.refinement import MAX_ESCAPES
 from convexmetric.problems import lmnn as P
 
 
@@ -22,13 +25,14 @@ def iris_exact(iris_instance):
     return X, y, T, value
 
 
-def _rank_one_saddle(X, y, T):
+def _rank_one_saddle(X, y, T, max_escapes=0):
     """A rank-1 factor stays rank 1 under descent in L (the gradient 2LG keeps L's row
-    space): the refinement stops at an exact Burer–Monteiro saddle."""
+    space): without escapes the refinement stops at an exact Burer–Monteiro saddle."""
     oracle = S.ActiveSetOracle(X, y, T, 0.5)
     L0 = np.zeros((X.shape[1], X.shape[1]))
     L0[0] = np.ones(X.shape[1])
-    return oracle, S.refine(oracle, L0, S.refine_settings(S.LMNNSettings(), None))
+    rs = replace(S.refine_settings(S.LMNNSettings(), None, gap_tol=1e-6), max_escapes=max_escapes)
+    return oracle, S.refine(oracle, L0, rs)
 
 
 def test_rank_one_saddle_is_exposed_by_the_certificate(iris_exact):
@@ -41,6 +45,19 @@ def test_rank_one_saddle_is_exposed_by_the_certificate(iris_exact):
     # negative curvature of the Lagrangian's gradient in M: the escape direction
     w = np.linalg.eigvalsh(oracle.dual_matrix(res.matrix, res.info["final_sigma"]))
     assert w[0] < 0
+
+
+def test_refinement_escapes_a_rank_one_start_and_certifies(iris_exact):
+    """The one escape path: the staged refinement itself escapes the saddle at its stall
+    (StageHooks.escape, a factor row appended) and certifies the optimum of higher rank."""
+    X, y, T, value = iris_exact
+    oracle, res = _rank_one_saddle(X, y, T, max_escapes=MAX_ESCAPES)
+    assert 1 <= res.info["escapes"] <= MAX_ESCAPES
+    assert np.linalg.matrix_rank(res.matrix, tol=1e-9) > 1
+    assert res.status == "optimal" and res.certified_gap <= 1e-6
+    res.certificate = oracle.certificate(res.lower_bound)
+    verified_solve(res, X, y, T, tol=1e-6)
+    assert abs(res.objective - value) <= (1e-6 + 1e-7) * value  # tol + CLARABEL's accuracy
 
 
 def test_close_gap_escapes_and_certifies(iris_exact):
@@ -151,3 +168,29 @@ def test_constant_features_are_solved_without_and_keep_the_start_block(iris_inst
     np.testing.assert_array_equal(res.matrix[np.ix_(~keep, ~keep)], M0[np.ix_(~keep, ~keep)])
     assert not res.matrix[np.ix_(keep, ~keep)].any()
     assert P.objective(res.matrix, pad, T, y, 0.5) == pytest.approx(res.objective, rel=1e-10)
+
+
+def test_convex_fallback_closes_a_gap_the_refinement_left_open(iris_exact):
+    """A refinement cut short (5 FISTA steps) leaves the gap open: the solver's last stage,
+    the convex fallback (FISTA on M ⪰ 0, then the factor polish), certifies."""
+    from convexmetric.optim.smoothing import SmoothingSettings
+
+    X, y, T, value = iris_exact
+    short = SmoothingSettings(max_iter=5, stage_iter=5)
+    res = S.solve(X, y, T, 0.5, refine="fista", refine_settings=short, tol=1e-6)
+    assert res.info["fallback"] and res.solver.endswith("+fista-fallback")
+    assert res.status == "optimal"
+    verified_solve(res, X, y, T, tol=1e-6)
+    assert abs(res.objective - value) <= (1e-6 + 1e-7) * value
+
+
+def test_solve_from_a_rank_one_start_escapes_in_its_refinement(iris_exact):
+    """Phase 1 in ``L`` keeps a rank-1 start's row space: the solver's own refinement
+    escapes (stage "escape") and certifies the optimum, which has higher rank."""
+    X, y, T, value = iris_exact
+    d = X.shape[1]
+    res = S.solve(X, y, T, 0.5, M0=np.outer(np.ones(d), np.ones(d)), tol=1e-6)
+    assert res.info["escapes"] >= 1 and "+escape" in res.solver
+    assert res.status == "optimal" and np.linalg.matrix_rank(res.matrix, tol=1e-9) > 1
+    verified_solve(res, X, y, T, tol=1e-6)
+    assert abs(res.objective - value) <= (1e-6 + 1e-7) * value

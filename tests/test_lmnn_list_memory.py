@@ -70,7 +70,7 @@ def test_bytes_per_listed_term_within_the_budget():
     tracemalloc.start()
     try:
         peaks = [_peak(lambda: o.full_check(M, L))]
-        o._next_check = 10**9  # evaluations over the list only
+        o.schedule.next = 10**9  # evaluations over the list only
         peaks.append(_peak(lambda: o(M, L)))
         o.mask["lam"] = np.full(len(o), 0.5)
         peaks.append(_peak(lambda: o.smooth(M, 0.03, components=L)))

@@ -32,7 +32,7 @@ def exact():
 
 def test_escape_direction_lowers_the_objective_at_a_rank_one_point(exact):
     X, y, T, _ = exact
-    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=None)
     rng = np.random.default_rng(0)
     Ms = [np.outer(v, v) for v in rng.normal(size=(3, X.shape[1]))]  # far from optimal
     o.full_check(Ms, margin=1e9)  # every triplet listed: the list objective is exact
@@ -98,7 +98,7 @@ def exact_singular():
 @pytest.mark.parametrize("which", ["exact", "exact_singular"])
 def test_repaired_bound_is_below_the_exact_optimum_for_any_multipliers(which, request):
     X, y, T, value = request.getfixturevalue(which)
-    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=None)
     Ms = [np.eye(X.shape[1]) for _ in range(3)]
     o.full_check(Ms, margin=1e9)  # every triplet listed
     cert = SP.RangeCertificate(o)
@@ -150,12 +150,12 @@ def test_distances_from_factors_of_fewer_rows_match_the_metrics(exact):
     rng = np.random.default_rng(1)
     Ls = trimmed([rng.normal(size=(r, X.shape[1])) for r in (1, 2, 4)], 1e-8)
     assert [len(L) for L in Ls] == [1, 2, 4]
-    for o in (SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62),):
+    for o in (SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=None),):
         o.full_check(metric(Ls), margin=1e9)
         z_m, z_f = o.hinge_arguments(metric(Ls)), o.hinge_arguments(metric(Ls), Ls)
         assert np.allclose(z_m, z_f, rtol=1e-10, atol=1e-10)
     # the factor gradient (smooth_factor: pair differences, no d × d sum) equals 2 L ∇_M
-    base = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    base = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=None)
     for w in (base, SM.WhitenedOracle(base)):
         w.full_check(metric(Ls), margin=1e9)
         f_m, G_m = w.smooth(metric(Ls), 0.1)
@@ -194,7 +194,7 @@ def test_objective_at_factors_is_exact_and_its_search_serves_the_next_check(exac
 @pytest.mark.parametrize("which", ["exact", "exact_singular"])
 def test_ascent_raises_the_bound_below_the_exact_optimum(which, request):
     X, y, T, value = request.getfixturevalue(which)
-    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=1 << 62)
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3, check_every=None)
     Mx, _, _, _ = PM.solve(X, y, T, 0.5, y, 3, solver="CLARABEL")
     o.full_check(list(Mx), margin=1e9)  # every triplet listed
     cert = SP.RangeCertificate(o)

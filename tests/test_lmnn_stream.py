@@ -201,13 +201,13 @@ def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
     oracle = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
     f, _ = oracle(M)  # an accepted point: its terms fit in the list
     assert oracle.mode == "active_set" and np.isfinite(f)
-    oracle._next_check = 0  # the next call checks all triplets
+    oracle.schedule.now(0)  # the next call checks all triplets
     f_collapsed, _ = oracle(1e-9 * np.eye(d))  # every pair an impostor: way past the budget
     assert f_collapsed == np.inf and oracle.mode == "active_set"
     # a plausible point whose terms do not fit: the oracle switches and evaluates exactly
     M_dense = 0.6 * M  # about 3× the terms, objective +40%
     assert len(P.hinge_terms(M_dense, X, T, y)[0]) > 2 * n_terms
-    oracle._next_check = 0
+    oracle.schedule.now(0)
     f_dense, _ = oracle(M_dense)
     assert oracle.mode == "streaming"
     assert abs(f_dense - P.objective(M_dense, X, T, y, 0.5)) <= 1e-10 * f_dense

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from convexmetric.cones import FullSpace, NonnegativeOrthant
-from convexmetric.optim.escape import GapCloser, GapSettings, close_gap, negative_curvature
+from convexmetric.optim.escape import grown_factors, negative_curvature
 from convexmetric.optim.factor import Factored, trimmed
 from convexmetric.optim.fista import FISTA
 from convexmetric.optim.lbfgs import LBFGS
@@ -23,7 +23,6 @@ from convexmetric.optim.oracle import Oracle, StageHooks
 from convexmetric.optim.smoothing import SmoothingSettings, smoothed_descent
 from convexmetric.optim.stages import StageSettings, run_stages
 from convexmetric.optim.subgradient import SubgradientSettings, projected_subgradient
-from convexmetric.result import SolveResult, certified_gap
 
 rng = np.random.default_rng(3)
 A = rng.normal(size=(40, 5)) * np.where(rng.random((40, 1)) < 0.5, 1.0, -1.0)
@@ -259,27 +258,49 @@ def test_negative_curvature_and_line_searches():
     assert interval_search(lambda t: t, 1.0)[0] == 0.0  # nothing decreases: no step
 
 
-class _Closer(GapCloser):
-    """Escapes never help; the fallback runs the certified continuation."""
+class Nearest(Oracle, StageHooks):
+    """``f(M) = ½‖M − A‖²_F`` over ``M ⪰ 0``, ``A = diag(1, 2, −1)``: the optimum
+    ``diag(1, 2, 0)`` has rank 2, ``f* = ½``. Weak duality with ``Λ ⪰ 0`` gives the bound
+    ``−½‖Λ‖² − ⟨Λ, A⟩`` (exact at ``Λ = max(M − A, 0)`` of the optimum); the escape is the
+    engine's (:func:`grown_factors` on the eigenpairs of the gradient ``M − A``)."""
 
-    trivial_bound = 0.0
+    A = np.diag([1.0, 2.0, -1.0])
 
-    def __init__(self):
-        self.escapes = 0
+    def smooth(self, M, sigma, grad=True, components=None):
+        f = self.objective(M)
+        return (f, M - self.A) if grad else f
 
-    def escape(self, result, sigma):
-        self.escapes += 1
-        return None
+    def objective(self, M, components=None):
+        return 0.5 * float(np.sum((M - self.A) ** 2))
 
-    def fallback(self, best, deadline):
-        yield run_stages(SVM(A), best().matrix, LBFGS(), stages())
+    def bound(self, stage):
+        w, V = np.linalg.eigh(stage.x - self.A)
+        Lam = (V * np.maximum(w, 0.0)) @ V.T
+        return -0.5 * float(np.sum(Lam**2)) - float(np.sum(Lam * self.A))
+
+    def escape(self, stage):
+        if not stage.stopping:
+            return None
+        pairs = [np.linalg.eigh(stage.best_x - self.A)]
+        value = lambda Ls: self.objective(Ls[0] @ Ls[0].T)  # noqa: E731
+        grown = grown_factors([stage.best_factor.T], pairs, value, 1, bracket=True)
+        return None if grown is None else grown[0].T
 
 
-def test_close_gap_falls_back_and_certifies():
-    start = SolveResult(matrix=np.zeros(5), objective=SVM(A).objective(np.zeros(5)),
-                        status="optimal_inaccurate")  # fmt: skip
-    closer = _Closer()
-    out = close_gap(start, closer, GapSettings(tol=1e-8))
-    assert closer.escapes == 1 and out.info["fallback"] and out.status == "optimal"
-    assert certified_gap(out.objective, out.lower_bound) <= 1e-8
-    assert out.lower_bound <= exact() * (1 + 1e-7)
+@pytest.mark.parametrize("max_escapes", [0, 2])
+def test_the_staged_run_escapes_a_rank_one_saddle_and_certifies(max_escapes):
+    """A rank-1 factor keeps its row space under descent in ``L`` (``∇_L = 2L∇_M``): the run
+    stalls at ``diag(1, 0, 0)``; the escape at the stall appends a row along the negative
+    curvature and the restarted run certifies the rank-2 optimum."""
+    settings = StageSettings(stage_iter=100, stalls=1, gap_tol=1e-8, max_stages=20,
+                             max_escapes=max_escapes)  # fmt: skip
+    res = run_stages(Factored(Nearest()), np.array([[1.0, 0.0, 0.0]]), LBFGS(), settings)
+    M = res.matrix.T @ res.matrix
+    if max_escapes == 0:  # the saddle, exposed by the certificate
+        assert "escapes" not in res.info and res.status == "optimal_inaccurate"
+        assert np.allclose(M, np.diag([1.0, 0.0, 0.0]), atol=1e-6) and res.certified_gap > 0.5
+        return
+    assert res.info["escapes"] == 1 and res.matrix.shape == (2, 3)
+    assert res.status == "optimal" and res.certified_gap <= 1e-8
+    assert np.allclose(M, np.diag([1.0, 2.0, 0.0]), atol=1e-4)
+    assert res.lower_bound <= 0.5 + 1e-12 and abs(res.objective - 0.5) <= 1e-8

@@ -102,6 +102,17 @@ def test_status_honest_when_stopped_early(exact):
     assert res.info["certified_gap"] > 1e-8
 
 
+@pytest.mark.parametrize("name", ["lpoe", "kpoe"])
+def test_rank_one_start_is_escaped_and_certified(exact, name):
+    """The optimum has rank 2: a rank-1 factor start stalls at a saddle, which the staged
+    driver escapes (StageHooks.escape, new factor columns, the engine's one escape path);
+    the run then certifies, and the verifier agrees."""
+    res = run(name, False, settings={"rank": 1, "tol": 1e-6})
+    assert res.info["escapes"] >= 1 and max(res.info["ranks"]) >= 2
+    assert res.status == "optimal" and verification(res, name, False, tol=1e-6).verified
+    assert abs(res.objective - exact[name, False]) <= (1e-6 + CONIC) * exact[name, False]
+
+
 def test_bound_valid_for_any_multipliers(exact):
     """The repaired bound holds for arbitrary λ ∈ [0, s], however infeasible."""
     blocks, _ = CASES["lpoe"]

@@ -30,6 +30,7 @@ from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
 from .compact_list import CompactList
+from .schedule import CheckSchedule
 
 #: bytes per listed triplet: the largest peak of traced memory per listed term over a full
 #: check, a merge, the evaluations and a bound, list and memo included (164 bytes on the
@@ -53,7 +54,8 @@ class ActiveList(CompactList):
     mu : float
     check_every : int
         Calls between full checks; doubled while checks find nothing new (the paper:
-        every 10–20 iterations, depending on fluctuations of the active set).
+        every 10–20 iterations, depending on fluctuations of the active set; the
+        schedule is :class:`.schedule.CheckSchedule`, shared with multi-metric LMNN).
     prune : float or None
         At a full check, listed triplets whose hinge argument is below ``−prune`` are
         dropped from the active list (they are re-found by later full checks if they
@@ -105,10 +107,9 @@ class ActiveList(CompactList):
         self.mask = {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
         self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
         self.calls = 0
-        self._next_check = 0
-        # on large data the interval ramps up 1, 2, 4, ... at the start (a collapsed
-        # step is costly there); on small data App. A's 10-20 from the start
-        self._interval = 1
+        # the interval ramps up 1, 2, 4, ... at the start (a collapsed step is costly on
+        # large data), then doubles and halves (see hinge_arguments)
+        self.schedule = CheckSchedule(check_every, adaptive=True)
         self.full_checks = 0
         self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
@@ -124,7 +125,8 @@ class ActiveList(CompactList):
         The smoothed stages count only ``z > 0`` at first (λ̄ starts at 0), so the list
         keeps the terms near the kink; dropped terms come back at the checks once violated.
         """
-        self.prune, self._next_check = prune, self.calls
+        self.prune = prune
+        self.schedule.now(self.calls)
 
     def _prune(self, z):
         """Drop listed triplets far from violation and not counted in any gradient."""
@@ -323,7 +325,7 @@ class ActiveList(CompactList):
         switches to streaming (``None`` is returned) instead of raising."""
         self._alarm.check()
         Lc = components_from_metric(M) if components is None else components
-        checked = self.calls >= self._next_check
+        checked = self.schedule.due(self.calls)
         if checked:
             stable = self.full_check(M, Lc, accepted=accepted)
             if self.mode == "streaming":
@@ -336,11 +338,7 @@ class ActiveList(CompactList):
             # checks' flops at most about those of the evaluations between them (on large
             # data a check costs hundreds of evaluations); new violations halve it (not
             # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
-            if stable:
-                self._interval = min(2 * self._interval, self._check_cap())
-            else:
-                self._interval = min(2 * self._interval, max(self._interval // 2, self.check_every))
-            self._next_check = self.calls + self._interval
+            self.schedule.checked(self.calls, stable, self._check_cap())
         self.calls += 1
         Dt, d_il = self._list_distances(Lc)
         z = Dt[self.I, self.slot]  # 1 + d(i, j) − d(i, l), in place: (d(i, j) + 1) − d(i, l)

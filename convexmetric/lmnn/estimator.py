@@ -29,7 +29,7 @@ from ..neighbors import padding, target_neighbors
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
 from .blocks.dask_executor import check_backend, executor_for
-from .blocks.device import check_device
+from .blocks.device import DeviceExecutor, check_device
 from .exact import solve_working_set
 from .passes import run_passes
 from .reduction import leading_components, pca_axes, solve_rectangular
@@ -252,7 +252,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _targets(self, X, y_enc, counts, targets):
         """The target neighbours: the k nearest same-class points, or the user's (checked)."""
         if targets is None:
-            return target_neighbors(X, y_enc, self._set_k(counts))
+            device = getattr(self, "device", None)  # the float32 screen on the device
+            screen = None if device in (None, "cpu") else DeviceExecutor(device).screen_targets
+            return target_neighbors(X, y_enc, self._set_k(counts), screen=screen)
         self.k_, self.predict_k_ = None, int(self._predict_k or self.k)
         T = check_indices(targets, X.shape[0], "targets")
         if T.ndim != 2 or T.shape[0] != X.shape[0]:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import components_from_metric, row_distances, triplet_scatter
+from ..optim.escape import grown_factors
+from ..optim.factor import trimmed
 from ..optim.oracle import Oracle, StageHooks
 from ..problems.lmnn import TooManyTerms
 from .active_list import ActiveList
@@ -263,6 +265,23 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         """:meth:`lower_bound` at the stage's point with its best value as ``F``."""
         return self.lower_bound(stage.x, stage.sigma, F=stage.best_f)
 
+    def escape(self, stage):
+        """At a stall without a certificate (``stage.stopping``): the best factor ``L`` with
+        the row ``√t vᵀ`` appended (``M + t vvᵀ``), ``v`` the most negative eigenvector of
+        :meth:`dual_matrix` at the best point and ``t`` from a line search on eq. (14)
+        (:func:`convexmetric.optim.escape.grown_factors`); else ``None``. Through
+        :class:`convexmetric.optim.factor.Factored` only (it needs the factor)."""
+        if not stage.stopping or stage.best_factor is None:
+            return None
+        L, S = stage.best_factor, self.dual_matrix(stage.best_x, stage.sigma)
+        pairs = [np.linalg.eigh(0.5 * (S + S.T))]
+
+        def value(Ls):
+            return float(self.objective(Ls[0] @ Ls[0].T, components=Ls[0].T))
+
+        grown = grown_factors([_full_rank(L).T], pairs, value, 1, bracket=True)
+        return None if grown is None else grown[0].T
+
     def begin_stage(self, M, index, components=None):
         """A full check before every stage: the list is fixed while L-BFGS runs."""
         self.full_check(M, components)
@@ -287,3 +306,9 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             return self._seen(M, self._streamer().objective(M, Lc))
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
         return self._seen(M, f)
+
+
+def _full_rank(L):
+    """A factor of ``LᵀL`` with as many rows as its rank (:func:`trimmed`: directions
+    below ``1e-14·λ_max`` dropped), so that a new row fits (at most ``d`` rows)."""
+    return trimmed(L, 1e-14) if L.shape[0] >= L.shape[1] else L

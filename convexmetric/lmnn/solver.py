@@ -22,10 +22,14 @@ stages, each an engine driver (:mod:`convexmetric.optim`):
    behind (the optimum has far lower rank than phase 1's iterate), at equal or lower
    certified objectives (the measurements are in ``benchmarks/TUNING.md``).
    ``refine="fista"``: FISTA with continuation on ``M`` over the PSD cone instead.
-3. **Closing the gap** (:func:`convexmetric.optim.escape.close_gap`): a factor descent
-   can stop at a Burer–Monteiro saddle, and which one depends on rounding; escapes along
-   negative curvature of the Lagrangian's gradient, then FISTA on ``M`` (convex) if the
-   gap stays open.
+   At a stall without a certificate the driver escapes along negative curvature of
+   the Lagrangian's gradient (a factor descent can stop at a Burer–Monteiro saddle,
+   and which one depends on rounding) and restarts there: :mod:`.refinement`, through
+   the engine's one escape path (:meth:`.oracle.ActiveSetOracle.escape`).
+3. **Convex fallback** (:func:`_close`): if the gap stays open, FISTA on ``M ⪰ 0``
+   (convex: it cannot stall at a saddle), then a polish in the factor
+   (:class:`.refinement.GapClosing`). :func:`close_gap` continues a given result the
+   same way (an escape, the refinement, the fallback).
 
 Features constant over the data are left out first (:func:`_on_varying`: an exact
 reduction; ``M`` keeps the start's block there). ``precondition=True`` solves in
@@ -49,18 +53,15 @@ from .._threads import one_blas_thread
 from .._validation import check_memory_limit
 from ..cones import FullSpace, PSDCone
 from ..linalg import components_from_metric
-from ..optim import escape
 from ..optim.deadline import Alarm, TimeUp
-from ..optim.escape import GapCloser, GapSettings, negative_curvature
 from ..optim.factor import Factored
-from ..optim.lbfgs import LBFGS
-from ..optim.linesearch import bracket_search
+from ..optim.oracle import Stage
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
-from ..optim.stages import StageSettings, run_stages
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.lmnn import pull_matrix
 from ..result import SolveResult, certified_status
 from .oracle import ActiveSetOracle
+from .refinement import GapClosing, refine, refine_settings
 from .time_limit import stopped
 
 #: default working-memory budget (bytes); fixed, so a fit runs the same anywhere (TUNING.md)
@@ -124,7 +125,9 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     -------
     SolveResult
         ``matrix`` is ``M``; ``lower_bound`` the certificate; ``info`` has
-        ``certified_gap``, ``mode`` ("active_set" or "streaming"), phase counts.
+        ``certified_gap``, ``mode`` ("active_set" or "streaming"), phase counts,
+        ``escapes`` (the refinement's, when it escaped) and ``fallback`` (whether
+        the convex fallback ran, when the refinement left the gap open).
 
     Examples
     --------
@@ -269,6 +272,9 @@ def _refined(oracle, res, s, t0):
         stages.append("fista" if s.refine == "fista" else "smoothed-lbfgs")
         info["refine_evaluations"] = res2.info.get("evaluations", res2.iterations)
         info["final_sigma"] = res2.info.get("final_sigma")
+        if res2.info.get("escapes"):  # the refinement escaped saddles (.refinement)
+            info["escapes"] = res2.info["escapes"]
+            stages.append("escape")
         if res2.objective < best_f:
             best_M, best_f = res2.matrix, res2.objective
     info.update(active_list=len(oracle.keys), active=int(np.count_nonzero(oracle.mask["sub"])),
@@ -282,109 +288,57 @@ def _refined(oracle, res, s, t0):
                        info=info)  # fmt: skip
 
 
-def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):
-    """The refinement's :class:`StageSettings`: fixed σ = 0.03 with recentring, 50 L-BFGS
-    iterations a stage, ×0.3 at stalls, a stall ends the run only once σ ≤ 3e-4;
-    ``s.refine_settings`` overrides them (unless ``overrides=False``)."""
-    rs = StageSettings(sigma0=0.03, sigma_factor=1.0, stall_shrink=0.3, sigma_min=1e-6,
-                       stage_iter=50, rtol=1e-7, stalls=2, stall_sigma=1e-2, gap_tol=gap_tol,
-                       max_stages=500, time_limit=time_limit, callback=s.callback,
-                       name="smoothed-lbfgs")  # fmt: skip
-    extra = s.refine_settings if overrides and s.refine is True else None
-    if isinstance(extra, StageSettings):
-        return replace(extra, time_limit=time_limit, callback=s.callback)
-    return replace(rs, **(extra or {}))
-
-
-def refine(oracle, L0, settings, rank_tol=None):
-    """The smoothed L-BFGS refinement in the factor from ``L0``; ``matrix`` is ``M``.
-
-    ``rank_tol``: the factor sheds its eigen-directions below ``rank_tol·λ_max`` before
-    every stage (:func:`convexmetric.optim.factor.trimmed`)."""
-    res = run_stages(Factored(oracle, rank_tol), np.array(L0, dtype=float), LBFGS(), settings)
-    L = res.matrix
-    res.matrix, res.matrices = L.T @ L, [L.T @ L]
-    res.info["components"] = L
-    return res
-
-
-class _Closer(GapCloser):
-    """LMNN's escapes (``M + t vvᵀ``) and fallback (FISTA on ``M ⪰ 0``)."""
-
-    trivial_bound = 0.0  # eq. (14) is a sum of nonnegative terms
-
-    def __init__(self, oracle, s, max_iter=None):
-        self.oracle, self.s, self.left = oracle, s, max_iter
-
-    def _spent(self):
-        return self.left is not None and self.left <= 0
-
-    def _take(self, result):
-        """Count ``result``'s iterations against the budget; return it."""
-        if self.left is not None:
-            self.left -= result.iterations
-        return result
-
-    def escape(self, result, sigma):
-        if self._spent():
-            return None
-        M = result.matrix
-        v = negative_curvature(self.oracle.dual_matrix(M, sigma))
-        if v is None:
-            return None
-        D = np.outer(v, v)
-        t0 = max(float(np.trace(M)), 1e-8) * 1e-3
-        t, _ = bracket_search(lambda t: float(self.oracle.objective(M + t * D)), t0)
-        return None if t <= 0.0 else components_from_metric(M + t * D)
-
-    def restart(self, L0, time_limit):
-        rs = replace(refine_settings(self.s, time_limit), max_iterations=self.left)
-        return self._take(refine(self.oracle, L0, rs, self.s.rank_tol))
-
-    def fallback(self, best, deadline):
-        # the dual estimate of a saddle is poor: restart the prox centre at λ̄ = 0 and the
-        # continuation at the default width (a small σ with a stale centre stalls)
-        if self._spent():
-            return
-        self.oracle.mask["lam"] = np.zeros_like(self.oracle.mask["lam"])
-        fs = SmoothingSettings(gap_tol=self.s.tol, max_iter=20000, callback=self.s.callback,
-                               time_limit=deadline.remaining(),
-                               max_iterations=self.left)  # fmt: skip
-        r = self._take(smoothed_descent(self.oracle, best().matrix, PSDCone(), fs))
-        yield r
-        if deadline.expired() or self._spent():
-            return
-        # polish in the factor, now away from the saddle (kept only if better)
-        rs = replace(refine_settings(self.s, deadline.remaining(), overrides=False),
-                     sigma0=float(r.info.get("final_sigma", 1e-3)),
-                     max_iterations=self.left)  # fmt: skip
-        L0 = components_from_metric(best().matrix)
-        yield self._take(refine(self.oracle, L0, rs, self.s.rank_tol))
-
-
 def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
-    """Escapes and the convex fallback from ``result`` (a refinement on ``oracle``'s data)
-    until its certified gap is within ``tol`` (:func:`convexmetric.optim.escape.close_gap`).
+    """Continue from a refinement's ``result`` until its certified gap is within ``tol``.
 
-    ``settings``/``overrides``: :class:`LMNNSettings` (``tol``, ``time_limit``,
-    ``callback``, ``refine_settings``); ``max_iter``: iterations of this stage at most
-    (default: no cap). Returns a new :class:`SolveResult` counting this stage only
-    (``info``: ``escapes``, ``fallback``, ``certified_gap``; its bound's ``certificate``).
+    The solver's own path (:func:`solve` runs it after its refinement): the escape of
+    :meth:`.ActiveSetOracle.escape` at ``result``'s point, the refinement from there
+    (escaping again at its stalls, :mod:`convexmetric.optim.stages`), and while the gap
+    stays open the convex fallback (:func:`_close`).
+
+    Parameters
+    ----------
+    oracle : ActiveSetOracle
+        The oracle ``result`` was computed on.
+    result : SolveResult
+        A refinement's result (``info["final_sigma"]``: its smoothing width).
+    settings : LMNNSettings, optional
+        ``tol``, ``time_limit``, ``callback``, ``refine_settings``, ``rank_tol``.
+    max_iter : int, optional
+        Iterations of this stage at most (default: no cap).
+    **overrides
+        Fields of :class:`LMNNSettings`.
+
+    Returns
+    -------
+    SolveResult
+        The best point, counting this stage only; ``info`` has ``escapes``,
+        ``fallback`` and ``certified_gap``, ``certificate`` the bound's dual point.
     """
     s = replace(settings or LMNNSettings(), **overrides)
-    closer = _Closer(oracle, s, max_iter)
-    out = escape.close_gap(result, closer, GapSettings(tol=s.tol, time_limit=s.time_limit))
+    run = GapClosing(oracle, result, s, max_iter)
+    if run.open():
+        L = result.info.get("components")
+        L = components_from_metric(result.matrix) if L is None else L
+        at = Stage(result.matrix, float(result.info.get("final_sigma", 1e-6)), result.matrix,
+                   result.objective, run.lower, 0, L, L, stopping=True)  # fmt: skip
+        moved = oracle.escape(at)
+        if moved is not None:
+            rs = replace(refine_settings(s, run.clock.remaining()), max_iterations=run.left)
+            r = run.keep(refine(oracle, moved, rs, s.rank_tol))
+            run.escapes += 1 + r.info.get("escapes", 0)
+    out = run.fallback().finish()
     out.certificate = oracle.certificate(out.lower_bound)
     return out
 
 
 def _close(oracle, res, s, time_limit):
-    """:func:`close_gap` from the refined result; the pipeline's counts and names kept."""
-    out = close_gap(oracle, res, s, max_iter=s.max_iter - res.iterations, time_limit=time_limit)
-    info = dict(res.info)
-    info.update(escapes=out.info["escapes"], fallback=out.info["fallback"])
-    info["stages"] = res.info["stages"] + ["escape"] * (out.info["escapes"] > 0)
-    info["stages"] += ["fista-fallback"] * bool(out.info["fallback"])
+    """The convex fallback after the refinement (whose escapes ran at its stalls), with
+    the pipeline's counts and names; the stages "escape"/"fista-fallback" when they ran."""
+    s = replace(s, time_limit=time_limit)
+    out = GapClosing(oracle, res, s, s.max_iter - res.iterations).fallback().finish()
+    info = dict(res.info, escapes=res.info.get("escapes", 0), fallback=out.info["fallback"])
+    info["stages"] = res.info["stages"] + ["fista-fallback"] * bool(out.info["fallback"])
     out.info, out.solver = info, "+".join(info["stages"])
     out.iterations += res.iterations
     out.seconds += res.seconds

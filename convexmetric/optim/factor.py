@@ -133,7 +133,8 @@ class Factored(Oracle, StageHooks):
                          best_factor=self._rows(stage.best_x))  # fmt: skip
             self._last = (key, at)
         return replace(self._last[1], sigma=stage.sigma, best_f=stage.best_f,
-                       lower=stage.lower, index=stage.index)  # fmt: skip
+                       lower=stage.lower, index=stage.index,
+                       stopping=stage.stopping)  # fmt: skip
 
     def bound(self, stage):
         return self.oracle.bound(self._in_metric(stage))

@@ -73,6 +73,8 @@ class Stage:
     index: int  #: the stage's number (0 first)
     factor: Any = None  #: through :class:`.factor.Factored`: the factor of ``x``
     best_factor: Any = None  #: through :class:`.factor.Factored`: the factor of ``best_x``
+    #: the run ends here, uncertified (a stall), unless ``escape`` gives a new point
+    stopping: bool = False
 
 
 class Oracle:
@@ -129,10 +131,14 @@ class StageHooks:
                              bound: a replacement point, else ``None`` (the factor trimmed
                              by :class:`.factor.Factored`, so that the next stage's full
                              check reuses that objective's search)
-    ``escape(stage)``        instead of recentring, when the stage ends uncertified: a
-                             point along negative curvature (:mod:`.escape` finds the
-                             directions), else ``None`` (POE's factored solver; through
-                             :class:`.factor.Factored`, a factor with more rows)
+    ``escape(stage)``        when the stage ends uncertified (before the last stage): a
+                             point along negative curvature, the next stage's start
+                             (:mod:`.escape` finds the directions and the step), else
+                             ``None``; ``stage.stopping``: the run would end here (a
+                             stall), and an escape restarts it. The one escape path of
+                             the engine: POE's factored solver escapes whenever the
+                             curvature dominates the gap, LMNN's refinement at its stalls;
+                             through :class:`.factor.Factored`, a factor with more rows
     ``final_bound(stage)``   once, when the run ends uncertified: a last, costlier bound at
                              ``stage.best_x``, else ``None`` (POE's crossover)
     ``finish()``             when the run ends, however: undo settings made for it
@@ -151,7 +157,8 @@ class StageHooks:
         """A replacement for ``x`` after the stage's inner run, or ``None`` (default)."""
 
     def escape(self, stage):
-        """A point along negative curvature that lowers the objective, or ``None``."""
+        """A point along negative curvature that lowers the objective, or ``None``
+        (default: none)."""
         return None
 
     def final_bound(self, stage):

@@ -20,11 +20,20 @@ run goes on. The status is "optimal" only at a certified stop (or when the final
 certifies the best point within ``gap_tol``); a stall, a cap or the last stage gives
 "optimal_inaccurate", a time limit or the callback "user_limit".
 
-Otherwise the oracle may :meth:`~.StageHooks.escape` along negative curvature
-(the next stage starts there), or the prox centre moves to the stage's multipliers
-(:meth:`~.Oracle.recenter`, an augmented-Lagrangian step that removes the smoothing bias
-at a *fixed* σ) and σ is updated: ``σ ← max(σ·sigma_factor, sigma_min)`` (continuation
-when ``sigma_factor < 1``), or with a fixed σ, ``σ ← σ·stall_shrink`` after a stall.
+**Escapes.** A descent in factors (``M = LᵀL``, :mod:`.factor`) is not convex and can
+stop at a Burer–Monteiro saddle, which the certificate exposes. After every uncertified
+stage but the last (a stall included, ``Stage.stopping``), the oracle may
+:meth:`~.StageHooks.escape` along negative curvature of the Lagrangian's gradient
+(:mod:`.escape`), at most ``max_escapes`` times: the next stage starts at the new point,
+and an escape at a stall restarts the run there (σ back to ``σ₀``, no stalls counted).
+This is the engine's one escape path (POE's factored solver, LMNN's refinement). A
+formulation with a convex fallback (FISTA on ``M``, which cannot stall at a non-optimal
+point) runs it as its own last stage when the gap stays open.
+
+Otherwise the prox centre moves to the stage's multipliers (:meth:`~.Oracle.recenter`,
+an augmented-Lagrangian step that removes the smoothing bias at a *fixed* σ) and σ is
+updated: ``σ ← max(σ·sigma_factor, sigma_min)`` (continuation when ``sigma_factor < 1``),
+or with a fixed σ, ``σ ← σ·stall_shrink`` after a stall.
 
 The same loop, with different settings, is LMNN's factor refinement (fixed σ,
 recentring), the multi-metric factor refinement and its convex polish, POE's factored
@@ -63,6 +72,7 @@ class StageSettings:
     max_evaluations: int | None = None  #: smoothed evaluations at most (None: no cap)
     max_iterations: int | None = None  #: inner iterations at most, over all stages (None: no cap)
     recenter: bool = True  #: move the prox centre between stages
+    max_escapes: int | None = None  #: escapes along negative curvature at most (None: no cap)
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
     name: str = "staged"  #: the ``solver`` name of the result
@@ -146,8 +156,9 @@ class _Run:
         self.low = -np.inf if lower is None else float(lower)
         self.stalled, self.index = 0, 0
 
-    def snapshot(self, x):
-        return Stage(x, self.sigma, self.best_x, self.best_f, self.low, self.index)
+    def snapshot(self, x, stopping=False):
+        return Stage(x, self.sigma, self.best_x, self.best_f, self.low, self.index,
+                     stopping=stopping)  # fmt: skip
 
     def stage(self):
         """One stage and its bound; the run's status if it ends here, else ``None``."""
@@ -171,7 +182,7 @@ class _Run:
         notify(counts.evaluations, f, lower_bound=None if self.low == -np.inf else self.low)
         if stopped or (s.callback is not None and s.callback(counts.evaluations, f, self.sigma)):
             return "user_limit"
-        return self._cap() or self._converged(factor) or self._advance(factor)
+        return self._cap() or self._next(factor)
 
     def _budget(self):
         s, n = self.s, _budget(self.s, self.index)
@@ -189,7 +200,9 @@ class _Run:
             return "optimal_inaccurate"
         return None
 
-    def _converged(self, factor):
+    def _next(self, factor):
+        """After an uncapped stage: the status if the run ends here, else ``None`` (an
+        escape, or the prox centre and σ updated for the next stage)."""
         s = self.s
         if s.gap_tol is not None and certified_gap(self.best_f, self.low) <= s.gap_tol:
             # a proof (an exact value and a valid bound): the final check is for runs that
@@ -197,24 +210,32 @@ class _Run:
             return "optimal"
         last = s.max_stages is not None and self.index + 1 >= s.max_stages
         done = _done(s, self.best_f, self.low, self.stalled, self.sigma, factor)
-        if (done or last) and (self.oracle.check(self.best_x) or last):
-            return "optimal_inaccurate"  # a stall or the last stage: no proof (above)
-        return None
-
-    def _advance(self, factor):
-        """Escape along negative curvature, or recentre and update σ; never a status."""
-        s = self.s
-        moved = self.hooks.escape(self.snapshot(self.x))
-        if moved is not None:
-            self.x, self.index = moved, self.index + 1
-            self.counts.notes["escapes"] = self.counts.notes.get("escapes", 0) + 1
+        stop = (done or last) and (self.oracle.check(self.best_x) or last)
+        if not last and self._escaped(stop):
             return None
+        if stop:
+            return "optimal_inaccurate"  # a stall or the last stage: no proof (above)
         if s.recenter:
             self.oracle.recenter(self.x, self.sigma)
         stalled = factor >= 1 and self.stalled and s.stall_shrink
         self.sigma = max(self.sigma * (s.stall_shrink if stalled else factor), s.sigma_min)
         self.index += 1
         return None
+
+    def _escaped(self, stopping):
+        """Ask the hooks for an escape along negative curvature; True if the next stage
+        starts there (at a stall, ``stopping``, the run restarts: σ₀, no stalls)."""
+        s, notes = self.s, self.counts.notes
+        if s.max_escapes is not None and notes.get("escapes", 0) >= s.max_escapes:
+            return False
+        moved = self.hooks.escape(self.snapshot(self.x, stopping))
+        if moved is None:
+            return False
+        self.x, self.index = moved, self.index + 1
+        notes["escapes"] = notes.get("escapes", 0) + 1
+        if stopping:
+            self.sigma, self.stalled = float(s.sigma0), 0
+        return True
 
     def result(self, status):
         return _result(self, status)

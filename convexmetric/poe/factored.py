@@ -25,8 +25,10 @@ not per step). If it does not close and some ``Sᵖ`` has a negative eigenvalue 
 repair dominates the open gap, its eigenvectors ``v`` are descent directions
 ``W + t vvᵀ`` that stay PSD: they are appended as new columns of ``Lᵖ`` (scaled by a
 line search on ``φ_σ``) and the next stage starts there (the rank-increase step of
-low-rank SDP methods). Status "optimal" only when the certified relative gap is within
-``tol``; an uncertified run ends with the crossover bound at the best point.
+low-rank SDP methods; the engine's one escape path, :meth:`WhitenedPOE.escape` with
+:func:`convexmetric.optim.escape.grown_factors`, which LMNN's refinement takes too).
+Status "optimal" only when the certified relative gap is within ``tol``; an uncertified
+run ends with the crossover bound at the best point.
 """
 
 from __future__ import annotations

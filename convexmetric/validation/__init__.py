@@ -108,15 +108,23 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
     if paper == "maurer":
         return _maurer(data, name, random_state, callback, common, settings)
     if paper == "poe":
-        from . import poe as mod
+        return _poe(data, name, random_state, callback, common, settings)
+    return _aroma(data, name, random_state, common, settings)
 
-        shape = {k: settings.pop(k) for k in ("n_per_class", "n_comparisons") if k in settings}
-        if data is None:
-            C, D, default = mod.default_data(settings.get("kind", "kernel"), **shape,
-                                             random_state=random_state)  # fmt: skip
-        else:
-            (C, D), default = data, "data"
-        return mod.validate(C, D, name=name or default, callback=callback, **common, **settings)
+
+def _poe(data, name, random_state, callback, common, settings):
+    from . import poe as mod
+
+    shape = {k: settings.pop(k) for k in ("n_per_class", "n_comparisons") if k in settings}
+    if data is None:
+        C, D, default = mod.default_data(settings.get("kind", "kernel"), **shape,
+                                         random_state=random_state)  # fmt: skip
+    else:
+        (C, D), default = data, "data"
+    return mod.validate(C, D, name=name or default, callback=callback, **common, **settings)
+
+
+def _aroma(data, name, random_state, common, settings):
     from . import aroma as mod
 
     shape = {k: settings.pop(k) for k in ("n_items", "n_features") if k in settings}

@@ -179,6 +179,27 @@ class DeviceExecutor(LocalExecutor):
         d = row_distances(self.xp, P.Z, self._pairs[2], self._pairs[3])
         return to_numpy(P.Z), to_numpy(P.Dt), to_numpy(d)
 
+    def screen_targets(self, C32, sq32, band, k, block_size=None):
+        """The target neighbours' float32 screen on the device (the ``screen`` of
+        :func:`convexmetric.neighbors.target_neighbors`): per block of rows, yields ``(s,
+        e, rr, cc)`` on the host. The same bound as the host's screen (the ``k``-th
+        smallest of group minima), with a sort of the minima instead of a partition; the
+        candidates may differ from the host's by rounding, the exact decision on the host
+        does not. ``block_size`` is ignored: a block fills :attr:`block_memory`."""
+        xp, m = self.xp, C32.shape[0]
+        C, sq = self.asarray(C32), self.asarray(sq32)
+        cols = xp.arange(m, device=self.device)
+        rows = int(max(1, min(m, self.block_memory // (12 * m))))
+        for s in range(0, m, rows):
+            e = min(m, s + rows)
+            V = sq[None, :] - 2.0 * (C[s:e, :] @ C.T)
+            own = cols[None, :] == xp.arange(s, e, device=self.device)[:, None]
+            V = xp.where(own, xp.full_like(V, float("inf")), V)
+            t = _kth_bound(xp, V, k)
+            thr = xp.astype(t, xp.float64) + self.asarray(band[s:e])
+            rr, cc = xp.nonzero(V <= xp.astype(thr, xp.float32)[:, None])
+            yield s, e, to_numpy(rr).astype(np.int64), to_numpy(cc).astype(np.int64)
+
     def close(self, data):
         """Forget the workspace and the pairs' device copies."""
         super().close(data)
@@ -187,6 +208,19 @@ class DeviceExecutor(LocalExecutor):
     def describe(self):
         """A short description for logs and reports."""
         return f"{self.device_name} ({device_of(self.asarray(np.zeros(1)))})"
+
+
+def _kth_bound(xp, V, k, group=8):
+    """:func:`convexmetric.neighbors._kth_bound` in the namespace ``xp``."""
+    g = V.shape[1] // group
+    if g <= k:
+        return xp.sort(V, axis=1)[:, k - 1]
+    mins = V[:, :g]
+    for j in range(1, group):
+        mins = xp.minimum(mins, V[:, j * g : (j + 1) * g])
+    if g * group < V.shape[1]:
+        mins = xp.concat([mins, xp.min(V[:, g * group :], axis=1, keepdims=True)], axis=1)
+    return xp.sort(mins, axis=1)[:, k - 1]
 
 
 __all__ = ["BLOCK_MEMORY", "DeviceExecutor", "check_device", "resolve", "to_numpy"]

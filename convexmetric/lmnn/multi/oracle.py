@@ -1,9 +1,12 @@
 """Multi-metric LMNN's oracle (§5.2): one PSD block per cluster over an active list.
 
 The variable is a list ``[M^0, …, M^{c−1}]``. As in App. A the oracle keeps an *active
-list* of triplets found near violation (``margin``) at full checks (every
-``check_every`` calls and at apparent convergence); between checks only the list is
-evaluated. The subgradient of block ``g`` is
+list* of triplets found near violation (``margin``) at full checks; between checks only
+the list is evaluated. The checks follow the single metric's
+:class:`~convexmetric.lmnn.schedule.CheckSchedule`: every ``check_every`` calls (the
+subgradient phase); in a staged run, before every stage and at its stop, and at every
+evaluation of the first :attr:`~MultiMetricOracle.exact_stages` stages. The subgradient
+of block ``g`` is
 
     G_g = (1 − μ) Σ_{g(j)=g} C_ij + μ Σ_{active, g(j)=g} C_ij − μ Σ_{active, g(l)=g} C_il,
 
@@ -21,6 +24,7 @@ import numpy as np
 from ..._sets import member, union, unique_inverse
 from ...optim.oracle import Oracle, StageHooks
 from ...problems import lmnn_multi as PM
+from ..schedule import CheckSchedule
 from .certificate import RangeCertificate
 from .pairs import PairGraph
 
@@ -51,8 +55,9 @@ class MultiMetricOracle(Oracle, StageHooks):
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
         self._tp = PM.target_pairs(X, targets, clusters, n_clusters)  # for every search
         self.check_every, self.margin, self.prune = check_every, margin, prune
+        self.schedule = CheckSchedule(check_every)  #: which calls check (see the module)
         self._null = self._cert = self._Z = self._last = None
-        self.exact_stages, self._every = 0, None  #: see :meth:`begin_stage`
+        self.exact_stages = 0  #: see :meth:`begin_stage`
         self.trace_bound = False  #: :meth:`bound` adds the trace repair (see lower_bound)
         self.tol = None  #: the solve's certified gap (the bound's ascent stops there)
         self._last_best = None  #: the best objective at the last stage's bound
@@ -129,8 +134,9 @@ class MultiMetricOracle(Oracle, StageHooks):
         factors ``L_g``, ``M^g = L_gᵀL_g``, possibly of fewer rows than ``d``) the
         distances are ``‖Z_a − Z_b‖²`` with ``Z = U L_gᵀ``, else ``(Y_a − Y_b)·(u_a − u_b)``
         with ``Y = U M^g``."""
-        if self.calls % self.check_every == 0:
+        if self.schedule.due(self.calls):
             self.full_check(Ms, components=components)
+            self.schedule.checked(self.calls)
         self.calls += 1
         d = np.empty(len(self.pa))
         if components is None:
@@ -262,16 +268,14 @@ class MultiMetricOracle(Oracle, StageHooks):
     def begin_stage(self, Ms, index, components=None):
         """A full check before every stage; the first :attr:`exact_stages` stages search
         all triplets at every evaluation (the list is rebuilt each time, so the large
-        first move sees the real objective), the others only between stages."""
-        if self._every is None:
-            self._every = self.check_every
+        first move sees the real objective), the others check only between stages (the
+        list stays fixed while the inner method runs; the driver checks at its stop)."""
         self.full_check(Ms, components=components)
-        self.check_every = 1 if index < self.exact_stages else 1 << 62
+        self.schedule.period(1 if index < self.exact_stages else None, self.calls)
 
     def finish(self):
-        """Restore the check interval of before the run."""
-        if self._every is not None:
-            self.check_every, self._every = self._every, None
+        """After a staged run: back to a check every :attr:`check_every` calls."""
+        self.schedule.period(self.check_every, self.calls)
 
     def outside_range(self, rtol=1e-10, atol=1e-12):
         """Listed triplets whose impostor difference leaves ``range(P_{g(l)})``.

@@ -47,14 +47,6 @@ class WhitenedOracle(Oracle, StageHooks):
     def version(self):
         return self.base.version
 
-    @property
-    def check_every(self):
-        return self.base.check_every
-
-    @check_every.setter
-    def check_every(self, value):
-        self.base.check_every = value
-
     def _factors(self, components):
         """Factors of the original blocks: ``S M Sᵀ = (L Sᵀ)ᵀ(L Sᵀ)``."""
         return None if components is None else [L @ S.T for S, L in zip(self.S, components)]
