@@ -53,7 +53,7 @@ from .._threads import one_blas_thread
 from .._validation import check_memory_limit
 from ..cones import FullSpace, PSDCone
 from ..linalg import components_from_metric
-from ..optim.deadline import Alarm, TimeUp
+from ..optim.deadline import NEVER, Alarm, TimeUp
 from ..optim.factor import Factored
 from ..optim.oracle import Stage
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
@@ -194,6 +194,7 @@ def _solve(X, y, targets, mu, M0, s):
             res.info.update(oracle.mode_info())
     except TimeUp:  # the time limit, in a step outside the drivers (they stop on it)
         res = stopped(oracle, M0, t0)
+    oracle.alarm = NEVER  # the certificate's multipliers (a pass when streaming) are listed
     res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
     return res
 
