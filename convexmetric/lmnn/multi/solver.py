@@ -54,6 +54,12 @@ __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "so
 #: 22–30 with 1e-8 (LMNN's own setting; measurements: ``benchmarks/TUNING.md``).
 RANK_TOL = 1e-4
 
+#: L-BFGS's stored correction pairs in the factor refinement. An iteration's own work
+#: (scipy's L-BFGS-B update, in proportion to ``maxcor`` times the factors' size) was a
+#: sixth of a digits solve with 20; with 5 the stages reach the optimum's objective in as
+#: many iterations (measurements: ``benchmarks/TUNING.md``)
+MAXCOR = 5
+
 
 @dataclass(kw_only=True)
 class MultiSettings:
@@ -150,8 +156,8 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
         return res
     res2 = refine_factors(oracle, Ms, s, time_limit)
     res2.info["stages"] = ["smoothed-lbfgs"]
-    if res2.status == "user_limit":
-        return res2
+    if res2.status in ("user_limit", "optimal"):  # certified: the polish would only
+        return res2  # evaluate its start (an exact search) and stop
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
     more = None if s.max_iterations is None else s.max_iterations - res2.iterations
     if more is not None and more <= 0:
@@ -174,7 +180,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
     the ``M^g`` (in ``oracle``'s coordinates)."""
     extra = dict(s.refine_settings or {})
     oracle.base_oracle().exact_stages = extra.pop("exact_stages", 3)
-    inner = LBFGS(maxcor=extra.pop("maxcor", 20))
+    inner = LBFGS(maxcor=extra.pop("maxcor", MAXCOR))
     gap_tol = extra.pop("switch_gap", s.tol)
     rs = StageSettings(sigma0=0.03, sigma_factor=1.0, sigma_min=1e-6, stage_iter=100,
                        first_stage=5, rtol=1e-7, stalls=2, gap_tol=gap_tol,
