@@ -12,7 +12,7 @@ same tree (the issue's target: at most 2). Cases (comma-separated; default all):
 * ``single:digits``: ``LMNN(k=3, mu=0.5).fit`` (the default fit, tol 1e-4);
 * ``multi:NAME:TOL[:C]``: ``MultiMetricLMNN(k=3, mu=0.5, tol=TOL)`` on a standard split
   (clusters = classes, or ``C`` k-means clusters with ``random_state=0``); ``seven`` is
-  the seven instances of ``benchmarks/TUNING.md``.
+  the seven instances of ``benchmarks/TUNING.md``; ``all`` the default list.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def one(case):
 def main(other, cases=DEFAULT, repeats=3):
     trees = {"other": os.path.abspath(other), "this": os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))}  # fmt: skip
-    cases = cases.replace("seven", SEVEN).split(",")
+    cases = (DEFAULT if cases == "all" else cases).replace("seven", SEVEN).split(",")
     best = {}
     for case in dict.fromkeys(cases):
         rows = {k: [] for k in trees}
