@@ -31,10 +31,12 @@ from .pairs import PairGraph
 #: the bound's ascent runs when the relative gap is within this (and above ``tol``) and
 #: the last stage lowered the best objective by at most ``ASCENT_PROGRESS·tol`` (relative:
 #: the stages converge linearly, and a primal still moving by more is not within ``tol``
-#: of the optimum). The stages' own multipliers stall well above 1e-3 on digits (a few
-#: negative eigenvalues that the supergradient steps lift): with 0.1 the ascent certifies
-#: 1e-3 at the stage that reaches the optimum's objective, two stages sooner than with
-#: 3e-2 (measurements: ``benchmarks/TUNING.md``)
+#: of the optimum), at a stage that did not run off (:meth:`MultiMetricOracle.bound`). The
+#: stages' own multipliers bound erratically (digits: relative gaps of 1e-2 to 3e-1 at
+#: objectives within 6e-4 of the optimum, a few negative eigenvalues that the ascent
+#: lifts): with 0.1 three such stages passed without an ascent (656 iterations to 1e-3
+#: instead of 356), and the progress test alone keeps the ascent from the stages far
+#: from the optimum (measurements: ``benchmarks/TUNING.md``)
 ASCENT_WINDOW, ASCENT_PROGRESS = 0.5, 2.0
 
 #: full checks list the triplets with ``z > −MARGIN``. Every evaluation costs in

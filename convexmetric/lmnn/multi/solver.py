@@ -12,13 +12,16 @@ drivers (:mod:`convexmetric.optim`) run in turn:
    σ = 0.03 with dual recentring; stage ``k`` runs ``min(100, 5·2ᵏ)`` iterations (from
    the phase-1 point the list is stale, and long first stages run off to objectives of
    10⁴–10⁵ that the next check pays for with lists of 10⁵–10⁶ terms) and the first three
-   stages search all triplets at every evaluation; every stage's bound climbs the trace
-   bound over the multipliers near the kink (:meth:`.MultiMetricOracle.lower_bound`), and
-   the refinement runs until the certified gap is within ``tol`` or it stalls (digits to
-   1e-3: certified at the stage that first reaches the optimum's objective);
+   stages search all triplets at every evaluation (and ask for no bound: the large first
+   move is far from a proof); every later stage's bound climbs the trace bound over the
+   multipliers near the kink once the best objective settles
+   (:meth:`.MultiMetricOracle.lower_bound`), and the refinement runs until the certified
+   gap is within ``tol`` or it stalls (digits to 1e-3: certified at the stage that first
+   reaches the optimum's objective);
 3. the convex polish (:func:`polish`): FISTA on the ``M^g`` at a large fixed σ with
    recentring after every 30 steps, a proximal method of multipliers whose inner
-   minimisers make every ``S_g(λ)`` PSD, until the certified gap is within ``tol``.
+   minimisers make every ``S_g(λ)`` PSD, until the certified gap is within ``tol`` (not
+   run when stage 2 certified already).
 
 ``refine="fista"`` replaces 2–3 by FISTA with continuation. The status is "optimal" only
 with a certified gap within ``tol``.
@@ -53,12 +56,6 @@ __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "so
 #: in proportion to the factors' rows: 8–19 rows a block from the fifth stage with 1e-4,
 #: 22–30 with 1e-8 (LMNN's own setting; measurements: ``benchmarks/TUNING.md``).
 RANK_TOL = 1e-4
-
-#: L-BFGS's stored correction pairs in the factor refinement. An iteration's own work
-#: (scipy's L-BFGS-B update, in proportion to ``maxcor`` times the factors' size) was a
-#: sixth of a digits solve with 20; with 5 the stages reach the optimum's objective in as
-#: many iterations (measurements: ``benchmarks/TUNING.md``)
-MAXCOR = 5
 
 
 @dataclass(kw_only=True)
@@ -180,7 +177,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
     the ``M^g`` (in ``oracle``'s coordinates)."""
     extra = dict(s.refine_settings or {})
     oracle.base_oracle().exact_stages = extra.pop("exact_stages", 3)
-    inner = LBFGS(maxcor=extra.pop("maxcor", MAXCOR))
+    inner = LBFGS(maxcor=extra.pop("maxcor", 20))
     gap_tol = extra.pop("switch_gap", s.tol)
     rs = StageSettings(sigma0=0.03, sigma_factor=1.0, sigma_min=1e-6, stage_iter=100,
                        first_stage=5, rtol=1e-7, stalls=2, gap_tol=gap_tol,
