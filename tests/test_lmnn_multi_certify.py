@@ -240,6 +240,38 @@ def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
     assert calls == [F * (1 - 1e-4)]
 
 
+def test_no_ascent_after_a_run_off_and_no_bound_at_the_exact_stages(exact, monkeypatch):
+    """A stage whose point is not its best (its list went stale and the objective ran
+    off) does not ascend, however settled the best objective; the exact stages (the
+    large first move, a search at every evaluation) ask for no bound at all."""
+    from convexmetric.lmnn.multi import oracle as MO
+    from convexmetric.optim.oracle import Stage
+
+    X, y, T, _ = exact
+    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
+    o.tol, o.trace_bound = 1e-4, True
+    Ms = [np.eye(X.shape[1]) for _ in range(3)]
+    off = [2.0 * M for M in Ms]  # the stage's point: not the best one
+    o.full_check(Ms, margin=1e9)
+    calls = []
+
+    def ascend(cert, lam, z, F, tol):
+        calls.append(F)
+        return lam
+
+    monkeypatch.setattr(SP.RangeCertificate, "ascend", ascend)
+    monkeypatch.setattr(MO, "ASCENT_WINDOW", np.inf)
+    F = o.objective(Ms)
+    o.bound(Stage(Ms, 0.03, Ms, F, -np.inf, 0))
+    assert o.bound(Stage(off, 0.03, Ms, F, -np.inf, 1)) is not None
+    assert calls == []  # settled (no progress), but ran off
+    o.bound(Stage(Ms, 0.03, Ms, F, -np.inf, 2))
+    assert calls == [F]  # settled at its best point
+    o.exact_stages = 4
+    assert o.bound(Stage(Ms, 0.03, Ms, F, -np.inf, 3)) is None
+    assert calls == [F]
+
+
 def test_the_whitened_bound_passes_the_ascent_flag_through(exact, monkeypatch):
     X, y, T, _ = exact
     base = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)

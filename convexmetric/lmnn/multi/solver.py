@@ -12,13 +12,16 @@ drivers (:mod:`convexmetric.optim`) run in turn:
    σ = 0.03 with dual recentring; stage ``k`` runs ``min(100, 5·2ᵏ)`` iterations (from
    the phase-1 point the list is stale, and long first stages run off to objectives of
    10⁴–10⁵ that the next check pays for with lists of 10⁵–10⁶ terms) and the first three
-   stages search all triplets at every evaluation; every stage's bound climbs the trace
-   bound over the multipliers near the kink (:meth:`.MultiMetricOracle.lower_bound`), and
-   the refinement runs until the certified gap is within ``tol`` or it stalls (digits to
-   1e-3: certified at the stage that first reaches the optimum's objective);
+   stages search all triplets at every evaluation (and ask for no bound: the large first
+   move is far from a proof); every later stage's bound climbs the trace bound over the
+   multipliers near the kink once the best objective settles
+   (:meth:`.MultiMetricOracle.lower_bound`), and the refinement runs until the certified
+   gap is within ``tol`` or it stalls (digits to 1e-3: certified at the stage that first
+   reaches the optimum's objective);
 3. the convex polish (:func:`polish`): FISTA on the ``M^g`` at a large fixed σ with
    recentring after every 30 steps, a proximal method of multipliers whose inner
-   minimisers make every ``S_g(λ)`` PSD, until the certified gap is within ``tol``.
+   minimisers make every ``S_g(λ)`` PSD, until the certified gap is within ``tol`` (not
+   run when stage 2 certified already).
 
 ``refine="fista"`` replaces 2–3 by FISTA with continuation. The status is "optimal" only
 with a certified gap within ``tol``.
@@ -150,8 +153,8 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
         return res
     res2 = refine_factors(oracle, Ms, s, time_limit)
     res2.info["stages"] = ["smoothed-lbfgs"]
-    if res2.status == "user_limit":
-        return res2
+    if res2.status in ("user_limit", "optimal"):  # certified: the polish would only
+        return res2  # evaluate its start (an exact search) and stop
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
     more = None if s.max_iterations is None else s.max_iterations - res2.iterations
     if more is not None and more <= 0:

@@ -1,0 +1,86 @@
+"""A/B of two source trees on multi-metric LMNN: digits to 1e-3 against the single-metric fit.
+
+Run: ``python benchmarks/ab_multi.py OTHER_TREE [CASES] [REPEATS]`` from the repository
+root, ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base
+main``). Every run is a fresh process with ``PYTHONPATH`` set to one tree (one BLAS
+thread), the two trees alternating, so that a loaded machine loads both alike. Prints each
+case's deterministic counts (iterations, full checks, stages), whether
+:func:`convexmetric.verify` accepts the result, the best-of-N times and the ratio this
+tree over the other; for ``multi:digits:1e-3`` also the ratio to ``single:digits`` of the
+same tree (the issue's target: at most 2). Cases (comma-separated; default all):
+
+* ``single:digits``: ``LMNN(k=3, mu=0.5).fit`` (the default fit, tol 1e-4);
+* ``multi:NAME:TOL[:C]``: ``MultiMetricLMNN(k=3, mu=0.5, tol=TOL)`` on a standard split
+  (clusters = classes, or ``C`` k-means clusters with ``random_state=0``); ``seven`` is
+  the seven instances of ``benchmarks/TUNING.md``; ``all`` the default list.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+SEVEN = ("multi:iris:1e-4,multi:wine:1e-4,multi:breast_cancer:1e-4,multi:digits:1e-3,"
+         "multi:digits:1e-4,multi:digits:1e-4:5,multi:wine:1e-4:3")  # fmt: skip
+DEFAULT = "single:digits,multi:digits:1e-3," + SEVEN
+
+
+def one(case):
+    """One case in this process: a JSON line of its time, counts and verification."""
+    from convexmetric import LMNN, MultiMetricLMNN, datasets, verify
+
+    kind, name, *rest = case.split(":")
+    X, _, y, _ = datasets.load_split(name)
+    if kind == "single":
+        est = LMNN(k=3, mu=0.5)
+    else:
+        c = int(rest[1]) if len(rest) > 1 else None
+        est = MultiMetricLMNN(k=3, mu=0.5, tol=float(rest[0]), n_clusters=c, random_state=0)
+    t = time.perf_counter()
+    r = est.fit(X, y).result_
+    sec = time.perf_counter() - t
+    v = verify(est, X, y)
+    print(json.dumps({"seconds": sec, "objective": r.objective, "lower": r.lower_bound,
+                      "status": r.status, "iterations": r.iterations,
+                      "full_checks": r.info.get("full_checks"),
+                      "stages": r.info.get("stages"), "verified": bool(v.verified)}))  # fmt: skip
+
+
+def main(other, cases=DEFAULT, repeats=3):
+    trees = {"other": os.path.abspath(other), "this": os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))}  # fmt: skip
+    cases = (DEFAULT if cases == "all" else cases).replace("seven", SEVEN).split(",")
+    best = {}
+    for case in dict.fromkeys(cases):
+        rows = {k: [] for k in trees}
+        for _ in range(int(repeats)):
+            for k, tree in trees.items():
+                env = dict(os.environ, PYTHONPATH=tree, OMP_NUM_THREADS="1")
+                cmd = [sys.executable, os.path.abspath(__file__), "--one", case]
+                out = subprocess.check_output(cmd, env=env, cwd=tree, text=True)
+                rows[k].append(json.loads(out.strip().splitlines()[-1]))
+        for k in trees:
+            print(case, k, {key: v for key, v in rows[k][-1].items() if key != "seconds"})
+        best[case] = {k: min(o["seconds"] for o in rows[k]) for k in trees}
+        b = best[case]
+        print(f"{case}: best of {repeats}, this {b['this']:.3f} s, other {b['other']:.3f} s, "
+              f"this/other {b['this'] / b['other']:.3f}", flush=True)
+    seven = [c for c in SEVEN.split(",") if c in best]
+    if len(seven) == 7:
+        tot = {k: sum(best[c][k] for c in seven) for k in trees}
+        print(f"seven instances (sum of bests): this {tot['this']:.2f} s, other "
+              f"{tot['other']:.2f} s, this/other {tot['this'] / tot['other']:.3f}")
+    if "single:digits" in best and "multi:digits:1e-3" in best:
+        for k in trees:
+            r = best["multi:digits:1e-3"][k] / best["single:digits"][k]
+            print(f"{k}: multi digits 1e-3 / single-metric default fit = {r:.2f}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--one":
+        one(sys.argv[2])
+    else:
+        main(*sys.argv[1:])
