@@ -67,7 +67,7 @@ from .time_limit import stopped
 #: default working-memory budget (bytes); fixed, so a fit runs the same anywhere (TUNING.md)
 DEFAULT_MEMORY_LIMIT = 2 << 30
 #: the active list's pruning margin during the refinement (see :class:`ActiveSetOracle`)
-REFINE_PRUNE = 0.3
+REFINE_PRUNE = 0.1
 #: phase 1 hands over to a refinement once it gains less than this in 10 iterations
 HANDOVER_RTOL = 1e-2
 
