@@ -256,10 +256,13 @@ def test_max_iter_caps_every_stage_and_the_warning_names_the_cause(verified):
     free = LMNN().fit(Xtr, ytr)
     assert free.result_.status == "optimal" and 5 < free.n_iter_ <= 3000
     verified(free, Xtr, ytr)
-    # a gap left open below the cap is a stall, not max_iter
+    # a gap left open below the cap is a stall, not max_iter (iris: the refinement stalls
+    # after one escape near 850 iterations; wine's five escapes may run on to the cap
+    # under the lowest dependency versions)
+    Xi, _, yi, _ = datasets.load_split("iris")
     with pytest.warns(ConvergenceWarning, match="stalled") as rec:
-        LMNN(tol=1e-15).fit(Xtr, ytr)
-    assert "increase 'max_iter'" not in str(rec[0].message)
+        stalled = LMNN(tol=1e-15).fit(Xi, yi)
+    assert stalled.n_iter_ < 3000 and "increase 'max_iter'" not in str(rec[0].message)
 
 
 def test_solver_name_lists_the_stages_that_ran():
