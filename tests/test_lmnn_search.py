@@ -132,3 +132,42 @@ def test_brute_force_by_row_groups_finds_every_triplet(monkeypatch, group):
         ref = hinge_terms(L.T @ L, X, T, y, components=L)
         assert len(set(zip(*got))) == len(got[0])
         assert set(zip(*got)) == set(zip(*ref[:3]))
+
+
+@pytest.mark.parametrize("residual", [0.3, 0.9])
+def test_low_rank_screen_finds_every_triplet(monkeypatch, residual):
+    """The search's coordinates keep a few principal axes of ``Z`` and the norm of the
+    rest (a contraction): leaving most of the spread out only widens the candidates,
+    the triplets are hinge_terms' exactly (anisotropic data: the screen is in use)."""
+    from convexmetric.lmnn.blocks import full_check
+
+    monkeypatch.setattr(full_check, "SCREEN_RESIDUAL", residual)
+    for seed in range(10):
+        X, y, T, L = instance(seed, 80, 7, 3, 3, 7, seed % 3 == 0)
+        X = X * np.geomspace(4.0, 0.1, 7)
+        got = brute(X, y, T, L)
+        ref = hinge_terms(L.T @ L, X, T, y, components=L)
+        assert len(set(zip(*got))) == len(got[0])
+        assert set(zip(*got)) == set(zip(*ref[:3]))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_screen_coordinates_are_a_contraction(seed):
+    """``‖w_a − w_b‖ ≤ ‖z_a − z_b‖`` for every pair; fewer columns than ``Z`` where the
+    spread sits on a few axes; ``Z`` itself where it does not."""
+    from convexmetric.lmnn.blocks.data import StreamData, Workspace
+
+    X, y, T, L = instance(seed, 60, 6, 3, 2, 6, False)
+    data = StreamData(X * np.r_[5.0, 3.0, 0.2, 0.1, 0.05, 0.01], y, T)
+    ws = Workspace()
+    P = ws.project(data, L)
+    S = ws.screen(P, 0.05)
+    assert S.W.shape[1] < P.Z.shape[1]
+    dz = ((P.Z[:, None] - P.Z[None]) ** 2).sum(-1)
+    dw = ((S.W[:, None] - S.W[None]) ** 2).sum(-1)
+    assert np.all(dw <= dz * (1 + 1e-12) + 1e-12)
+    assert np.allclose(S.sq, (S.W**2).sum(1)) and S.scale == S.sq.max() + 1.0
+    assert ws.screen(P, 0.05) is S  # once per projection
+    iso = StreamData(np.random.default_rng(seed).normal(size=(60, 6)), y, T)
+    P2 = ws.project(iso, np.eye(6))
+    assert ws.screen(P2, 0.05).W is P2.Z

@@ -100,6 +100,13 @@ class Workspace:
     def __init__(self):
         self.last = None
         self.buffers = {}
+        self._screen = (None, None)
+
+    def screen(self, P, residual):
+        """The :class:`Screen` of projection ``P`` (computed once per projection)."""
+        if self._screen[0] is not P:
+            self._screen = (P, _screen(P, residual))
+        return self._screen[1]
 
     def project(self, data, L):
         """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
@@ -154,6 +161,51 @@ def _projection(data, L):
     Dt = mask_padding(xp, target_distances(xp, Z, T), T)  # padded slots: no hinge, no radius
     scale = float(xp.max(sq)) + 1.0 if sq.shape[0] else 1.0
     return Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges, scale, Dt, labels)
+
+
+class Screen(NamedTuple):
+    """A full check's search coordinates: ``W`` (n × (s + 1)) with ``‖w_a − w_b‖ ≤ ‖z_a −
+    z_b‖`` for every pair, so that the pairs within a radius in ``W`` are a superset of
+    those within it in ``Z``; ``sq = ‖w‖²``, ``B`` the float32 search matrix of ``W`` (as
+    :attr:`Projection.B`), ``scale = max ‖w‖² + 1`` (the float32 rounding band's)."""
+
+    W: object
+    sq: object
+    B: object
+    scale: float
+
+
+def _screen(P, residual):
+    """``W = [(Z − z̄) V, ρ]``: the centred ``Z`` on its ``s`` leading principal axes ``V``,
+    and ``ρ`` the norm of what they leave out (``(ρ_a − ρ_b)² ≤ ‖r_a − r_b‖²``: a
+    contraction). ``s`` is the fewest axes leaving at most ``residual`` of the spread
+    ``Σ ‖z − z̄‖²`` out; with ``s + 1 ≥ r`` (or no data), ``W = Z``. A learned metric
+    concentrates ``Z`` on a few axes: the search's product then costs ``(s + 3)/(r + 2)``
+    of ``Z``'s, and only the pairs the bound cannot exclude are computed exactly."""
+    xp, Z, n, r = namespace(P.Z), P.Z, P.Z.shape[0], P.Z.shape[1]
+    if n == 0 or r <= 2:
+        return Screen(Z, P.sq, P.B, P.scale)
+    mean = xp.mean(Z, axis=0)
+    Zc = Z - mean
+    w, V = np.linalg.eigh(to_numpy(xp.matrix_transpose(Zc) @ Zc) if not is_numpy(xp)
+                          else Zc.T @ Zc)  # fmt: skip
+    left = np.cumsum(np.maximum(w, 0.0))  # spread of the trailing axes, ascending
+    s = r - int(np.searchsorted(left, residual * left[-1], side="right"))
+    if s + 1 >= r:
+        return Screen(Z, P.sq, P.B, P.scale)
+    Ws = Zc @ to_device(np.ascontiguousarray(V[:, r - s :]), Z)
+    csq = xp.sum(Zc * Zc, axis=1)
+    rho = xp.sqrt(xp.clip(csq - xp.sum(Ws * Ws, axis=1), min=0.0))
+    W = xp.concat([Ws, rho[:, None]], axis=1)
+    sq = xp.sum(W * W, axis=1)
+    Wo, so = take(xp, W, P.order), take(xp, sq, P.order)
+    if is_numpy(xp):
+        B = _search_matrix(Wo, so, s + 1)
+    else:
+        ones = xp.ones((n, 1), dtype=xp.float32, device=device_of(Z))
+        B = xp.concat([xp.astype(Wo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32),
+                       ones], axis=1)  # fmt: skip
+    return Screen(W, sq, B, float(xp.max(sq)) + 1.0)
 
 
 def _search_matrix(Zo, so, r):
