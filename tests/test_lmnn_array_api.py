@@ -47,7 +47,14 @@ def _keys(I, J, L, n):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_full_check_blocks_find_the_same_triplets(device):
+@pytest.mark.parametrize("residual", [None, 0.6])
+def test_full_check_blocks_find_the_same_triplets(device, residual, monkeypatch):
+    """``residual``: the search on a few principal axes of ``Z`` (:mod:`.blocks.screen`),
+    on the device as on the host: the same triplets."""
+    from convexmetric.lmnn.blocks import screen
+
+    if residual is not None:
+        monkeypatch.setattr(screen, "SCREEN_RESIDUAL", residual)
     X, y, T, L = _data()
     host = StreamData(X, y, T)
     dev = DeviceExecutor(device).scatter(host)

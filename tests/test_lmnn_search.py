@@ -139,9 +139,9 @@ def test_low_rank_screen_finds_every_triplet(monkeypatch, residual):
     """The search's coordinates keep a few principal axes of ``Z`` and the norm of the
     rest (a contraction): leaving most of the spread out only widens the candidates,
     the triplets are hinge_terms' exactly (anisotropic data: the screen is in use)."""
-    from convexmetric.lmnn.blocks import full_check
+    from convexmetric.lmnn.blocks import screen
 
-    monkeypatch.setattr(full_check, "SCREEN_RESIDUAL", residual)
+    monkeypatch.setattr(screen, "SCREEN_RESIDUAL", residual)
     for seed in range(10):
         X, y, T, L = instance(seed, 80, 7, 3, 3, 7, seed % 3 == 0)
         X = X * np.geomspace(4.0, 0.1, 7)
@@ -162,11 +162,12 @@ def test_screen_coordinates_are_a_contraction(seed):
     ws = Workspace()
     P = ws.project(data, L)
     S = ws.screen(P, 0.05)
-    assert S.W.shape[1] < P.Z.shape[1]
+    assert S.W.shape[1] < P.Z.shape[1] and S.B.shape == (60, S.W.shape[1] + 2)
     dz = ((P.Z[:, None] - P.Z[None]) ** 2).sum(-1)
     dw = ((S.W[:, None] - S.W[None]) ** 2).sum(-1)
     assert np.all(dw <= dz * (1 + 1e-12) + 1e-12)
-    assert np.allclose(S.sq, (S.W**2).sum(1)) and S.scale == S.sq.max() + 1.0
+    assert np.allclose(S.sq, (S.W**2).sum(1))
+    assert S.scale == max(S.sq.max(), P.sq.max()) + 1.0
     assert ws.screen(P, 0.05) is S  # once per projection
     iso = StreamData(np.random.default_rng(seed).normal(size=(60, 6)), y, T)
     P2 = ws.project(iso, np.eye(6))

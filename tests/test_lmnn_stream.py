@@ -32,7 +32,15 @@ def _random_metric(d, seed):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_streaming_equals_active_list(wine_instance, seed):
+@pytest.mark.parametrize("residual", [None, 0.9])
+def test_streaming_equals_active_list(wine_instance, seed, residual, monkeypatch):
+    """Both modes give eq. (14) and its gradient; ``residual``: the candidate steps search
+    on the few axes of ``Z`` leaving out that much of its spread (:mod:`.blocks.screen`:
+    more candidates, the same terms)."""
+    if residual is not None:
+        from convexmetric.lmnn.blocks import screen
+
+        monkeypatch.setattr(screen, "SCREEN_RESIDUAL", residual)
     X, y, T = wine_instance
     M = _random_metric(X.shape[1], seed)
     active = S.ActiveSetOracle(X, y, T, 0.5)  # its first call is a full check

@@ -13,12 +13,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .screen import screen
 from .xp import (
-    device_of,
     is_numpy,
     mask_padding,
     namespace,
-    take,
     target_distances,
     to_device,
     to_numpy,
@@ -68,7 +67,7 @@ def row_blocks(y, block_rows):
 
 
 class Projection(NamedTuple):
-    """``Z = X Lᵀ`` and the search matrices of the candidate step, shared by all blocks.
+    """``Z = X Lᵀ`` and what the candidate steps read from it, shared by all blocks.
 
     The arrays are of the data's namespace and device (:mod:`.xp`); ``L``, ``labels``,
     ``ranges`` and ``scale`` are host values (NumPy, Python)."""
@@ -77,7 +76,6 @@ class Projection(NamedTuple):
     L: np.ndarray  #: host copy of the components (compared, never computed with)
     Z: object
     sq: object  #: ‖z_i‖²
-    B: object  #: float32 ``[z_l, −‖z_l‖²/2, 1]``, rows sorted by class (``order``)
     order: object
     ranges: dict  #: class → (first, end) of its rows in ``order``
     scale: float  #: ``max ‖z‖² + 1``
@@ -102,10 +100,11 @@ class Workspace:
         self.buffers = {}
         self._screen = (None, None)
 
-    def screen(self, P, residual):
-        """The :class:`Screen` of projection ``P`` (computed once per projection)."""
+    def screen(self, P, residual=None):
+        """The search coordinates of projection ``P`` (:func:`.screen.screen`), computed
+        once per projection (by the first block of a check or streamed sum that asks)."""
         if self._screen[0] is not P:
-            self._screen = (P, _screen(P, residual))
+            self._screen = (P, screen(P, residual))
         return self._screen[1]
 
     def project(self, data, L):
@@ -152,66 +151,7 @@ def _projection(data, L):
     starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
     ends = np.r_[starts[1:], len(ys)]
     order = to_device(order_h, X)
-    r = Z.shape[1]
-    Zo, so = take(xp, Z, order), take(xp, sq, order)
-    ones = xp.ones((len(order_h), 1), dtype=xp.float32, device=device_of(X))
-    B = xp.concat([xp.astype(Zo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32), ones],
-                  axis=1) if not is_numpy(xp) else _search_matrix(Zo, so, r)  # fmt: skip
     ranges = {ys[a].item(): (int(a), int(e)) for a, e in zip(starts, ends)}
     Dt = mask_padding(xp, target_distances(xp, Z, T), T)  # padded slots: no hinge, no radius
     scale = float(xp.max(sq)) + 1.0 if sq.shape[0] else 1.0
-    return Projection(X, np.array(L, copy=True), Z, sq, B, order, ranges, scale, Dt, labels)
-
-
-class Screen(NamedTuple):
-    """A full check's search coordinates: ``W`` (n × (s + 1)) with ``‖w_a − w_b‖ ≤ ‖z_a −
-    z_b‖`` for every pair, so that the pairs within a radius in ``W`` are a superset of
-    those within it in ``Z``; ``sq = ‖w‖²``, ``B`` the float32 search matrix of ``W`` (as
-    :attr:`Projection.B`), ``scale = max ‖w‖² + 1`` (the float32 rounding band's)."""
-
-    W: object
-    sq: object
-    B: object
-    scale: float
-
-
-def _screen(P, residual):
-    """``W = [(Z − z̄) V, ρ]``: the centred ``Z`` on its ``s`` leading principal axes ``V``,
-    and ``ρ`` the norm of what they leave out (``(ρ_a − ρ_b)² ≤ ‖r_a − r_b‖²``: a
-    contraction). ``s`` is the fewest axes leaving at most ``residual`` of the spread
-    ``Σ ‖z − z̄‖²`` out; with ``s + 1 ≥ r`` (or no data), ``W = Z``. A learned metric
-    concentrates ``Z`` on a few axes: the search's product then costs ``(s + 3)/(r + 2)``
-    of ``Z``'s, and only the pairs the bound cannot exclude are computed exactly."""
-    xp, Z, n, r = namespace(P.Z), P.Z, P.Z.shape[0], P.Z.shape[1]
-    if n == 0 or r <= 2:
-        return Screen(Z, P.sq, P.B, P.scale)
-    mean = xp.mean(Z, axis=0)
-    Zc = Z - mean
-    w, V = np.linalg.eigh(to_numpy(xp.matrix_transpose(Zc) @ Zc) if not is_numpy(xp)
-                          else Zc.T @ Zc)  # fmt: skip
-    left = np.cumsum(np.maximum(w, 0.0))  # spread of the trailing axes, ascending
-    s = r - int(np.searchsorted(left, residual * left[-1], side="right"))
-    if s + 1 >= r:
-        return Screen(Z, P.sq, P.B, P.scale)
-    Ws = Zc @ to_device(np.ascontiguousarray(V[:, r - s :]), Z)
-    csq = xp.sum(Zc * Zc, axis=1)
-    rho = xp.sqrt(xp.clip(csq - xp.sum(Ws * Ws, axis=1), min=0.0))
-    W = xp.concat([Ws, rho[:, None]], axis=1)
-    sq = xp.sum(W * W, axis=1)
-    Wo, so = take(xp, W, P.order), take(xp, sq, P.order)
-    if is_numpy(xp):
-        B = _search_matrix(Wo, so, s + 1)
-    else:
-        ones = xp.ones((n, 1), dtype=xp.float32, device=device_of(Z))
-        B = xp.concat([xp.astype(Wo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32),
-                       ones], axis=1)  # fmt: skip
-    return Screen(W, sq, B, float(xp.max(sq)) + 1.0)
-
-
-def _search_matrix(Zo, so, r):
-    """NumPy's ``B`` written in place (no concatenated temporaries)."""
-    B = np.empty((len(so), r + 2), np.float32)
-    B[:, :r] = Zo
-    B[:, r] = -0.5 * so
-    B[:, r + 1] = 1.0
-    return B
+    return Projection(X, np.array(L, copy=True), Z, sq, order, ranges, scale, Dt, labels)

@@ -9,13 +9,14 @@ Every differently labelled pair is then met once, in half the float32 products o
 comparing each row with all the other classes (the same triplets). Candidates come
 from one float32 GEMM with widened radii (a superset: relative ``rtol``, absolute
 ``rtol · (1 + max ‖w‖²)``), their hinge arguments are recomputed in double precision from
-the differences. The GEMM runs on the search coordinates ``W`` (:class:`~.data.Screen`): the
+the differences. The GEMM runs on the search coordinates ``W`` (:mod:`.screen`): the
 leading principal axes of ``Z`` and the norm of the rest, a contraction (``‖w_a − w_b‖ ≤
 ‖z_a − z_b‖``), so its candidates are still a superset; a learned metric puts nearly all of
 ``Z``'s spread on a few axes (the 60,000-point MNIST fit: 30–40 of 164 carry 95%), and the
-product costs that many columns instead of ``r``. :func:`terms_block` is pure (a function of the rows, the data and
-``L``; its buffers and projection live in the caller's :class:`~.data.Workspace`, one
-per thread): an executor maps it over the blocks, in this process or on Dask workers.
+product costs that many columns instead of ``r``. :func:`terms_block` is pure (a function
+of the rows, the data and ``L``; its buffers, projection and screen live in the caller's
+:class:`~.data.Workspace`, one per thread): an executor maps it over the blocks, in
+this process or on Dask workers.
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ from .xp import (
 
 #: rows of a full check's block compared in one pass (:func:`_pairs`)
 GROUP_ROWS = 64
-#: the screen's coordinates leave out at most this fraction of ``Z``'s spread (:func:`screen`)
-SCREEN_RESIDUAL = 0.05
 
 
 def _pairs(rows, data, L, rtol, margin, ws):
@@ -59,7 +58,7 @@ def _pairs(rows, data, L, rtol, margin, ws):
     if cols.shape[0] == 0:
         e = empty_int(xp, P.Z)
         return e, e
-    S = ws.screen(P, SCREEN_RESIDUAL)
+    S = ws.screen(P)
     wide = (xp.max(P.Dt, axis=1) + (1.0 + margin)) * (1 + rtol) + rtol * S.scale
     rows = to_device(rows, P.Z)
     rows = take(xp, rows, argsort_stable(xp, take(xp, wide, rows)))

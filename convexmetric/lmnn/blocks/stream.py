@@ -127,12 +127,14 @@ def _candidates(rows, data, L, rtol, ws):
     Dt = xp.stack([row_distances(xp, Z, rd, Tr[:, s]) for s in range(T.shape[1])], axis=1)
     Dt = mask_padding(xp, Dt, Tr, rd)  # padded slots: no hinge term, no radius
     radius = xp.max(Dt, axis=1) + 1.0
-    # ‖z_i − z_l‖² < r_i  ⟺  z_i·z_l − ‖z_l‖²/2 > (‖z_i‖² − r_i)/2, the ‖z_l‖²/2 column
-    # folded into one float32 GEMM, r_i widened (relative rtol, absolute rtol·max‖z‖²)
-    G = _row_matrix(xp, take(xp, Z, rd)) @ P.B.T
+    # ‖w_i − w_l‖² < r_i  ⟺  w_i·w_l − ‖w_l‖²/2 > (‖w_i‖² − r_i)/2 on the search coordinates
+    # (.screen: ‖w_i − w_l‖ ≤ ‖z_i − z_l‖, a superset), the ‖w_l‖²/2 column folded into one
+    # float32 GEMM, r_i widened (relative rtol, absolute rtol·max(‖w‖², ‖z‖²))
+    S = ws.screen(P)
+    G = _row_matrix(xp, take(xp, S.W, rd)) @ S.B.T
     c0, c1 = P.ranges[P.labels[rows[0]].item()]
     G[:, c0:c1] = -float("inf")  # the block's own class: never an impostor
-    thr = 0.5 * (take(xp, P.sq, rd) - radius * (1 + rtol) - rtol * P.scale)
+    thr = 0.5 * (take(xp, S.sq, rd) - radius * (1 + rtol) - rtol * S.scale)
     ii, ll = xp.nonzero(G > astype(xp, thr[:, None], xp.float32))
     del G
     return Z, Dt, ii, take(xp, P.order, ll)
