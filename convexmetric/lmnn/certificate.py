@@ -62,6 +62,12 @@ from ..optim import trace_ascent
 from ..optim.factor import trimmed
 
 
+#: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) goes on from
+#: the supergradient ascent's multipliers when their gap is within this multiple of ``tol``
+#: (it certifies the MNIST sample a stage sooner: ``benchmarks/TUNING.md``)
+SOFT_WINDOW = 5.0
+
+
 class DualCertificate:
     """Lower bounds for eq. (14) on the data of an :class:`~.lmnn.ActiveSetOracle`.
 
@@ -137,14 +143,17 @@ class DualCertificate:
             best = max(best, self.certified(I, J, L, lam, F))
         return best
 
-    def ascend(self, I, J, L, z, lam, F, tau=0.03, iterations=40, tol=None, max_kinks=50_000):
+    def ascend(self, I, J, L, z, lam, F, tau=0.03, iterations=10, tol=None, max_kinks=50_000):
         """Multipliers raising the trace bound ``μΣλ + F·ν(λ)`` from ``lam`` (a copy).
 
         The ascent of :func:`convexmetric.optim.trace_ascent.ascend` over the multipliers
         of the triplets near the kink (``|z| < τ``, at most ``max_kinks``, the nearest),
         in the coordinates where ``S_0`` is the identity; the others stay. It stops
-        after ``iterations`` steps, when no step gains, or once ``F − B ≤ tol·F``;
-        :meth:`bound` then certifies the result exactly.
+        after ``iterations`` steps, when no step gains, or once ``F − B ≤ tol·F``; given
+        ``tol``, the smooth ascent (:func:`~convexmetric.optim.trace_ascent.smooth_ascend`)
+        goes on from there when ``F − B ≤`` :data:`SOFT_WINDOW` ``· tol·F`` (where the
+        supergradient steps stall on a cluster of eigenvalues). :meth:`bound` then
+        certifies the result exactly.
         """
         K = np.flatnonzero(np.abs(z) < tau)
         if len(K) > max_kinks:
@@ -159,7 +168,9 @@ class DualCertificate:
         blk = trace_ascent.Block(None, A, rows, B, rows)
         blk.S = T.T @ self.scatter(I, J, L, lam) @ T + blk.scatter(x, self.mu)
         const = self.mu * float(lam.sum())
-        lam[K] = trace_ascent.ascend([blk], x, self.mu, F, const, iterations=iterations, tol=tol)
+        first = trace_ascent.ascend([blk], x, self.mu, F, const, iterations=iterations, tol=tol)
+        lam[K] = first if tol is None else trace_ascent.smooth_ascend(
+            [blk], x, self.mu, F, const, tol=tol, start=first, window=SOFT_WINDOW)  # fmt: skip
         return lam
 
     def _differences(self, I, J, L, chunk=8192):

@@ -255,7 +255,7 @@ class _SoftModel:
     @classmethod
     def of(cls, blocks, x0, mu, F, const, scale):
         """The model of :class:`Block` s (their ``S`` at ``x0``)."""
-        C = [np.vstack([blk.A, blk.B]).astype(float) for blk in blocks]
+        C = [np.vstack([blk.A, blk.B]).astype(np.float32) for blk in blocks]
         idx = [np.concatenate([blk.ia, blk.ib]) for blk in blocks]
         sign = [np.r_[np.ones(len(blk.ia)), -np.ones(len(blk.ib))] for blk in blocks]
         return cls([blk.S for blk in blocks], C, idx, sign, x0, (mu, F, const, scale))
@@ -269,17 +269,20 @@ class _SoftModel:
             w, V = np.linalg.eigh(S)
             Q = V[:, w < level]
             if Q.shape[1]:
-                parts.append((Q.T @ S @ Q, C @ Q, idx, sign))
+                parts.append((Q.T @ S @ Q, C @ Q.astype(np.float32), idx, sign))
         if not parts:
             return None
         coefficients = (self.mu, self.F, self.const, self.scale)
         return _SoftModel(*(list(p) for p in zip(*parts)), x, coefficients)
 
     def matrices(self, x):
+        """``S_g(x)``: the stacked products in single precision, as the rows are (the
+        model only proposes; the caller's bound is exact)."""
         dv = x - self.x0
         out = []
         for S0, C, idx, sign in zip(self.S0, self.C, self.idx, self.sign):
-            out.append(S0 + self.mu * ((C.T * (sign * dv[idx])) @ C))
+            w = (sign * dv[idx]).astype(np.float32)
+            out.append(S0 + self.mu * ((C.T * w) @ C).astype(float))
         return out
 
     def lowest(self, x):
@@ -303,7 +306,8 @@ class _SoftModel:
             keep = p > 1e-10
             if keep.any():
                 U = V[:, keep] * np.sqrt(p[keep])
-                curv += np.bincount(idx, sign * ((C @ U) ** 2).sum(axis=1), len(x))
+                CU = C @ U.astype(np.float32)
+                curv += np.bincount(idx, sign * (CU * CU).sum(axis=1, dtype=float), len(x))
         value = self.const + self.mu * float(x.sum()) + self.F * soft / self.scale
         grad = self.mu + (self.F * self.mu / self.scale) * curv
         return -value, -grad
