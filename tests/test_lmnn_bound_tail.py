@@ -108,3 +108,31 @@ def test_crossover_only_when_the_ascent_falls_short(exact, monkeypatch):
         out = oracle._tightened(cert, M_star, z, lam, F, low, 1e-4)
         assert len(crossed) == calls
         assert out >= low + gain * (F * 1e-3 - F * 1e-4) - 1e-9
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.01])
+def test_smooth_ascent_goes_on_where_the_steps_stall(exact, sigma, monkeypatch):
+    """Given a tolerance the supergradient steps do not reach, within ``SOFT_WINDOW`` of
+    it, the smooth ascent raises the bound further (still below the optimum); outside
+    the window it does not run."""
+    from convexmetric.lmnn import certificate as CE
+
+    X, y, T, M_star, value = exact
+    oracle = oracle_at(X, y, T)
+    I, J, L = P.all_triplets(y, T)
+    oracle._merge(I, J, L)
+    z = oracle.hinge_arguments(M_star)
+    F = oracle.objective(M_star)
+    cert = oracle._certificate()
+
+    def bound(lam):
+        return cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
+
+    lam = np.clip(z / sigma, 0, 1)
+    steps = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F)  # no tol: the steps alone
+    gap = (F - bound(steps)) / F
+    assert gap > 0
+    smooth = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F, tol=gap / 2)
+    assert bound(steps) < bound(smooth) <= value * (1 + 1e-9)
+    monkeypatch.setattr(CE, "SOFT_WINDOW", 1.5)  # the gap is 2 tol: outside
+    assert np.array_equal(cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F, tol=gap / 2), steps)
