@@ -91,7 +91,7 @@ def test_smooth_ascent_closes_what_the_supergradient_ascent_leaves(seed):
 
 def test_smooth_minorant_gradient_and_value():
     blocks, x0, mu = problem(3)
-    model = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5)
+    model = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5, dtype=np.float64)
     x = np.random.default_rng(1).uniform(size=len(x0))
     for eps in (1.0, 0.1, 0.01):
         f, g = model.negative(x, eps)
@@ -102,6 +102,20 @@ def test_smooth_minorant_gradient_and_value():
             e[i] = h
             num = (model.negative(x + e, eps)[0] - model.negative(x - e, eps)[0]) / (2 * h)
             assert g[i] == pytest.approx(num, rel=1e-5, abs=1e-6)
+
+
+def test_single_precision_model_is_the_double_one_to_rounding():
+    """The model's stacked products in single precision (the default: it only proposes)
+    give the double-precision matrices, value and gradient to float32 rounding."""
+    blocks, x0, mu = problem(3)
+    lo = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5)
+    hi = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5, dtype=np.float64)
+    x = np.random.default_rng(2).uniform(size=len(x0))
+    for a, b in zip(lo.matrices(x), hi.matrices(x)):
+        assert a.dtype == np.float64 and np.abs(a - b).max() <= 1e-5 * np.abs(b).max()
+    f32, g32 = lo.negative(x, 0.1)
+    f64, g64 = hi.negative(x, 0.1)
+    assert f32 == pytest.approx(f64, rel=1e-5) and np.allclose(g32, g64, rtol=1e-4, atol=1e-4)
 
 
 def test_smooth_ascent_window_and_tolerance():
@@ -119,7 +133,7 @@ def test_restricted_model_is_the_full_one_on_all_directions_and_above_it_on_fewe
     blocks, x0, mu = problem(2)
     for blk in blocks:  # symmetric (the single-precision scatter is, to rounding)
         blk.S = 0.5 * (blk.S + blk.S.T)
-    model = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5)
+    model = TA._SoftModel.of(blocks, x0, mu, 50.0, 1.0, 0.5, dtype=np.float64)
     x = np.random.default_rng(3).uniform(size=len(x0))
     whole = model.restricted(x0, np.inf)
     for eps in (0.1, 0.01):

@@ -253,9 +253,11 @@ class _SoftModel:
         self.mu, self.F, self.const, self.scale = coefficients
 
     @classmethod
-    def of(cls, blocks, x0, mu, F, const, scale):
-        """The model of :class:`Block` s (their ``S`` at ``x0``)."""
-        C = [np.vstack([blk.A, blk.B]).astype(np.float32) for blk in blocks]
+    def of(cls, blocks, x0, mu, F, const, scale, dtype=np.float32):
+        """The model of :class:`Block` s (their ``S`` at ``x0``); ``dtype``: of its stacked
+        products (single precision, as the rows are: the model only proposes, the
+        caller's bound is exact; double for a gradient checked by finite differences)."""
+        C = [np.vstack([blk.A, blk.B]).astype(dtype) for blk in blocks]
         idx = [np.concatenate([blk.ia, blk.ib]) for blk in blocks]
         sign = [np.r_[np.ones(len(blk.ia)), -np.ones(len(blk.ib))] for blk in blocks]
         return cls([blk.S for blk in blocks], C, idx, sign, x0, (mu, F, const, scale))
@@ -269,19 +271,18 @@ class _SoftModel:
             w, V = np.linalg.eigh(S)
             Q = V[:, w < level]
             if Q.shape[1]:
-                parts.append((Q.T @ S @ Q, C @ Q.astype(np.float32), idx, sign))
+                parts.append((Q.T @ S @ Q, C @ Q.astype(C.dtype), idx, sign))
         if not parts:
             return None
         coefficients = (self.mu, self.F, self.const, self.scale)
         return _SoftModel(*(list(p) for p in zip(*parts)), x, coefficients)
 
     def matrices(self, x):
-        """``S_g(x)``: the stacked products in single precision, as the rows are (the
-        model only proposes; the caller's bound is exact)."""
+        """``S_g(x)``: the stacked products in the model's precision (:meth:`of`)."""
         dv = x - self.x0
         out = []
         for S0, C, idx, sign in zip(self.S0, self.C, self.idx, self.sign):
-            w = (sign * dv[idx]).astype(np.float32)
+            w = (sign * dv[idx]).astype(C.dtype)
             out.append(S0 + self.mu * ((C.T * w) @ C).astype(float))
         return out
 
@@ -306,7 +307,7 @@ class _SoftModel:
             keep = p > 1e-10
             if keep.any():
                 U = V[:, keep] * np.sqrt(p[keep])
-                CU = C @ U.astype(np.float32)
+                CU = C @ U.astype(C.dtype)
                 curv += np.bincount(idx, sign * (CU * CU).sum(axis=1, dtype=float), len(x))
         value = self.const + self.mu * float(x.sum()) + self.F * soft / self.scale
         grad = self.mu + (self.F * self.mu / self.scale) * curv
