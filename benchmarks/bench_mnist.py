@@ -49,6 +49,12 @@ augmented (60,000 × 164): 108.1 s (107.7 s the round before), objective 107376.
 certified 9.1e-5, 3-NN error 2.6% vs Euclidean 3.5%; the fit's peak RSS 0.87 GiB, the
 whole child's 1.50 GiB (its peak is in scoring the result over all triplets, then in the
 Euclidean 3-NN error).
+
+2026-11-27, fourth round, on a slower machine (quiet, ``--rows augmented``): augmented
+102.1 s (135 s that morning before the full check's screen, 155.0 s the round before on
+this machine), objective 107376.03 certified 9.8e-5, 3-NN error 2.60%, the fit's peak
+RSS 0.90 GiB, the whole child's 1.36 GiB. The sample against pylmnn is measured by
+``ab_sample.py`` (alternating fresh processes): see ``TUNING.md``.
 """
 
 from __future__ import annotations
