@@ -70,7 +70,8 @@ def _gram(xp, Zc):
 def _coordinates(xp, Zc, Vs):
     """``[Zc Vs, ρ]`` for centred rows ``Zc``: ``ρ² = ‖z − z̄‖² − ‖Vsᵀ(z − z̄)‖²`` (≥ 0)."""
     Ws = Zc @ Vs
-    rho = xp.sqrt(xp.clip(xp.sum(Zc * Zc, axis=1) - xp.sum(Ws * Ws, axis=1), min=0.0))
+    r2 = xp.sum(Zc * Zc, axis=1) - xp.sum(Ws * Ws, axis=1)
+    rho = xp.sqrt(xp.where(r2 > 0.0, r2, xp.zeros_like(r2)))  # (NumPy < 2.1: no clip(min=))
     return xp.concat([Ws, rho[:, None]], axis=1)
 
 
