@@ -26,6 +26,7 @@ from .._validation import (
 )
 from .._verbose import log_summary, logging_to_stderr, progress_callback
 from ..neighbors import padding, target_neighbors
+from ..optim.deadline import Deadline
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
 from .blocks.dask_executor import check_backend, executor_for
@@ -63,7 +64,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     refine : bool, default=True
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
-        Seconds for the whole fit (every pass); the best iterate so far is returned with
+        Seconds for the whole fit (the target neighbours and every pass); the best
+        iterate so far is returned with
         status ``"user_limit"`` and its exact objective. Long steps (full checks,
         streaming passes, the certificate's ascent) check it between their blocks, so
         the fit ends within about one evaluation (one full check at the best point of
@@ -219,14 +221,16 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             The fitted estimator.
         """
         self._validate_params()
+        clock = Deadline(self.time_limit)  # the whole fit: the target neighbours included
         X_raw, y_enc, counts = self._check_data(X, y)
         X, axes = self._reduce_inputs(X_raw)
         T = self._targets(X, y_enc, counts, targets)
         mu = float(self.mu)
+        left = clock.remaining()  # (spent already: the solver returns its start, evaluated)
         with logging_to_stderr(logger, self.verbose):
             res, T = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
                                 T.shape[1], self.n_passes, self.max_iter,
-                                self.time_limit)  # fmt: skip
+                                None if left is None else max(left, 1e-9))  # fmt: skip
             log_summary(logger, self.verbose, type(self).__name__, res)
         if res.status == "optimal_inaccurate" and self.solver == "subgradient":
             warn_unconverged(self, res)
