@@ -67,12 +67,12 @@ def test_solve_certifies_below_the_optimum(exact):
     assert report.lower_bound <= value * (1 + 1e-8) <= report.objective * (1 + 1e-8)
 
 
-@pytest.mark.parametrize("sigma", [0.1, 0.01])
-def test_ascent_raises_the_bound_and_stays_below_the_optimum(exact, sigma):
-    X, y, T, M_star, value = exact
+def every_triplet_at_optimum(exact):
+    """An oracle listing every triplet, at the exact optimum: ``(oracle, z, F, cert,
+    bound)``, ``bound(λ)`` the certificate's bound of multipliers ``λ`` with ``F``."""
+    X, y, T, M_star, _ = exact
     oracle = oracle_at(X, y, T)
-    I, J, L = P.all_triplets(y, T)
-    oracle._merge(I, J, L)
+    oracle._merge(*P.all_triplets(y, T))
     z = oracle.hinge_arguments(M_star)
     F = oracle.objective(M_star)
     cert = oracle._certificate()
@@ -80,6 +80,13 @@ def test_ascent_raises_the_bound_and_stays_below_the_optimum(exact, sigma):
     def bound(lam):
         return cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
 
+    return oracle, z, F, cert, bound
+
+
+@pytest.mark.parametrize("sigma", [0.1, 0.01])
+def test_ascent_raises_the_bound_and_stays_below_the_optimum(exact, sigma):
+    oracle, z, F, cert, bound = every_triplet_at_optimum(exact)
+    value = exact[4]
     lam = np.clip(z / sigma, 0, 1)
     up = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F)
     assert up.min() >= 0 and up.max() <= 1 and not np.shares_memory(up, lam)
@@ -117,17 +124,8 @@ def test_smooth_ascent_goes_on_where_the_steps_stall(exact, sigma, monkeypatch):
     the window it does not run."""
     from convexmetric.lmnn import certificate as CE
 
-    X, y, T, M_star, value = exact
-    oracle = oracle_at(X, y, T)
-    I, J, L = P.all_triplets(y, T)
-    oracle._merge(I, J, L)
-    z = oracle.hinge_arguments(M_star)
-    F = oracle.objective(M_star)
-    cert = oracle._certificate()
-
-    def bound(lam):
-        return cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
-
+    oracle, z, F, cert, bound = every_triplet_at_optimum(exact)
+    value = exact[4]
     lam = np.clip(z / sigma, 0, 1)
     steps = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F)  # no tol: the steps alone
     gap = (F - bound(steps)) / F

@@ -211,10 +211,9 @@ def test_ascent_raises_the_bound_below_the_exact_optimum(which, request):
         assert before < after <= value * (1 + 1e-7)
 
 
-def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
-    from convexmetric.lmnn.multi import oracle as MO
-    from convexmetric.optim.oracle import Stage
-
+def ascents_recorded(exact, monkeypatch):
+    """A three-block oracle at the identity, every pair listed, whose certificate's
+    ascents only record their ``F`` (in ``calls``): ``(oracle, Ms, calls)``."""
     X, y, T, _ = exact
     o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
     o.tol, o.trace_bound = 1e-4, True
@@ -227,6 +226,14 @@ def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
         return lam
 
     monkeypatch.setattr(SP.RangeCertificate, "ascend", ascend)
+    return o, Ms, calls
+
+
+def test_the_bound_ascends_only_once_the_primal_settles(exact, monkeypatch):
+    from convexmetric.lmnn.multi import oracle as MO
+    from convexmetric.optim.oracle import Stage
+
+    o, Ms, calls = ascents_recorded(exact, monkeypatch)
     monkeypatch.setattr(MO, "ASCENT_WINDOW", np.inf)  # every gap in the window
     F = o.objective(Ms)
 
@@ -247,19 +254,8 @@ def test_no_ascent_after_a_run_off_and_no_bound_at_the_exact_stages(exact, monke
     from convexmetric.lmnn.multi import oracle as MO
     from convexmetric.optim.oracle import Stage
 
-    X, y, T, _ = exact
-    o = SM.MultiMetricOracle(X, y, T, 0.5, y, 3)
-    o.tol, o.trace_bound = 1e-4, True
-    Ms = [np.eye(X.shape[1]) for _ in range(3)]
+    o, Ms, calls = ascents_recorded(exact, monkeypatch)
     off = [2.0 * M for M in Ms]  # the stage's point: not the best one
-    o.full_check(Ms, margin=1e9)
-    calls = []
-
-    def ascend(cert, lam, z, F, tol):
-        calls.append(F)
-        return lam
-
-    monkeypatch.setattr(SP.RangeCertificate, "ascend", ascend)
     monkeypatch.setattr(MO, "ASCENT_WINDOW", np.inf)
     F = o.objective(Ms)
     o.bound(Stage(Ms, 0.03, Ms, F, -np.inf, 0))
