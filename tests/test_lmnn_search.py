@@ -152,7 +152,7 @@ def test_low_rank_screen_finds_every_triplet(monkeypatch, residual):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_screen_coordinates_are_a_contraction(seed):
+def test_screen_coordinates_are_a_contraction(seed):  # (the default: 5% left out)
     """``‖w_a − w_b‖ ≤ ‖z_a − z_b‖`` for every pair; fewer columns than ``Z`` where the
     spread sits on a few axes; ``Z`` itself where it does not."""
     from convexmetric.lmnn.blocks.data import StreamData, Workspace
@@ -161,14 +161,14 @@ def test_screen_coordinates_are_a_contraction(seed):
     data = StreamData(X * np.r_[5.0, 3.0, 0.2, 0.1, 0.05, 0.01], y, T)
     ws = Workspace()
     P = ws.project(data, L)
-    S = ws.screen(P, 0.05)
+    S = ws.screen(P)
     assert S.W.shape[1] < P.Z.shape[1] and S.B.shape == (60, S.W.shape[1] + 2)
     dz = ((P.Z[:, None] - P.Z[None]) ** 2).sum(-1)
     dw = ((S.W[:, None] - S.W[None]) ** 2).sum(-1)
     assert np.all(dw <= dz * (1 + 1e-12) + 1e-12)
     assert np.allclose(S.sq, (S.W**2).sum(1))
     assert S.scale == max(S.sq.max(), P.sq.max()) + 1.0
-    assert ws.screen(P, 0.05) is S  # once per projection
+    assert ws.screen(P) is S  # once per projection
     iso = StreamData(np.random.default_rng(seed).normal(size=(60, 6)), y, T)
     P2 = ws.project(iso, np.eye(6))
-    assert ws.screen(P2, 0.05).W is P2.Z
+    assert ws.screen(P2).W is P2.Z

@@ -100,11 +100,11 @@ class Workspace:
         self.buffers = {}
         self._screen = (None, None)
 
-    def screen(self, P, residual=None):
+    def screen(self, P):
         """The search coordinates of projection ``P`` (:func:`.screen.screen`), computed
         once per projection (by the first block of a check or streamed sum that asks)."""
         if self._screen[0] is not P:
-            self._screen = (P, screen(P, residual))
+            self._screen = (P, screen(P))
         return self._screen[1]
 
     def project(self, data, L):
