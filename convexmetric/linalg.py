@@ -63,12 +63,14 @@ def pair_scatter(X, a, b, w, left=None):
     ``S`` is the symmetrised sparse matrix of pair weights and ``D`` its degree
     matrix. For a handful of pairs the outer products are summed directly.
     ``left``: ``Z = X Lᵀ`` (``n × r``) for ``L`` times the sum, ``Zᵀ (D − S) X``
-    (``r × d``), without the ``d × d`` matrix: ``nrd`` flops instead of ``nd²``.
+    (``r × d``), without the ``d × d`` matrix: ``nrd`` flops instead of ``nd²``. The sum
+    is in the precision of ``X`` and ``left`` (float32 when both are).
     """
     n, d = X.shape
     Zl = X if left is None else left
     if len(a) == 0:
         return np.zeros((Zl.shape[1], d))
+    w = np.asarray(w, dtype=np.result_type(X.dtype, Zl.dtype))  # (float32: all of it)
     if len(a) * d * Zl.shape[1] <= 400_000:  # few pairs: a direct sum beats a sparse matrix
         U = X[a] - X[b]
         return ((Zl[a] - Zl[b]).T * w) @ U
@@ -85,6 +87,7 @@ def pair_scatter(X, a, b, w, left=None):
         m = n
     W = sp.csr_matrix((w, (a, b)), shape=(m, m))
     deg = np.bincount(a, weights=w, minlength=m) + np.bincount(b, weights=w, minlength=m)
+    deg = deg.astype(w.dtype, copy=False)
     # D − S is symmetric: the sparse products take the narrower side (Z: r columns)
     SZ = W @ Zr + W.T @ Zr  # S Z with S = W + Wᵀ
     return (Zr * deg[:, None] - SZ).T @ Xr  # one GEMM: ((D − S)Z)ᵀX

@@ -102,3 +102,43 @@ def test_factor_gradient_is_the_factor_times_the_gradient(wine_instance):
     f3, gL = Factored(oracle).smooth(L, 0.1)
     assert f3 == f
     np.testing.assert_allclose(gL, 2 * (L @ G), rtol=1e-9, atol=1e-9 * np.abs(L @ G).max())
+
+
+def test_trial_evaluations_in_single_precision_only_steer():
+    """With a tolerance of at least ``SINGLE_TOL`` on data of ``SINGLE_SIZE`` entries or
+    more, a trial evaluation projects in float32: its hinge arguments and its factor
+    gradient are the double ones to float32 rounding, while the hinge arguments at an
+    accepted point (bounds, prox centres) and the exact objective stay in double."""
+    from convexmetric import datasets
+    from convexmetric.lmnn import active_list as A
+    from convexmetric.neighbors import target_neighbors
+
+    X, _, y, _ = datasets.load_split("digits")
+    X = X[:1200]
+    y = np.unique(y[:1200], return_inverse=True)[1]
+    assert X.size >= A.SINGLE_SIZE
+    T = target_neighbors(X, y, 3)
+    rng = np.random.default_rng(0)
+    L = rng.standard_normal((20, X.shape[1])) / np.abs(X).max()
+    M = L.T @ L
+    oracles = [S.ActiveSetOracle(X, y, T, 0.5) for _ in range(2)]
+    oracles[0].tol = 1e-4  # single-precision trials
+    for o in oracles:
+        o.full_check(M, L)
+        o.schedule.period(None, o.calls)  # no check between the calls compared
+    lam_bar = np.clip(rng.uniform(-1, 1, len(oracles[0].keys)), 0, 1)
+    for o in oracles:
+        o.mask["lam"] = lam_bar.copy()
+    single, double = oracles
+    z1, z2 = single.hinge_arguments(M, L), double.hinge_arguments(M, L)
+    assert single._Z.dtype == np.float32 and double._Z.dtype == np.float64
+    assert z1.dtype == np.float64 and not np.array_equal(z1, z2)
+    scale = float(np.abs(z2).max())
+    np.testing.assert_allclose(z1, z2, rtol=0, atol=1e-5 * scale)
+    np.testing.assert_array_equal(single.hinge_arguments(M, L, accepted=True), z2)
+    (f1, G1), (f2, G2) = (o.smooth_factor(M, 0.1, L) for o in oracles)
+    assert G1.dtype == np.float64 and f1 == pytest.approx(f2, rel=1e-6)
+    np.testing.assert_allclose(G1, G2, rtol=0, atol=1e-5 * np.abs(G2).max())
+    assert single.objective(M, L) == double.objective(M, L)
+    double.tol = 1e-6  # below SINGLE_TOL: double again
+    assert double.hinge_arguments(M, L).dtype == np.float64 and double._Z.dtype == np.float64

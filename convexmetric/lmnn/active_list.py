@@ -18,7 +18,17 @@ smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a tri
 list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
 Arrays proportional to the data are not in the budget: ``X`` itself, and per process
 ``Z = X Lᵀ`` with its float32 search copy (:func:`.blocks.project`), together
-about 1.5× the size of ``X``.
+about 1.5× the size of ``X``, and the float32 copy of ``X`` of the trial evaluations.
+
+Precision. With a tolerance of at least :data:`SINGLE_TOL`, on data of at least
+:data:`SINGLE_SIZE` entries, the drivers' trial evaluations
+(:meth:`ActiveList.hinge_arguments` without ``accepted``, and the smoothed gradients
+built on them) project and measure in single precision: half the memory traffic and
+twice the product rate, with a rounding near 1e-7 of each distance, far below the
+tolerance. They only steer the drivers. Every value that is reported, compared between
+stages, or enters a bound or a prox centre is computed in double precision:
+:meth:`.oracle.ActiveSetOracle.objective`, the full checks' decisions, and the hinge
+arguments at accepted points.
 """
 
 from __future__ import annotations
@@ -40,6 +50,10 @@ BYTES_PER_TERM = 192
 MAX_LISTED_N = 2_097_152
 #: streaming trial evaluations above this multiple of the best value seen return inf
 STREAM_CAP = 4.0
+#: trial evaluations run in single precision (see the module docstring) at tolerances from
+#: ``SINGLE_TOL`` on, on data of at least ``SINGLE_SIZE`` entries (smaller products gain
+#: nothing, and a toy instance then stops at its tolerance rather than 1e-6 below it)
+SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
 #: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`)
 MEMO_MARGIN = 1e-3
 
@@ -90,6 +104,7 @@ class ActiveList(CompactList):
         self.handover = 0.0  #: see :meth:`check`
         self._memo = None  #: (M, terms, margin) of the last search (see :meth:`_search`)
         self._Z = None  #: ``X Lᵀ`` of the last evaluation (a buffer, see :meth:`_project`)
+        self._buffers, self._Xs = {}, None  #: ``Z`` buffers by dtype; ``X`` in float32
         C = X - X.mean(axis=0)
         self._reach = 4.0 * float(np.einsum("ij,ij->i", C, C).max(initial=0.0))  # ≥ ‖x_i − x_l‖²
         if search == "auto":
@@ -340,7 +355,7 @@ class ActiveList(CompactList):
             # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
             self.schedule.checked(self.calls, stable, self._check_cap())
         self.calls += 1
-        Dt, d_il = self._list_distances(Lc)
+        Dt, d_il = self._list_distances(Lc, not accepted and self._single())
         z = Dt[self.I, self.slot]  # 1 + d(i, j) − d(i, l), in place: (d(i, j) + 1) − d(i, l)
         z += 1.0
         z -= d_il[self._pair_of]
@@ -348,25 +363,42 @@ class ActiveList(CompactList):
             z = self._prune(z)
         return z
 
-    def _list_distances(self, Lc):
+    def _single(self):
+        """Whether trial evaluations run in single precision (:data:`SINGLE_TOL`)."""
+        return self.tol is not None and self.tol >= SINGLE_TOL and self.X.size >= SINGLE_SIZE
+
+    def _list_distances(self, Lc, single=False):
         """The target distances (n × k) and the listed pairs' distances at ``Lc``; ``Z =
-        X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle). On the
-        executor's device when it has one (:meth:`.blocks.device.DeviceExecutor.list_distances`:
-        the products there, the values back)."""
+        X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle), in
+        float32 if ``single`` (the distances' values in double, from those products). On
+        the executor's device when it has one
+        (:meth:`.blocks.device.DeviceExecutor.list_distances`: the products there, the
+        values back)."""
         on_device = getattr(self.executor, "list_distances", None)
         if on_device is None:  # (a padded target slot is never listed: never read here)
-            Z = self._Z = self._project(Lc)
+            Z = self._Z = self._project(Lc, single)
             return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
         self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
         return Dt, d_il
 
-    def _project(self, Lc):
-        """``Z = X Lcᵀ`` into a buffer reused from call to call (a fresh ``n × r`` array
-        pays its page faults at every evaluation: at n = 60,000 a quarter of the GEMM)."""
-        shape = (self.n, Lc.shape[0])
-        if self._Z is None or self._Z.shape != shape:
-            self._Z = np.empty(shape)
-        return np.matmul(self.X, Lc.T, out=self._Z)
+    def _project(self, Lc, single=False):
+        """``Z = X Lcᵀ`` (float32 if ``single``) into a buffer reused from call to call (a
+        fresh ``n × r`` array pays its page faults at every evaluation: at n = 60,000 a
+        quarter of the GEMM)."""
+        X = self.rows(np.float32 if single else self.X.dtype)
+        shape, Z = (self.n, Lc.shape[0]), self._buffers.get(X.dtype)
+        if Z is None or Z.shape != shape:
+            Z = self._buffers[X.dtype] = np.empty(shape, X.dtype)
+        return np.matmul(X, Lc.T.astype(X.dtype, copy=False), out=Z)
+
+    def rows(self, dtype):
+        """``X`` in ``dtype`` (float32: a copy made once), the rows a product with a ``Z``
+        of that dtype takes (:meth:`.oracle.ActiveSetOracle.smooth_factor`)."""
+        if np.dtype(dtype) != np.float32 or self.X.dtype == np.float32:
+            return self.X
+        if self._Xs is None:
+            self._Xs = self.X.astype(np.float32)
+        return self._Xs
 
     def _check_cap(self):
         """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``

@@ -108,8 +108,9 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         I, J, L = self.I[part], self.J[part], self.L[part]
         if left is None:
             return f, G + self.mu * triplet_scatter(self.X, I, J, L, lam[part])
-        Z = self._Z  # X Lᵀ, from hinge_arguments at this very factor
-        return f, left @ G + self.mu * triplet_scatter(self.X, I, J, L, lam[part], left=Z)
+        Z = self._Z  # X Lᵀ, from hinge_arguments at this very factor (float32 if single)
+        H = triplet_scatter(self.rows(Z.dtype), I, J, L, lam[part], left=Z)
+        return f, left @ G + self.mu * H
 
     @staticmethod
     def _times(out, grad, left):
