@@ -142,3 +142,22 @@ def test_trial_evaluations_in_single_precision_only_steer():
     assert single.objective(M, L) == double.objective(M, L)
     double.tol = 1e-6  # below SINGLE_TOL: double again
     assert double.hinge_arguments(M, L).dtype == np.float64 and double._Z.dtype == np.float64
+
+
+def test_single_precision_trials_certify_the_double_paths_optimum(monkeypatch, verified):
+    """The default fit on digits (its trials in float32) and the same fit with every
+    evaluation in double both certify, and their objectives agree within ``tol``: the
+    single precision changes the path, not the optimum it proves."""
+    from convexmetric import LMNN, datasets
+    from convexmetric.lmnn import active_list as A
+
+    X, _, y, _ = datasets.load_split("digits")
+    assert X.size >= A.SINGLE_SIZE
+    fits = [LMNN(k=3, mu=0.5).fit(X, y)]
+    monkeypatch.setattr(A, "SINGLE_SIZE", X.size + 1)
+    fits.append(LMNN(k=3, mu=0.5).fit(X, y))
+    (f1, f2), tol = (est.objective_ for est in fits), fits[0].tol
+    assert all(est.result_.status == "optimal" for est in fits)
+    assert f1 != f2 and abs(f1 - f2) <= tol * max(f1, f2)
+    for est in fits:
+        verified(est, X, y)
