@@ -20,22 +20,16 @@ Arrays proportional to the data are not in the budget: ``X`` itself, and per pro
 ``Z = X Lᵀ`` with its float32 search copy (:func:`.blocks.project`), together
 about 1.5× the size of ``X``, and the float32 copy of ``X`` of the trial evaluations.
 
-Precision. With a tolerance of at least :data:`SINGLE_TOL`, on data of at least
-:data:`SINGLE_SIZE` entries, the drivers' trial evaluations
-(:meth:`ActiveList.hinge_arguments` without ``accepted``, and the smoothed gradients
-built on them) project and measure in single precision: half the memory traffic and
-twice the product rate, with a rounding near 1e-7 of each distance, far below the
-tolerance. They only steer the drivers. Every value that is reported, compared between
-stages, or enters a bound or a prox centre is computed in double precision:
-:meth:`.oracle.ActiveSetOracle.objective`, the full checks' decisions, and the hinge
-arguments at accepted points.
+Precision: the drivers' trial evaluations may run in single precision (:data:`SINGLE_TOL`,
+:data:`SINGLE_SIZE`; :mod:`.compact_list`); every value reported, compared, bounded or
+decided stays in double.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import components_from_metric, row_distances, target_distances
+from ..linalg import components_from_metric, row_distances
 from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
@@ -366,39 +360,6 @@ class ActiveList(CompactList):
     def _single(self):
         """Whether trial evaluations run in single precision (:data:`SINGLE_TOL`)."""
         return self.tol is not None and self.tol >= SINGLE_TOL and self.X.size >= SINGLE_SIZE
-
-    def _list_distances(self, Lc, single=False):
-        """The target distances (n × k) and the listed pairs' distances at ``Lc``; ``Z =
-        X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle), in
-        float32 if ``single`` (the distances' values in double, from those products). On
-        the executor's device when it has one
-        (:meth:`.blocks.device.DeviceExecutor.list_distances`: the products there, the
-        values back)."""
-        on_device = getattr(self.executor, "list_distances", None)
-        if on_device is None:  # (a padded target slot is never listed: never read here)
-            Z = self._Z = self._project(Lc, single)
-            return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
-        self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
-        return Dt, d_il
-
-    def _project(self, Lc, single=False):
-        """``Z = X Lcᵀ`` (float32 if ``single``) into a buffer reused from call to call (a
-        fresh ``n × r`` array pays its page faults at every evaluation: at n = 60,000 a
-        quarter of the GEMM)."""
-        X = self.rows(np.float32 if single else self.X.dtype)
-        shape, Z = (self.n, Lc.shape[0]), self._buffers.get(X.dtype)
-        if Z is None or Z.shape != shape:
-            Z = self._buffers[X.dtype] = np.empty(shape, X.dtype)
-        return np.matmul(X, Lc.T.astype(X.dtype, copy=False), out=Z)
-
-    def rows(self, dtype):
-        """``X`` in ``dtype`` (float32: a copy made once), the rows a product with a ``Z``
-        of that dtype takes (:meth:`.oracle.ActiveSetOracle.smooth_factor`)."""
-        if np.dtype(dtype) != np.float32 or self.X.dtype == np.float32:
-            return self.X
-        if self._Xs is None:
-            self._Xs = self.X.astype(np.float32)
-        return self._Xs
 
     def _check_cap(self):
         """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``

@@ -8,6 +8,17 @@ slot the narrowest unsigned type that holds ``k``; the int64 keys exist only whi
 runs (:meth:`CompactList.keys` computes them). What one listed term costs, with the
 temporaries of a merge, an evaluation and a bound, is measured by
 ``benchmarks/bench_list_memory.py`` (:data:`.active_list.BYTES_PER_TERM`).
+
+The listed distances (:meth:`CompactList._list_distances`) come from ``Z = X Lᵀ``. With a
+tolerance of at least :data:`.active_list.SINGLE_TOL`, on data of at least
+:data:`.active_list.SINGLE_SIZE` entries, the drivers' trial evaluations
+(:meth:`.active_list.ActiveList.hinge_arguments` without ``accepted``, and the smoothed
+gradients built on them) project and measure in single precision: half the memory
+traffic and twice the product rate, with a rounding near 1e-7 of each distance, far
+below the tolerance. They only steer the drivers. Every value that is reported,
+compared between stages, or enters a bound or a prox centre is computed in double
+precision: :meth:`.oracle.ActiveSetOracle.objective`, the full checks' decisions, and
+the hinge arguments at accepted points.
 """
 
 from __future__ import annotations
@@ -15,11 +26,13 @@ from __future__ import annotations
 import numpy as np
 
 from .._sets import member, unique, unique_inverse
+from ..linalg import row_distances, target_distances
 
 
 class CompactList:
-    """The listed triplets' arrays (a base of :class:`.active_list.ActiveList`, which sets
-    ``n``, ``k``, the targets ``T``, the per-term masks ``mask`` and ``_index``)."""
+    """The listed triplets' arrays and their distances (a base of
+    :class:`.active_list.ActiveList`, which sets ``n``, ``k``, ``X``, the targets ``T``,
+    the per-term masks ``mask``, ``_index``, the ``Z`` buffers and the executor)."""
 
     def _set_list(self, I, J, L, keep_masks):
         """Hold the triplets ``(I, J, L)`` (sorted by :meth:`_keys`) and their masks.
@@ -92,3 +105,36 @@ class CompactList:
         del order, new
         self._set_list(*lists, masks)
         return True
+
+    def _list_distances(self, Lc, single=False):
+        """The target distances (n × k) and the listed pairs' distances at ``Lc``; ``Z =
+        X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle), in
+        float32 if ``single`` (the distances' values in double, from those products). On
+        the executor's device when it has one
+        (:meth:`.blocks.device.DeviceExecutor.list_distances`: the products there, the
+        values back)."""
+        on_device = getattr(self.executor, "list_distances", None)
+        if on_device is None:  # (a padded target slot is never listed: never read here)
+            Z = self._Z = self._project(Lc, single)
+            return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
+        self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
+        return Dt, d_il
+
+    def _project(self, Lc, single=False):
+        """``Z = X Lcᵀ`` (float32 if ``single``) into a buffer reused from call to call (a
+        fresh ``n × r`` array pays its page faults at every evaluation: at n = 60,000 a
+        quarter of the GEMM)."""
+        X = self.rows(np.float32 if single else self.X.dtype)
+        shape, Z = (self.n, Lc.shape[0]), self._buffers.get(X.dtype)
+        if Z is None or Z.shape != shape:
+            Z = self._buffers[X.dtype] = np.empty(shape, X.dtype)
+        return np.matmul(X, Lc.T.astype(X.dtype, copy=False), out=Z)
+
+    def rows(self, dtype):
+        """``X`` in ``dtype`` (float32: a copy made once), the rows a product with a ``Z``
+        of that dtype takes (:meth:`.oracle.ActiveSetOracle.smooth_factor`)."""
+        if np.dtype(dtype) != np.float32 or self.X.dtype == np.float32:
+            return self.X
+        if self._Xs is None:
+            self._Xs = self.X.astype(np.float32)
+        return self._Xs
