@@ -97,7 +97,7 @@ class ActiveList(CompactList):
         self._new_terms = 0  #: triplets the last full check added to the list
         self.handover = 0.0  #: see :meth:`check`
         self._memo = None  #: (M, terms, margin) of the last search (see :meth:`_search`)
-        self._Z = None  #: ``X Lᵀ`` of the last evaluation (a buffer, see :meth:`_project`)
+        self._Z = None  #: ``X Lᵀ`` of the last evaluation (one of ``_buffers``: :meth:`_project`)
         self._buffers, self._Xs = {}, None  #: ``Z`` buffers by dtype; ``X`` in float32
         C = X - X.mean(axis=0)
         self._reach = 4.0 * float(np.einsum("ij,ij->i", C, C).max(initial=0.0))  # ≥ ‖x_i − x_l‖²
