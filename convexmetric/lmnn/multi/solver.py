@@ -9,9 +9,10 @@ drivers (:mod:`convexmetric.optim`) run in turn:
    and solver; ``max_iter`` steps, one by default: the steps are short, the refinement
    makes the large move much faster, and every step costs an evaluation);
 2. the staged smoothed driver with L-BFGS in the factors ``M^g = L_gᵀL_g`` at a fixed
-   σ = 0.03 with dual recentring; stage ``k`` runs ``min(100, 5·2ᵏ)`` iterations (from
-   the phase-1 point the list is stale, and long first stages run off to objectives of
-   10⁴–10⁵ that the next check pays for with lists of 10⁵–10⁶ terms) and the first three
+   σ = 0.03 with dual recentring and :data:`MAXCOR` correction pairs; stage ``k`` runs
+   ``min(100, 10·2ᵏ)`` iterations (from the phase-1 point the list is stale, and long
+   first stages run off to objectives of 10⁴–10⁵ that the next check pays for with lists
+   of 10⁵–10⁶ terms) and the first :data:`EXACT_STAGES`
    stages search all triplets at every evaluation (and ask for no bound: the large first
    move is far from a proof); every later stage's bound climbs the trace bound over the
    multipliers near the kink once the best objective settles
@@ -56,6 +57,11 @@ __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "so
 #: in proportion to the factors' rows: 8–19 rows a block from the fifth stage with 1e-4,
 #: 22–30 with 1e-8 (LMNN's own setting; measurements: ``benchmarks/TUNING.md``).
 RANK_TOL = 1e-4
+#: the first stages that search all triplets at every evaluation, the first stage's
+#: iterations (doubled per stage), L-BFGS's correction pairs. 2, 10 and 10 over 3, 5 and
+#: 20: the seven instances of ``benchmarks/TUNING.md`` 6.9–7.2 s against 7.5–8.8 s (each
+#: one as fast or faster), digits to 1e-3 1.59–1.71 s against 1.95–2.06 s
+EXACT_STAGES, FIRST_STAGE, MAXCOR = 2, 10, 10
 
 
 @dataclass(kw_only=True)
@@ -176,11 +182,11 @@ def refine_factors(oracle, Ms0, s, time_limit):
     """Stage 2: L-BFGS on the smoothed objective in the factors ``L_g``; ``matrices`` are
     the ``M^g`` (in ``oracle``'s coordinates)."""
     extra = dict(s.refine_settings or {})
-    oracle.base_oracle().exact_stages = extra.pop("exact_stages", 3)
-    inner = LBFGS(maxcor=extra.pop("maxcor", 20))
+    oracle.base_oracle().exact_stages = extra.pop("exact_stages", EXACT_STAGES)
+    inner = LBFGS(maxcor=extra.pop("maxcor", MAXCOR))
     gap_tol = extra.pop("switch_gap", s.tol)
     rs = StageSettings(sigma0=0.03, sigma_factor=1.0, sigma_min=1e-6, stage_iter=100,
-                       first_stage=5, rtol=1e-7, stalls=2, gap_tol=gap_tol,
+                       first_stage=FIRST_STAGE, rtol=1e-7, stalls=2, gap_tol=gap_tol,
                        max_iterations=s.max_iterations, time_limit=time_limit,
                        name="multi-smoothed-lbfgs")  # fmt: skip
     Ls = [components_from_metric(M) for M in Ms0]
