@@ -10,9 +10,9 @@ drivers (:mod:`convexmetric.optim`) run in turn:
    makes the large move much faster, and every step costs an evaluation);
 2. the staged smoothed driver with L-BFGS in the factors ``M^g = L_gᵀL_g`` at a fixed
    σ = 0.03 with dual recentring and :data:`MAXCOR` correction pairs; stage ``k`` runs
-   ``min(100, 10·2ᵏ)`` iterations (from the phase-1 point the list is stale, and long
-   first stages run off to objectives of 10⁴–10⁵ that the next check pays for with lists
-   of 10⁵–10⁶ terms) and the first :data:`EXACT_STAGES`
+   ``min(100, f·2ᵏ)`` iterations, ``f =`` :data:`FIRST_STAGE` (from the phase-1 point
+   the list is stale, and long first stages run off to objectives of 10⁴–10⁵ that the
+   next check pays for with lists of 10⁵–10⁶ terms) and the first :data:`EXACT_STAGES`
    stages search all triplets at every evaluation (and ask for no bound: the large first
    move is far from a proof); every later stage's bound climbs the trace bound over the
    multipliers near the kink once the best objective settles
