@@ -231,8 +231,9 @@ def row_digits(args):
     return out
 
 
-def augmented_child(quick):
-    """The augmented row in this (child) process: one JSON line with its own peak RSS."""
+def augmented_child(quick, n_jobs=1):
+    """The augmented row in this (child) process: one JSON line with its own peak RSS;
+    our fit with ``n_jobs`` threads of block work."""
     t0 = time.perf_counter()
     Xtr, Xte, ytr, yte, _ = datasets.augmented_mnist()
     load_seconds = time.perf_counter() - t0
@@ -241,18 +242,27 @@ def augmented_child(quick):
     out = {"shape": list(data[0].shape), "load_seconds": load_seconds,
            "euclidean_error": euclidean(data)}  # fmt: skip
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # (reset by the fit's)
-    out["ours"] = ours(data, rss=True)
+    out["ours"] = ours(data, rss=True, n_jobs=n_jobs)
     out["peak_rss_gib"] = max(before, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
     print(json.dumps(out))
 
 
 def row_augmented(args):
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", "augmented"]
-    proc = subprocess.run(cmd + (["--quick"] if args.quick else []), capture_output=True,
-                          text=True)  # fmt: skip
-    if proc.returncode != 0:
-        return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    """One child per ``--n-jobs`` value, one after the other: the first is the row's
+    "ours", the others "ours_n_jobs_N" with their time ratio to it."""
+    out = None
+    for n_jobs in args.n_jobs:
+        cmd = [sys.executable, os.path.abspath(__file__), "--child", "augmented",
+               "--n-jobs", str(n_jobs)] + (["--quick"] if args.quick else [])  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return {"error": (proc.stderr.strip().splitlines() or ["failed"])[-1]}
+        child = json.loads(proc.stdout.strip().splitlines()[-1])
+        if out is None:
+            out = child
+            continue
+        out[f"ours_n_jobs_{n_jobs}"] = child["ours"]
+    return out
 
 
 def ratios(out):
@@ -263,6 +273,9 @@ def ratios(out):
         if mine.get("seconds") and other and other.get("seconds"):
             r[f"time_ours_over_{name}"] = mine["seconds"] / other["seconds"]
             r[f"objective_ours_over_{name}"] = mine["objective"] / other["objective"]
+    for name, other in out.items():
+        if name.startswith("ours_n_jobs_") and mine.get("seconds"):
+            r[f"time_{name}_over_ours"] = other["seconds"] / mine["seconds"]
     at = out.get("ours_at_pylmnn_time")
     if at and out.get("pylmnn", {}).get("objective"):
         r["objective_at_pylmnn_time_over_pylmnn"] = at["objective"] / out["pylmnn"]["objective"]
@@ -285,7 +298,8 @@ def table(rows):
         lines.append(f"{name:10s} {shape} training points; Euclidean 3-NN error "
                      f"{out['euclidean_error']:.2%}"
                      + _rss(out))  # fmt: skip
-        for method in ("ours", "ours_at_pylmnn_time", "metric_learn", "pylmnn"):
+        extra = [m for m in out if m.startswith("ours_n_jobs_")]
+        for method in ("ours", *extra, "ours_at_pylmnn_time", "metric_learn", "pylmnn"):
             m = out.get(method)
             if m is None:
                 continue
@@ -294,7 +308,9 @@ def table(rows):
                 continue
             lines.append(f"{'':10s} {method:22s} {m['seconds']:8.2f} {m['objective']:12.2f} "
                          f"{fmt(m.get('certified_gap'), '9.1e')} {m['test_error']:8.2%} "
-                         f"{m.get('status', ''):>18s}")  # fmt: skip
+                         f"{m.get('status', ''):>18s}"
+                         + (f"  fit RSS {m['fit_peak_rss_gib']:.2f} GiB"
+                            if m.get("fit_peak_rss_gib") else ""))  # fmt: skip
         for key, v in out.get("ratios", {}).items():
             lines.append(f"{'':10s} {key:40s} {v:.3f}")
     return "\n".join(lines)
@@ -328,8 +344,15 @@ def parse(argv):
     ap.add_argument(
         "--pylmnn-python", default=default_python("PYLMNN_PYTHON", "/work/peers/pylmnn/bin/python")
     )
+    ap.add_argument(
+        "--n-jobs",
+        default="1",
+        help="augmented: comma-separated n_jobs of our fits, one child each (e.g. 1,2; the "
+        "first is the row's, the others get their time ratio to it)",
+    )
     ap.add_argument("--child", choices=["augmented"], help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.n_jobs = [int(v) for v in args.n_jobs.split(",") if v.strip()]
     args.rows = [r.strip() for r in args.rows.split(",") if r.strip()]
     bad = [r for r in args.rows if r not in ROWS]
     if bad:
@@ -340,7 +363,7 @@ def parse(argv):
 def main(argv=None):
     args = parse(argv)
     if args.child:
-        return augmented_child(args.quick)
+        return augmented_child(args.quick, args.n_jobs[0])
     rows = {}
     for name in args.rows:
         print(f"running {name} ...", file=sys.stderr, flush=True)

@@ -54,6 +54,13 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     help="Run the block work on Dask: a scheduler address (tcp://host:8786) or local:N "
     "(a LocalCluster of N worker processes); needs convexmetric[dask].",
 )
+@click.option(
+    "--n-jobs",
+    type=int,
+    default=None,
+    help="Threads of the block work in this process (full checks, streaming sums); -1: "
+    "every core [default: 1]. The result does not depend on it.",
+)
 @apply_options(EXTENSIONS)
 def SOLVE(**opts):
     """Learn an LMNN metric (eq. 14) and report kNN errors.
@@ -113,8 +120,9 @@ def _fit_single(Xtr, ytr, Xte, yte, opts):
     model.set_params(**estimator_limits(opts, model))
     if opts["max_iter"] is not None:
         model.set_params(max_iter=opts["max_iter"])
-    if opts["memory_limit"] is not None:
-        model.set_params(memory_limit=opts["memory_limit"])
+    for key in ("memory_limit", "n_jobs"):
+        if opts[key] is not None:
+            model.set_params(**{key: opts[key]})
     if opts["scheduler"] is None:
         model.fit(Xtr, ytr)
     else:

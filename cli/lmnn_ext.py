@@ -32,7 +32,7 @@ def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):
         model.fit(Xtr, ytr)
         report = {"variant": "kernel", "kernel": opts["kernel"]}
     else:
-        memory = {} if opts["memory_limit"] is None else {"memory_limit": opts["memory_limit"]}
+        memory = {key: opts[key] for key in ("memory_limit", "n_jobs") if opts[key] is not None}
         model = LMNN(
             k=k,
             mu=mu,

@@ -12,6 +12,7 @@ ValueError: The 'k' parameter of LMNN must be an int in the range [1, inf). Got 
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 
@@ -231,4 +232,21 @@ def check_memory_limit(value, owner="LMNN"):
     raise ValueError(
         f"The 'memory_limit' parameter of {owner} must be an int in the range [1, inf) "
         f"(bytes) or None. Got {value!r} instead."
+    )
+
+
+def check_n_jobs(value, owner="LMNN"):
+    """Validate ``n_jobs`` as scikit-learn reads it and return the threads it means:
+    None is 1, a positive int that many, ``-1`` every core this process may use, ``-2``
+    all but one, and so on (at least 1)."""
+    if value is None:
+        return 1
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and value != 0:
+        if value > 0:
+            return int(value)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        return max(1, (cores or 1) + 1 + int(value))
+    raise ValueError(
+        f"The 'n_jobs' parameter of {owner} must be None or a nonzero int (-1: every core). "
+        f"Got {value!r} instead."
     )

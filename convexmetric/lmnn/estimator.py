@@ -29,7 +29,7 @@ from ..neighbors import padding, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
-from .blocks.dask_executor import check_backend, executor_for
+from .blocks.dask_executor import check_backend, check_lanes, executor_for
 from .blocks.device import DeviceExecutor, check_device
 from .exact import solve_working_set
 from .passes import run_passes
@@ -123,6 +123,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         'convexmetric[gpu]'``); ``"torch:DEVICE"``, ``"cupy[:N]"`` a library named.
         The full checks, exact objectives and streaming sums run on the device's arrays,
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
+    n_jobs : int or None, default=None
+        Threads of the block work in this process (``backend="local"``, no device): the
+        full checks, exact objectives, streaming sums and :meth:`predict`. None is 1,
+        -1 every core (scikit-learn's convention). The results do not depend on it: the
+        blocks' results are combined in their order (the streaming mode's sums round
+        as its smaller blocks add; the memory budget is shared by the threads).
     n_neighbors : deprecated
         Renamed ``predict_k`` (the k of :meth:`predict`; the target neighbours are ``k``);
         the old name warns and is removed in 0.3.
@@ -166,6 +172,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         memory_limit=2**31,
         backend="local",
         device=None,
+        n_jobs=None,
         n_neighbors=DEPRECATED,
     ):
         self.k = k
@@ -189,6 +196,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         self.memory_limit = memory_limit
         self.backend = backend
         self.device = device
+        self.n_jobs = n_jobs
 
     def _validate_params(self):
         name = type(self).__name__
@@ -200,6 +208,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         check_memory_limit(self.memory_limit, owner=name)
         check_backend(self.backend, owner=name)
         check_device(self.device, owner=name)
+        check_lanes(self.n_jobs, self.backend, self.device, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.
@@ -310,7 +319,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
             executor=executor_for(self.backend, owner=type(self).__name__,
-                                  device=getattr(self, "device", None)),
+                                  device=getattr(self, "device", None),
+                                  n_jobs=getattr(self, "n_jobs", None)),
         )
 
     def _mahalanobis_matrix(self):
@@ -340,4 +350,5 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _executor(self):
         """With ``backend="dask"``, predict and energy_predict run by blocks of test rows
         on the Dask workers."""
-        return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__)
+        return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__,
+                            n_jobs=getattr(self, "n_jobs", None))

@@ -8,7 +8,8 @@ rows, the data and the components ``L``:
   per-thread :class:`~.data.Workspace`;
 - :mod:`.full_check`: the full check, every violated triplet, exactly;
 - :mod:`.stream`: eq. (14)'s sums over all triplets (objective, gradient,
-  certificate), and the in-process executor;
+  certificate);
+- :mod:`.local`: the in-process executor, in one thread or several lanes;
 - :mod:`.predict`: k-NN and energy predictions by blocks of test rows;
 - :mod:`.dask_executor` and :mod:`.dask_worker`: the same block functions on a Dask
   cluster;

@@ -9,6 +9,7 @@ same :class:`Projection`, computed once per evaluation and kept in the caller's
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -88,24 +89,37 @@ class Workspace:
     and the scratch buffers of a full check.
 
     Block functions hold no module-level state: whoever runs them owns a workspace and
-    passes it (``ws=``). It is never shared between threads: the in-process executor
-    keeps one, a Dask worker one per thread and fit (several block tasks run at once in
-    a worker's threads; a shared buffer would mix their triplets). Without one, a block
-    function makes a fresh workspace for its call (correct, but the projection is then
-    computed once per block instead of once per evaluation).
+    passes it (``ws=``). Its buffers are never shared between threads: the in-process
+    executor keeps one per thread (:mod:`.local`), a Dask worker one per thread and fit
+    (several block tasks run at once in a worker's threads; a shared buffer would mix
+    their triplets). A :meth:`fork` has buffers of its own and reads its parent's
+    projection and screen (read-only arrays, computed once under the parent's lock).
+    Without one, a block function makes a fresh workspace for its call (correct, but
+    the projection is then computed once per block instead of once per evaluation).
     """
 
-    def __init__(self):
+    def __init__(self, parent=None):
         self.last = None
         self.buffers = {}
         self._screen = (None, None)
+        self._parent = parent  #: the workspace whose projection a fork reads
+        self._lock = threading.Lock()
+
+    def fork(self):
+        """A workspace for another thread: scratch buffers of its own, this one's
+        projection and screen (whichever thread asks first computes them; the others
+        wait for that one and then read the same arrays)."""
+        return Workspace(self)
 
     def screen(self, P):
         """The search coordinates of projection ``P`` (:func:`.screen.screen`), computed
         once per projection (by the first block of a check or streamed sum that asks)."""
-        if self._screen[0] is not P:
-            self._screen = (P, screen(P))
-        return self._screen[1]
+        if self._parent is not None:
+            return self._parent.screen(P)
+        with self._lock:
+            if self._screen[0] is not P:
+                self._screen = (P, screen(P))
+            return self._screen[1]
 
     def project(self, data, L):
         """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).
@@ -113,12 +127,15 @@ class Workspace:
         Every block of one evaluation calls this with the same ``data.X`` and an equal
         ``L``; only the first computes ``Z = X Lᵀ`` (O(n d r)) and the float32 search
         matrix, the others reuse it."""
-        last = self.last
-        if last is not None and last.X is data.X and last.L.shape == L.shape \
-                and np.array_equal(last.L, L):  # fmt: skip
-            return last
-        self.last = _projection(data, L)
-        return self.last
+        if self._parent is not None:
+            return self._parent.project(data, L)
+        with self._lock:
+            last = self.last
+            if last is not None and last.X is data.X and last.L.shape == L.shape \
+                    and np.array_equal(last.L, L):  # fmt: skip
+                return last
+            self.last = _projection(data, L)
+            return self.last
 
     def scratch(self, name, shape, dtype):
         """A buffer of ``shape`` reused by the blocks of one full check (a fresh array of

@@ -162,8 +162,13 @@ def collect_terms(fn, blocks, data, *args, max_terms=None, alarm=None, **kwargs)
             return {"I": None, "J": None, "L": None, "count": count, "overflow": True}
         parts.append(part)
         left = None if left is None else left - part["count"]
+    return join_terms(parts)
+
+
+def join_terms(parts):
+    """The blocks' triplets (:func:`terms_block`, none overflowed) joined in their order."""
     if not parts:
         e = np.empty(0, np.int32)
         return {"I": e, "J": e, "L": e, "count": 0, "overflow": False}
     out = {key: np.concatenate([p[key] for p in parts]) for key in ("I", "J", "L")}
-    return {**out, "count": count, "overflow": False}
+    return {**out, "count": sum(p["count"] for p in parts), "overflow": False}

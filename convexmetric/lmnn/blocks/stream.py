@@ -24,11 +24,11 @@ The block function :func:`hinge_block` is pure: a function of the row indices, t
 (``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
 :func:`~.full_check.terms_block`, the full check of the active-set mode, returning violated
 triplets ``(i, j, l)`` (each differently labelled pair once, by symmetry:
-:mod:`.full_check`). An *executor* maps them over the blocks: :class:`LocalExecutor` runs in
-this process; a distributed executor (Dask, :mod:`.dask_executor`) ships the data once
-(``scatter``) and runs ``map_blocks`` / ``map_terms`` on its workers. Every block of one
-evaluation shares ``Z = X Lᵀ`` and the float32 search matrix, computed once per process
-(:func:`~.data.project`).
+:mod:`.full_check`). An *executor* maps them over the blocks: :class:`~.local.LocalExecutor`
+runs in this process (in one thread or several lanes); a distributed executor (Dask,
+:mod:`.dask_executor`) ships the data once (``scatter``) and runs ``map_blocks`` /
+``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
+float32 search matrix, computed once per process (:func:`~.data.project`).
 
 Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
 :func:`plan_blocks` sizes both from the budget.
@@ -42,8 +42,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..._sets import unique
-from ...optim.deadline import NEVER
-from ...problems.lmnn import TooManyTerms
+from ...problems.lmnn import TooManyTerms  # noqa: F401 (what the executors' map_terms raises)
 from .data import (  # noqa: F401 (the block helpers, importable from here as before)
     BYTES_PER_BLOCK_CELL,
     Projection,
@@ -53,7 +52,8 @@ from .data import (  # noqa: F401 (the block helpers, importable from here as be
     project,
     row_blocks,
 )
-from .full_check import collect_terms, terms_block
+from .full_check import terms_block
+from .local import LocalExecutor
 from .xp import (
     astype,
     concat,
@@ -66,51 +66,6 @@ from .xp import (
     to_device,
     to_numpy,
 )
-
-
-class LocalExecutor:
-    """Runs block functions in this process, one block after another, with one
-    :class:`~.data.Workspace` (an executor serves one thread)."""
-
-    name = "local"
-    alarm = NEVER  #: checked between blocks (:class:`convexmetric.optim.deadline.Alarm`)
-
-    def __init__(self):
-        self.workspace = Workspace()
-
-    def scatter(self, data):
-        """Make ``data`` available to the block functions (here: itself)."""
-        return data
-
-    def map_blocks(self, fn, blocks, data, *args, **kwargs):
-        """``[fn(rows, data, *args, ws=workspace, **kwargs) for rows in blocks]``
-        (:attr:`alarm` checked before each block)."""
-        out = []
-        for rows in blocks:
-            self.alarm.check()
-            out.append(fn(rows, data, *args, ws=self.workspace, **kwargs))
-        return out
-
-    def map_chunks(self, fn, chunks, data, **kwargs):
-        """``[fn(chunk, data, **kwargs) for chunk in chunks]`` (e.g. blocks of test rows)."""
-        return [fn(chunk, data, **kwargs) for chunk in chunks]
-
-    def close(self, data):
-        """Forget the workspace's projection and buffers."""
-        self.workspace = Workspace()
-
-    def release(self):
-        """Free the full check's scratch buffers (after each check)."""
-        self.workspace.release()
-
-    def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
-        """:meth:`map_blocks` for a block function returning triplets (:func:`terms_block`):
-        raises :class:`TooManyTerms` as soon as more than ``max_terms`` were found."""
-        part = collect_terms(fn, blocks, data, *args, max_terms=max_terms, ws=self.workspace,
-                             alarm=self.alarm, **kwargs)  # fmt: skip
-        if part["overflow"]:
-            raise TooManyTerms(f"more than {max_terms} hinge terms")
-        return [part]
 
 
 def _candidates(rows, data, L, rtol, ws):
@@ -314,7 +269,7 @@ class StreamingEvaluator:
         n, d = X.shape
         self.n = n
         self.executor = executor if executor is not None else LocalExecutor()
-        # an executor of its own memory (a device) sizes its blocks itself
+        # an executor sizes its blocks itself (a device: its own memory; lanes: their share)
         plan = getattr(self.executor, "plan_blocks", plan_blocks)
         self.block_rows, self.chunk = plan(n, d, targets.shape[1], memory_limit)
         self.blocks = row_blocks(y, self.block_rows)

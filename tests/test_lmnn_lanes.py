@@ -1,0 +1,130 @@
+"""LMNN's block work in several threads of this process (``n_jobs``): the lanes give
+the blocks' results of one thread, in the same order, and stop together."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from convexmetric import LMNN, datasets
+from convexmetric._validation import check_n_jobs
+from convexmetric.cli.main import main
+from convexmetric.lmnn.blocks.data import StreamData, Workspace, row_blocks
+from convexmetric.lmnn.blocks.full_check import terms_block
+from convexmetric.lmnn.blocks.local import LocalExecutor
+from convexmetric.lmnn.blocks.stream import TooManyTerms, hinge_block
+from convexmetric.neighbors import target_neighbors
+from convexmetric.optim.deadline import Alarm, TimeUp
+
+
+@pytest.fixture(scope="module")
+def digits_blocks():
+    Xtr, _, ytr, _ = datasets.load_split("digits")
+    _, y = np.unique(ytr, return_inverse=True)
+    X = Xtr / 16.0
+    T = target_neighbors(X, y, 3)
+    A = np.random.default_rng(0).normal(size=(12, X.shape[1]))
+    return StreamData(X, y, T), row_blocks(y, 40), 0.6 * A / np.sqrt(X.shape[1])
+
+
+@pytest.fixture(scope="module")
+def wine():
+    Xtr, _, ytr, _ = datasets.load_split("wine")
+    return Xtr, ytr
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_lanes_find_the_same_triplets_in_the_same_order(digits_blocks, threads):
+    data, blocks, L = digits_blocks
+    assert len(blocks) > 2 * threads
+    (one,) = LocalExecutor().map_terms(terms_block, blocks, data, L, margin=0.1)
+    (many,) = LocalExecutor(threads).map_terms(terms_block, blocks, data, L, margin=0.1)
+    assert one["count"] == many["count"] > 1000
+    for key in ("I", "J", "L"):
+        np.testing.assert_array_equal(one[key], many[key])
+
+
+def test_lanes_add_the_same_sums_bit_for_bit(digits_blocks):
+    data, blocks, L = digits_blocks
+    one = LocalExecutor().map_blocks(hinge_block, blocks, data, L, 0.05)
+    many = LocalExecutor(2).map_blocks(hinge_block, blocks, data, L, 0.05)
+    assert len(one) == len(many) == len(blocks)
+    for a, b in zip(one, many):
+        assert (a["value"], a["lam"], a["count"]) == (b["value"], b["lam"], b["count"])
+        np.testing.assert_array_equal(a["G"], b["G"])
+
+
+def test_lanes_overflow_exactly_where_one_thread_does(digits_blocks):
+    data, blocks, L = digits_blocks
+    (part,) = LocalExecutor().map_terms(terms_block, blocks, data, L)
+    count = part["count"]
+    (same,) = LocalExecutor(2).map_terms(terms_block, blocks, data, L, max_terms=count)
+    assert same["count"] == count and not same["overflow"]
+    for ex in (LocalExecutor(), LocalExecutor(2)):
+        with pytest.raises(TooManyTerms):
+            ex.map_terms(terms_block, blocks, data, L, max_terms=count - 1)
+
+
+def test_a_lane_error_or_the_alarm_stops_every_lane(digits_blocks):
+    data, blocks, L = digits_blocks
+    seen = []
+
+    def failing(rows, data, L, ws=None):
+        seen.append(len(seen))
+        if len(seen) == 3:
+            raise FloatingPointError("block 3")
+        return {}
+
+    with pytest.raises(FloatingPointError, match="block 3"):
+        LocalExecutor(2).map_blocks(failing, blocks, data, L)
+    assert len(seen) < len(blocks)
+    ex = LocalExecutor(2)
+    ex.alarm = Alarm(0.0)
+    with pytest.raises(TimeUp):
+        ex.map_terms(terms_block, blocks, data, L)
+
+
+def test_forks_read_one_projection_and_keep_their_own_buffers(digits_blocks):
+    data, _, L = digits_blocks
+    ws = Workspace()
+    fork = ws.fork()
+    P = fork.project(data, L)
+    assert ws.project(data, L) is P and fork.screen(P) is ws.screen(P)
+    assert fork.scratch("G", (2, 3), np.float32) is not ws.scratch("G", (2, 3), np.float32)
+
+
+def test_n_jobs_reads_as_scikit_learn_does(monkeypatch):
+    assert check_n_jobs(None) == 1 and check_n_jobs(3) == 3
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert (check_n_jobs(-1), check_n_jobs(-2), check_n_jobs(-9)) == (4, 3, 1)
+    for bad in (0, 1.5, "2", True):
+        with pytest.raises(ValueError, match="'n_jobs' parameter of LMNN must be None or"):
+            check_n_jobs(bad)
+
+
+def test_lmnn_with_lanes_is_the_same_fit(wine):
+    X, y = wine
+    one = LMNN().fit(X, y)
+    two = LMNN(n_jobs=2).fit(X, y)
+    assert one.result_.status == two.result_.status == "optimal"
+    assert one.objective_ == two.objective_ and one.result_.iterations == two.result_.iterations
+    np.testing.assert_array_equal(one.metric_, two.metric_)
+    np.testing.assert_array_equal(one.predict(X), two.predict(X))
+    with pytest.raises(ValueError, match="'n_jobs' parameter of LMNN sets the threads"):
+        LMNN(n_jobs=2, backend="dask").fit(X, y)
+
+
+def test_lanes_in_the_streaming_mode_certify_the_same_optimum(wine):
+    X, y = wine
+    one = LMNN(memory_limit=1 << 14).fit(X, y)
+    two = LMNN(memory_limit=1 << 14, n_jobs=2).fit(X, y)
+    assert one.result_.info["mode"] == two.result_.info["mode"] == "streaming"
+    assert one.result_.status == two.result_.status == "optimal"
+    assert abs(one.objective_ - two.objective_) <= 2e-4 * one.objective_
+
+
+def test_cli_n_jobs(tmp_path):
+    args = ["solve", "lmnn", "--dataset", "wine", "--json"]
+    out = CliRunner().invoke(main, args + ["--n-jobs", "2"])
+    assert out.exit_code == 0, out.output
+    bad = CliRunner().invoke(main, args + ["--n-jobs", "2", "--variant", "multi"])
+    assert bad.exit_code == 2 and "--n-jobs" in bad.output
