@@ -7,6 +7,8 @@ used to repair dual points. Nothing here knows which paper it serves.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -26,34 +28,58 @@ def _chunk_rows(Z, chunk):
     return chunk if chunk is not None else max(64, CHUNK_BYTES // (8 * max(Z.shape[1], 1)))
 
 
-def target_distances(Z, T, chunk=None):
+def in_lanes(n, step, threads, body):
+    """``body(s, e)`` over ``[0, n)`` in chunks of ``step``: in this thread, or with
+    ``threads > 1`` in that many threads, each a contiguous run of the same chunks
+    (NumPy releases the GIL in each chunk's work)."""
+    chunks = -(-n // step)
+    if threads <= 1 or chunks < 2:
+        for s in range(0, n, step):
+            body(s, min(s + step, n))
+        return
+    lanes = min(threads, chunks)
+    per = -(-chunks // lanes)
+
+    def run(t):
+        for c in range(t * per, min((t + 1) * per, chunks)):
+            body(c * step, min((c + 1) * step, n))
+
+    with ThreadPoolExecutor(lanes) as pool:
+        list(pool.map(run, range(lanes)))
+
+
+def target_distances(Z, T, chunk=None, threads=1):
     """``D[i, s] = ‖z_i − z_{T[i, s]}‖²`` (n × k), the values of :func:`row_distances`
     over the pairs ``(i, T[i, s])``, without gathering the rows ``i`` themselves (a
-    chunk of them is a slice of ``Z``); chunks as in :func:`row_distances`."""
+    chunk of them is a slice of ``Z``); chunks and ``threads`` as in :func:`row_distances`."""
     n, k = T.shape
     out = np.empty((n, k))
-    step = _chunk_rows(Z, chunk)
-    for s in range(0, n, step):
-        Zc = Z[s : s + step]
+
+    def body(s, e):
+        Zc = Z[s:e]
         for q in range(k):
-            diff = Z[T[s : s + step, q]]
+            diff = Z[T[s:e, q]]
             diff -= Zc  # the negated difference: the same squares
-            out[s : s + step, q] = np.einsum("ij,ij->i", diff, diff)
+            out[s:e, q] = np.einsum("ij,ij->i", diff, diff)
+
+    in_lanes(n, _chunk_rows(Z, chunk), threads, body)
     return out
 
 
-def row_distances(Z, a, b, chunk=None):
+def row_distances(Z, a, b, chunk=None, threads=1):
     """``‖z_a − z_b‖²`` for every pair ``(a_t, b_t)`` of rows of ``Z``, in chunks.
 
     A chunk's gathered rows fill :data:`CHUNK_BYTES` (256 KiB: they stay in the core's
     cache, and the temporaries stay small at any list length). Every value is the same
-    whatever the chunk."""
+    whatever the chunk, and whatever the ``threads`` sharing the chunks (:func:`in_lanes`)."""
     out = np.empty(len(a))
-    step = _chunk_rows(Z, chunk)
-    for s in range(0, len(a), step):
-        diff = Z[a[s : s + step]]
-        diff -= Z[b[s : s + step]]
-        out[s : s + step] = np.einsum("ij,ij->i", diff, diff)
+
+    def body(s, e):
+        diff = Z[a[s:e]]
+        diff -= Z[b[s:e]]
+        out[s:e] = np.einsum("ij,ij->i", diff, diff)
+
+    in_lanes(len(a), _chunk_rows(Z, chunk), threads, body)
     return out
 
 

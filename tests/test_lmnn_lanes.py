@@ -124,7 +124,29 @@ def test_lanes_in_the_streaming_mode_certify_the_same_optimum(wine):
 
 def test_cli_n_jobs(tmp_path):
     args = ["solve", "lmnn", "--dataset", "wine", "--json"]
-    out = CliRunner().invoke(main, args + ["--n-jobs", "2"])
+    out = CliRunner().invoke(main, [*args, "--n-jobs", "2"])
     assert out.exit_code == 0, out.output
-    bad = CliRunner().invoke(main, args + ["--n-jobs", "2", "--variant", "multi"])
+    bad = CliRunner().invoke(main, [*args, "--n-jobs", "2", "--variant", "multi"])
     assert bad.exit_code == 2 and "--n-jobs" in bad.output
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_the_lists_products_in_lanes_are_the_same_values(dtype):
+    from convexmetric.linalg import in_lanes, row_distances, target_distances
+
+    rng = np.random.default_rng(1)
+    n, d = 3000, 40
+    X = rng.normal(size=(n, d)).astype(dtype)
+    Z = X @ rng.normal(size=(d, 12)).astype(dtype)
+    a, b = rng.integers(0, n, 20000), rng.integers(0, n, 20000)
+    T = rng.integers(0, n, (n, 3))
+    for threads in (2, 3):
+        np.testing.assert_array_equal(row_distances(Z, a, b, threads=threads),
+                                      row_distances(Z, a, b))  # fmt: skip
+        np.testing.assert_array_equal(target_distances(Z, T, threads=threads),
+                                      target_distances(Z, T))  # fmt: skip
+        P, out = rng.normal(size=(d, 12)).astype(dtype), np.empty((n, 12), dtype)
+        one = np.empty_like(out)
+        for lanes, Z in ((threads, out), (1, one)):
+            in_lanes(n, 500, lanes, lambda s, e, Z=Z, P=P: np.matmul(X[s:e], P, out=Z[s:e]))
+        np.testing.assert_array_equal(out, one)

@@ -231,8 +231,8 @@ class ActiveList(CompactList):
     def _violated(self, terms, Lc):
         """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (double precision)."""
         I, J, L = terms
-        Z = self.X @ Lc.T
-        keep = 1.0 + row_distances(Z, I, J) - row_distances(Z, I, L) > 0
+        Z, t = self.X @ Lc.T, self.threads
+        keep = 1.0 + row_distances(Z, I, J, threads=t) - row_distances(Z, I, L, threads=t) > 0
         return I[keep], J[keep], L[keep]
 
     def check(self, M, components=None):

@@ -26,7 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from .._sets import member, unique, unique_inverse
-from ..linalg import row_distances, target_distances
+from ..linalg import in_lanes, row_distances, target_distances
+
+#: rows of ``X`` per product of :meth:`CompactList._project` (a GEMM's rounding depends
+#: on its shape: fixed chunks give the same ``Z`` in one thread or in the executor's lanes)
+PROJECT_ROWS = 4096
 
 
 class CompactList:
@@ -116,7 +120,9 @@ class CompactList:
         on_device = getattr(self.executor, "list_distances", None)
         if on_device is None:  # (a padded target slot is never listed: never read here)
             Z = self._Z = self._project(Lc, single)
-            return target_distances(Z, self.T), row_distances(Z, self._pair_I, self._pair_L)
+            t = self.threads
+            return (target_distances(Z, self.T, threads=t),
+                    row_distances(Z, self._pair_I, self._pair_L, threads=t))  # fmt: skip
         self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
         return Dt, d_il
 
@@ -128,7 +134,19 @@ class CompactList:
         shape, Z = (self.n, Lc.shape[0]), self._buffers.get(X.dtype)
         if Z is None or Z.shape != shape:
             Z = self._buffers[X.dtype] = np.empty(shape, X.dtype)
-        return np.matmul(X, Lc.T.astype(X.dtype, copy=False), out=Z)
+        Lt = Lc.T.astype(X.dtype, copy=False)
+
+        def rows(s, e):  # fixed chunks: the same products whatever the lanes sharing them
+            np.matmul(X[s:e], Lt, out=Z[s:e])
+
+        in_lanes(self.n, PROJECT_ROWS, self.threads, rows)
+        return Z
+
+    @property
+    def threads(self):
+        """The executor's lanes (:class:`.blocks.local.LocalExecutor`), which the list's
+        own distances share too; 1 for the others."""
+        return getattr(self.executor, "threads", 1)
 
     def rows(self, dtype):
         """``X`` in ``dtype`` (float32: a copy made once), the rows a product with a ``Z``

@@ -301,8 +301,8 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             except TooManyTerms:
                 pass
             else:  # the terms' values, in double precision from Z = X Lᵀ
-                Z = self.X @ Lc.T
-                h = 1.0 + row_distances(Z, I, J) - row_distances(Z, I, L)
+                Z, t = self.X @ Lc.T, self.threads
+                h = 1.0 + row_distances(Z, I, J, threads=t) - row_distances(Z, I, L, threads=t)
         if h is None:
             return self._seen(M, self._streamer().objective(M, Lc))
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
