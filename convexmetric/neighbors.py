@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .linalg import in_lanes
+
 DEFAULT_BLOCK = 512
 
 
@@ -23,7 +25,7 @@ def sqdist(A, B, A2=None, B2=None):
     return D
 
 
-def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None):
+def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=1):
     """The ``k`` nearest same-class points of every row of ``X`` (Euclidean).
 
     Exact: a float32 screen and a double-precision decision from the differences (see
@@ -51,6 +53,9 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None):
     screen : callable, optional
         The float32 screen (default: on the host); ``LMNN(device=...)`` passes its
         device's (``DeviceExecutor.screen_targets``).
+    threads : int, default=1
+        Threads sharing the host screen's blocks (:func:`~convexmetric.linalg.in_lanes`;
+        the same targets).
 
     Returns
     -------
@@ -82,7 +87,7 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None):
             )
         kc = min(k, len(idx) - 1)
         out[idx, kc:] = idx[:, None]  # padding: the point itself (no target)
-        out[idx, :kc] = idx[_class_targets(X[idx], kc, block_size, screen or screen_blocks)]
+        out[idx, :kc] = idx[_class_targets(X[idx], kc, block_size, screen, threads)]
     return out
 
 
@@ -90,7 +95,7 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None):
 _U32 = 2.0**-24
 
 
-def _class_targets(Xc, k, block_size, screen):
+def _class_targets(Xc, k, block_size, screen=None, threads=1):
     """The ``k`` nearest other rows of ``Xc`` (one class), nearest first, ties by index.
 
     Exact, in two steps per block of rows. **Screen** (``screen``, :func:`screen_blocks`
@@ -108,8 +113,17 @@ def _class_targets(Xc, k, block_size, screen):
     sq = np.einsum("ij,ij->i", C32, C32, dtype=np.float64)
     band = 2.0 * (d + 16) * _U32 * (sq + sq.max())
     out = np.empty((m, k), dtype=np.int64)
-    for s, e, rr, cc in screen(C32, sq.astype(np.float32), band, k, block_size):
+    sq32 = sq.astype(np.float32)
+    if screen is not None:  # a device's screen, block after block
+        for s, e, rr, cc in screen(C32, sq32, band, k, block_size):
+            out[s:e] = cc[_k_exact(Xc, rr, cc, s, e - s, k)]
+        return out
+
+    def block(s, e):
+        rr, cc = _screen_block(C32, sq32, band, k, s, e)
         out[s:e] = cc[_k_exact(Xc, rr, cc, s, e - s, k)]
+
+    in_lanes(m, block_size, threads, block)
     return out
 
 
@@ -119,13 +133,17 @@ def screen_blocks(C32, sq32, band, k, block_size):
     m = C32.shape[0]
     for s in range(0, m, block_size):
         e = min(m, s + block_size)
-        V = C32[s:e] @ C32.T
-        V *= -2.0
-        V += sq32
-        V[np.arange(e - s), np.arange(s, e)] = np.inf  # a point is not its own target
-        t = _kth_bound(V, k).astype(np.float64)
-        rr, cc = np.nonzero(V <= (t + band[s:e]).astype(np.float32)[:, None])
-        yield s, e, rr, cc
+        yield (s, e, *_screen_block(C32, sq32, band, k, s, e))
+
+
+def _screen_block(C32, sq32, band, k, s, e):
+    """The candidate pairs ``(s + rr, cc)`` of rows ``s:e`` (:func:`screen_blocks`)."""
+    V = C32[s:e] @ C32.T
+    V *= -2.0
+    V += sq32
+    V[np.arange(e - s), np.arange(s, e)] = np.inf  # a point is not its own target
+    t = _kth_bound(V, k).astype(np.float64)
+    return np.nonzero(V <= (t + band[s:e]).astype(np.float32)[:, None])
 
 
 #: columns per group of :func:`_kth_bound`

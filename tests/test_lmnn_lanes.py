@@ -150,3 +150,13 @@ def test_the_lists_products_in_lanes_are_the_same_values(dtype):
         for lanes, Z in ((threads, out), (1, one)):
             in_lanes(n, 500, lanes, lambda s, e, Z=Z, P=P: np.matmul(X[s:e], P, out=Z[s:e]))
         np.testing.assert_array_equal(out, one)
+
+
+def test_target_neighbours_in_lanes_are_the_same(digits_blocks):
+    from convexmetric.neighbors import target_neighbors
+
+    data, _, _ = digits_blocks
+    one = target_neighbors(data.X, data.y, 3, block_size=32)
+    np.testing.assert_array_equal(target_neighbors(data.X, data.y, 3, block_size=32, threads=2),
+                                  one)  # fmt: skip
+    np.testing.assert_array_equal(one, data.targets)

@@ -22,6 +22,7 @@ from .._validation import (
     check_choice,
     check_indices,
     check_memory_limit,
+    check_n_jobs,
     check_scalar,
 )
 from .._verbose import log_summary, logging_to_stderr, progress_callback
@@ -267,7 +268,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if targets is None:
             device = getattr(self, "device", None)  # the float32 screen on the device
             screen = None if device in (None, "cpu") else DeviceExecutor(device).screen_targets
-            return target_neighbors(X, y_enc, self._set_k(counts), screen=screen)
+            threads = check_n_jobs(getattr(self, "n_jobs", None), type(self).__name__)
+            return target_neighbors(X, y_enc, self._set_k(counts), screen=screen, threads=threads)
         self.k_, self.predict_k_ = None, int(self._predict_k or self.k)
         T = check_indices(targets, X.shape[0], "targets")
         if T.ndim != 2 or T.shape[0] != X.shape[0]:
