@@ -6,6 +6,7 @@ One command on a machine with a CUDA GPU and PyTorch or CuPy (the MNIST rows nee
     python benchmarks/bench_gpu.py                         # rows 60k,240k,check1m on "cuda"
     python benchmarks/bench_gpu.py --rows 60k,240k,1m      # the 10⁶-point fit too
     python benchmarks/bench_gpu.py --device torch:cpu --rows 60k --max-n 3000   # a dry run
+    python benchmarks/bench_gpu.py --device cpu --n-jobs 2 --rows 60k,240k      # the CPU's cores
 
 Rows:
 
@@ -80,12 +81,12 @@ def _device_peak():
     return None
 
 
-def fit_row(name, device, time_limit, max_n):
+def fit_row(name, device, time_limit, max_n, n_jobs=None):
     t0 = time.perf_counter()
     Xtr, Xte, ytr, yte = _subsample(ROWS[name](), max_n)
     built = time.perf_counter() - t0
     t0 = time.perf_counter()
-    model = LMNN(device=device, time_limit=time_limit).fit(Xtr, ytr)
+    model = LMNN(device=device, time_limit=time_limit, n_jobs=n_jobs).fit(Xtr, ytr)
     fit = time.perf_counter() - t0
     res = model.result_
     t0 = time.perf_counter()
@@ -93,7 +94,8 @@ def fit_row(name, device, time_limit, max_n):
     check = time.perf_counter() - t0
     L = model.components_
     block = res.info.get("block_seconds", 0.0)
-    return {"row": name, "shape": list(Xtr.shape), "device": device, "data_seconds": built,
+    return {"row": name, "shape": list(Xtr.shape), "device": device, "n_jobs": n_jobs,
+            "data_seconds": built,
             "fit_seconds": fit, "block_seconds": block, "block_share": block / fit,
             "status": res.status, "certified_gap": res.certified_gap,
             "objective": model.objective_, "mode": res.info.get("mode"),
@@ -137,11 +139,14 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per fit")
     ap.add_argument("--max-n", type=int, default=None, help="subsample the training part")
     ap.add_argument("--json", default=None, help="also write the rows to this file")
+    ap.add_argument(
+        "--n-jobs", type=int, default=None, help="LMNN's n_jobs (with --device cpu)"
+    )
     args = ap.parse_args(argv)
     out = []
     for name in args.rows.split(","):
-        row = (check_row(args.device, args.max_n) if name == "check1m"
-               else fit_row(name, args.device, args.time_limit, args.max_n))  # fmt: skip
+        fit = (name, args.device, args.time_limit, args.max_n, args.n_jobs)
+        row = check_row(args.device, args.max_n) if name == "check1m" else fit_row(*fit)
         out.append(row)
         print(json.dumps(row), flush=True)
         if args.json:

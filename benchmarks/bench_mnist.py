@@ -7,6 +7,7 @@ own venvs, see below):
     python benchmarks/bench_mnist.py --rows sample,digits     # chosen rows
     python benchmarks/bench_mnist.py --quick                  # a smoke run: small subsets
     python benchmarks/bench_mnist.py --json out.json          # also write the rows as JSON
+    python benchmarks/bench_mnist.py --rows augmented --n-jobs 1,2   # one thread, then two
 
 Rows (LMNN eq. (14), k = 3, μ = 0.5, our targets: the 3 nearest same-class points):
 
