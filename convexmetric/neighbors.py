@@ -54,8 +54,8 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
         The float32 screen (default: on the host); ``LMNN(device=...)`` passes its
         device's (``DeviceExecutor.screen_targets``).
     threads : int, default=1
-        Threads sharing the host screen's blocks (:func:`~convexmetric.linalg.in_lanes`;
-        the same targets).
+        Threads sharing the host screen's blocks (the same targets: each block is
+        decided exactly, in double precision).
 
     Returns
     -------
