@@ -56,6 +56,10 @@ Euclidean 3-NN error).
 this machine), objective 107376.03 certified 9.8e-5, 3-NN error 2.60%, the fit's peak
 RSS 0.90 GiB, the whole child's 1.36 GiB. The sample against pylmnn is measured by
 ``ab_sample.py`` (alternating fresh processes): see ``TUNING.md``.
+
+2026-11-27, fifth round (quiet, ``--rows augmented --n-jobs 1,2``): one thread 80.23 s,
+``n_jobs=2`` 53.64 s (ratio 0.669), the same objective 107376.06 certified 9.7e-5, 3-NN
+error 2.60% either way; the fit's peak RSS 0.87 and 0.98 GiB.
 """
 
 from __future__ import annotations
