@@ -30,8 +30,9 @@ from ..neighbors import padding, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
-from .blocks.dask_executor import check_backend, check_lanes, executor_for
+from .blocks.dask_executor import check_backend, executor_for
 from .blocks.device import DeviceExecutor, check_device
+from .blocks.local import check_lanes
 from .exact import solve_working_set
 from .passes import run_passes
 from .reduction import leading_components, pca_axes, solve_rectangular

@@ -42,7 +42,6 @@ import uuid
 
 import numpy as np
 
-from ..._validation import check_n_jobs
 from ...optim.deadline import NEVER
 from .dask_worker import (
     WorkerDataMissing,
@@ -54,7 +53,7 @@ from .dask_worker import (
     small_part,
     store,
 )
-from .local import LocalExecutor
+from .local import LocalExecutor, check_lanes
 
 logger = logging.getLogger("convexmetric.lmnn")
 
@@ -93,29 +92,15 @@ def check_backend(value, owner="LMNN"):
     )
 
 
-def check_lanes(n_jobs, backend, device, owner="LMNN"):
-    """The threads ``n_jobs`` asks for (:func:`check_n_jobs`); more than one only with
-    ``backend="local"`` and no device (elsewhere the workers or the device run the
-    blocks): else ValueError naming 'n_jobs'."""
-    threads = check_n_jobs(n_jobs, owner)
-    if threads > 1 and (device not in (None, "cpu") or check_backend(backend, owner) != "local"):
-        raise ValueError(
-            f"The 'n_jobs' parameter of {owner} sets the threads of the in-process block "
-            f"work (backend='local', no device); with backend={backend!r} and "
-            f"device={device!r} it must be None or 1. Got {n_jobs!r} instead."
-        )
-    return threads
-
-
 def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
     """The executor of ``backend``: ``None`` (in-process, one thread) for "local", or a
-    :class:`~.local.LocalExecutor` of ``n_jobs`` lanes (:func:`check_n_jobs`); a
+    :class:`~.local.LocalExecutor` of ``n_jobs`` lanes (:func:`~.local.check_lanes`); a
     :class:`DaskExecutor` on the running Client for "dask"; with a ``device`` (not
     None or "cpu"), a :class:`~.device.DeviceExecutor` in this process.
 
     Raises ValueError naming 'backend' when no Client is running, and naming 'n_jobs'
     when it asks for lanes beside a device or Dask (their own workers run the blocks)."""
-    threads = check_lanes(n_jobs, backend, device, owner)
+    threads = check_lanes(n_jobs, check_backend(backend, owner), device, owner)
     if device not in (None, "cpu"):
         if check_backend(backend, owner) != "local":
             raise ValueError(

@@ -23,10 +23,25 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+from ..._validation import check_n_jobs
 from ...optim.deadline import NEVER
 from ...problems.lmnn import TooManyTerms
 from .data import Workspace, plan_blocks
 from .full_check import collect_terms, join_terms
+
+
+def check_lanes(n_jobs, backend, device, owner="LMNN"):
+    """The threads ``n_jobs`` asks for (:func:`~convexmetric._validation.check_n_jobs`);
+    more than one only with ``backend="local"`` and no device (elsewhere the workers or
+    the device run the blocks): else ValueError naming 'n_jobs'."""
+    threads = check_n_jobs(n_jobs, owner)
+    if threads > 1 and (device not in (None, "cpu") or backend != "local"):
+        raise ValueError(
+            f"The 'n_jobs' parameter of {owner} sets the threads of the in-process block "
+            f"work (backend='local', no device); with backend={backend!r} and "
+            f"device={device!r} it must be None or 1. Got {n_jobs!r} instead."
+        )
+    return threads
 
 
 class LocalExecutor:
