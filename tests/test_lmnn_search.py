@@ -86,7 +86,7 @@ def test_collapsed_metric_every_pair():
 
 
 def test_nearby_metric_is_answered_by_the_last_search():
-    """A full check at ``M'`` near the last searched ``M`` (``2δ`` under the kept margin)
+    """A full check at ``M'`` near the last searched ``M`` (its shift under the kept margin)
     takes its triplets from the last search's near ones: exactly the brute force's at
     ``M'``, though they differ from those at ``M``; farther away it searches again."""
     from convexmetric.lmnn.active_list import MEMO_MARGIN, ActiveList
@@ -103,10 +103,12 @@ def test_nearby_metric_is_answered_by_the_last_search():
     searches = lst.stream.checks
     rng = np.random.default_rng(0)
     changed = 0
+    C = X - X.mean(axis=0)
+    reach = 4.0 * np.einsum("ij,ij->i", C, C).max()  # ≥ every ‖x_a − x_b‖²
     for _ in range(20):
         D = rng.normal(size=M.shape)
         D = D + D.T
-        D *= 0.45 * MEMO_MARGIN / (np.linalg.norm(D) * lst._reach)
+        D *= 0.45 * MEMO_MARGIN / (np.linalg.norm(D) * reach)  # ≤ 0.9 m by the spectral bound
         L2 = np.linalg.cholesky(M + D + 1e-9 * np.eye(5)).T  # another factor
         got = lst._search(L2.T @ L2, L2, None)
         expected = brute(X, y, T, L2)
@@ -172,3 +174,66 @@ def test_screen_coordinates_are_a_contraction(seed):  # (the default: 5% left ou
     iso = StreamData(np.random.default_rng(seed).normal(size=(60, 6)), y, T)
     P2 = ws.project(iso, np.eye(6))
     assert ws.screen(P2).W is P2.Z
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 40), d=st.integers(1, 6),
+       kind=st.sampled_from(["trim", "step", "low-rank"]))  # fmt: skip
+def test_spread_bounds_every_hinge_argument_shift(seed, n, d, kind):
+    """``Spread.shift(D)`` bounds ``z' − z`` over every triplet of points, from ``M`` to
+    ``M + D``: a trim (``D ⪯ 0``), a symmetric step, a low-rank update; and it is never
+    above the spectral bound ``2‖D‖₂ · 4 max ‖x − c‖²``. Below ``limit`` it is the bound
+    itself; at or above ``limit`` the answer is at least ``limit`` too."""
+    from convexmetric.linalg import Spread
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 3.0, d)
+    A = rng.normal(size=(d, d))
+    M = A.T @ A
+    if kind == "trim":
+        w, V = np.linalg.eigh(M)
+        drop = w < np.quantile(w, 0.5)
+        D = -(V[:, drop] * w[drop]) @ V[:, drop].T
+    elif kind == "step":
+        D = rng.normal(size=(d, d)) * 0.1
+        D = D + D.T
+    else:
+        u, v = rng.normal(size=(2, d, 1))
+        D = u @ u.T - 0.5 * v @ v.T
+    sp = Spread(X)
+    bound = sp.shift(D)
+    d0 = np.einsum("abi,ij,abj->ab", X[:, None] - X[None], M, X[:, None] - X[None])
+    d1 = np.einsum("abi,ij,abj->ab", X[:, None] - X[None], M + D, X[:, None] - X[None])
+    grow = (d1 - d0)[:, :, None] - (d1 - d0)[:, None, :]  # z'_ijl − z_ijl
+    assert grow.max() <= bound + 1e-9 * (1 + abs(bound))
+    C = X - X.mean(axis=0)
+    spectral = 2 * np.abs(np.linalg.eigvalsh(D)).max() * 4 * np.einsum("ij,ij->i", C, C).max()
+    assert bound <= spectral * (1 + 1e-9) + 1e-12
+    for limit in (0.5 * bound, bound * (1 + 1e-9) + 1e-12):
+        got = sp.shift(D, limit)
+        assert got >= limit if bound >= limit else got == bound
+
+
+def test_trimmed_metric_is_answered_by_the_last_search():
+    """The refinement's first stage trims the factor (directions below ``RANK_TOL·λ_max``
+    dropped): where the data barely move along them, the last search decides its
+    triplets (exactly the brute force's), with no new search; a coarse trim searches."""
+    from convexmetric.lmnn.active_list import ActiveList
+    from convexmetric.optim.factor import trimmed
+
+    X, y, T, _ = instance(5, 90, 6, 3, 3, 6, False)
+    w = np.array([1e-7, 1e-6, 0.5, 1.0, 2.0, 3.0])
+    V = np.linalg.qr(np.random.default_rng(1).normal(size=(6, 6)))[0]
+    L = (V * np.sqrt(w)).T
+    lst = ActiveList(X, y, T, 0.5)
+    lst._search(L.T @ L, L, None)
+    searches = lst.stream.checks
+    Lt = trimmed(L, 1e-3)
+    assert Lt.shape[0] == 4
+    got = lst._search(Lt.T @ Lt, Lt, None)
+    assert set(zip(*got)) == set(zip(*brute(X, y, T, Lt)))
+    assert lst.stream.checks == searches  # answered by the last search
+    Lc = trimmed(L, 0.4)  # drops the eigenvalues 0.5 and 1 too: a new search
+    got = lst._search(Lc.T @ Lc, Lc, None)
+    assert set(zip(*got)) == set(zip(*brute(X, y, T, Lc)))
+    assert lst.stream.checks == searches + 1

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import components_from_metric, row_distances
+from ..linalg import Spread, components_from_metric, row_distances
 from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
@@ -48,8 +48,12 @@ STREAM_CAP = 4.0
 #: ``SINGLE_TOL`` on, on data of at least ``SINGLE_SIZE`` entries (smaller products gain
 #: nothing, and a toy instance then stops at its tolerance rather than 1e-6 below it)
 SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
-#: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`)
-MEMO_MARGIN = 1e-3
+#: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`);
+#: the checks at apparent convergence and every search of a refinement keep those with ``z >
+#: −WIDE_MEMO_MARGIN``, so that the next metric, a trim or a short step away, needs no search
+#: (MNIST 60,000 and 240,000 × 164: the trim after phase 1 moves every ``z`` by at most 0.029
+#: at 60,000; phase 1's own steps move them by 1 to 300; measurements: benchmarks/TUNING.md)
+MEMO_MARGIN, WIDE_MEMO_MARGIN = 1e-3, 0.05
 
 
 class ActiveList(CompactList):
@@ -99,8 +103,8 @@ class ActiveList(CompactList):
         self._memo = None  #: (M, terms, margin) of the last search (see :meth:`_search`)
         self._Z = None  #: ``X Lᵀ`` of the last evaluation (one of ``_buffers``: :meth:`_project`)
         self._buffers, self._Xs = {}, None  #: ``Z`` buffers by dtype; ``X`` in float32
-        C = X - X.mean(axis=0)
-        self._reach = 4.0 * float(np.einsum("ij,ij->i", C, C).max(initial=0.0))  # ≥ ‖x_i − x_l‖²
+        self._spread = None  #: the data's :class:`~convexmetric.linalg.Spread` (made once)
+        self.memo_margin = MEMO_MARGIN  #: the margin of the searches (see :meth:`_search`)
         if search == "auto":
             from ..balltree import ImpostorSearch
 
@@ -129,12 +133,14 @@ class ActiveList(CompactList):
             self._go_streaming()
 
     def start_refinement(self, prune):
-        """Before a smoothed refinement: prune at ``prune`` and check at the next call.
+        """Before a smoothed refinement: prune at ``prune``, search at the wide margin
+        (:data:`WIDE_MEMO_MARGIN`) and check at the next call.
 
         The smoothed stages count only ``z > 0`` at first (λ̄ starts at 0), so the list
         keeps the terms near the kink; dropped terms come back at the checks once violated.
         """
         self.prune = prune
+        self.memo_margin = WIDE_MEMO_MARGIN
         self.schedule.now(self.calls)
 
     def _prune(self, z):
@@ -187,11 +193,13 @@ class ActiveList(CompactList):
         at the same point, or at the same metric in another factor (trimmed before a
         stage: eigen-directions below ``rank_tol·λ_max`` dropped), and one search on large
         data costs hundreds of evaluations. A brute-force search keeps the triplets with
-        ``z > −m`` (``m =`` :data:`MEMO_MARGIN`). At another ``M'``, every distance moves
-        by at most ``δ = ‖M' − M‖_F · max ‖x_i − x_l‖²``, so every ``z`` by ``2δ``: when
-        ``2δ < m`` the triplets violated at ``M'`` are among the kept ones, and their
-        exact values decide. Brute-force searches run as the executor's block map
-        (:mod:`.blocks.stream`), tree searches in this process (remembered at ``M`` itself)."""
+        ``z > −m`` (``m =`` :attr:`memo_margin`). At another ``M'`` every ``z`` grows by
+        at most the data's bound :meth:`~convexmetric.linalg.Spread.shift` of ``M' − M``:
+        when it is below ``m`` the triplets violated at ``M'`` are among the kept ones, and
+        their exact values decide (the trim before the refinement's first stage, which
+        drops directions along which the data barely move). Brute-force searches run as
+        the executor's block map (:mod:`.blocks.stream`), tree searches in this process
+        (remembered at ``M`` itself)."""
         Lc = self._components(M, components)
         out = self._recall(M, Lc)
         if out is None:
@@ -212,7 +220,8 @@ class ActiveList(CompactList):
         """``(margin, terms)`` of a brute-force search: the triplets with ``z > −margin``,
         or (when those are more than ``limit``) the violated ones alone (``margin = 0``)."""
         try:
-            return MEMO_MARGIN, self._streamer().terms(Lc, limit, margin=MEMO_MARGIN)
+            m = self.memo_margin
+            return m, self._streamer().terms(Lc, limit, margin=m)
         except TooManyTerms:
             return 0.0, self._streamer().terms(Lc, limit)
 
@@ -225,8 +234,9 @@ class ActiveList(CompactList):
             return self._violated(near, Lc) if margin else near
         if not margin or M0.shape != M.shape:
             return None
-        delta = float(np.linalg.norm(M - M0)) * self._reach  # ‖·‖_F ≥ ‖·‖₂: O(d²), no eigh
-        return self._violated(near, Lc) if 2.0 * delta < margin else None
+        if self._spread is None:
+            self._spread = Spread(self.X)
+        return self._violated(near, Lc) if self._spread.shift(M - M0, margin) < margin else None
 
     def _violated(self, terms, Lc):
         """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (double precision)."""
@@ -243,8 +253,12 @@ class ActiveList(CompactList):
         large data each check of a converged subgradient run finds a few new near-kink
         terms, and every restart costs a full search.
         """
-        if self.full_check(M, components):
-            return True
+        narrow, self.memo_margin = self.memo_margin, max(self.memo_margin, WIDE_MEMO_MARGIN)
+        try:
+            if self.full_check(M, components):
+                return True
+        finally:
+            self.memo_margin = narrow
         return self._new_terms <= self.handover * len(self.I)
 
     def _seen(self, M, f):
