@@ -52,7 +52,7 @@ SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
 #: the checks at apparent convergence and every search of a refinement keep those with ``z >
 #: −WIDE_MEMO_MARGIN``, so that the next metric, a trim or a short step away, needs no search
 #: (MNIST 60,000 and 240,000 × 164: the trim after phase 1 moves every ``z`` by at most 0.029
-#: at 60,000; phase 1's own steps move them by 1 to 300; measurements: benchmarks/TUNING.md)
+#: at 60,000; phase 1's own steps move them by 0.9 to 330; measurements: benchmarks/TUNING.md)
 MEMO_MARGIN, WIDE_MEMO_MARGIN = 1e-3, 0.05
 
 
