@@ -169,16 +169,13 @@ def _diagonal_whitening(d, rtol):
 
 
 class Spread:
-    """How far a change of metric can move any pair's distance, from the data alone.
+    """The data's mean ``c`` and covariance ``Σ``, and ``‖Bᵀ(x_i − c)‖²`` for every point.
 
-    For ``P ⪰ 0`` and points ``x_a, x_b`` with centre ``c``, ``(x_a − x_b)ᵀP(x_a − x_b) ≤
-    2(x_a − c)ᵀP(x_a − c) + 2(x_b − c)ᵀP(x_b − c) ≤ 4 max_i (x_i − c)ᵀP(x_i − c)``, the
-    *spread* of ``P``. From ``M`` to ``M + D`` (``D = D⁺ − D⁻``, its positive and negative
-    eigen-parts) every ``z = 1 + d(i, j) − d(i, l)`` grows by at most ``spread(D⁺) +
-    spread(D⁻)`` (:meth:`shift`). The mean of ``(x_i − c)ᵀP(x_i − c)`` is ``tr(PΣ)``
-    (``Σ`` the data's covariance), so ``4 tr(D⁺Σ) + 4 tr(D⁻Σ)``, and below it ``4|tr(DΣ)|``,
-    are lower bounds that answer at ``O(d³)`` and ``O(d²)`` when the shift is plainly too
-    large; otherwise the maxima cost ``O(n·d·rank D)``."""
+    For ``P = BBᵀ ⪰ 0`` and points ``x_a, x_b``, ``(x_a − x_b)ᵀP(x_a − x_b) ≤ (√p_a + √p_b)²``
+    with ``p = ‖Bᵀ(x − c)‖²`` (the triangle inequality in ``P``'s seminorm): how far a change of
+    metric can move a pair's distance, from the data alone (:mod:`convexmetric.lmnn.memo`).
+    The mean of ``p`` is ``tr(PΣ)``, an ``O(d²·rank P)`` estimate before the ``O(n·d·rank P)``
+    values."""
 
     ROWS = 8192  #: rows projected at once (no centred copy of the data)
 
@@ -191,26 +188,10 @@ class Spread:
             self.cov += C.T @ C
         self.cov /= max(n, 1)
 
-    def shift(self, D, limit=np.inf):
-        """An upper bound on the growth of every ``z`` from ``M`` to ``M + D``; a value
-        ``≥ limit`` (then possibly only a lower bound on that upper bound) when the
-        shift is not below ``limit``."""
-        D = 0.5 * (D + D.T)
-        low = 4.0 * abs(float(np.sum(D * self.cov)))  # ≤ 4 tr(D⁺Σ) + 4 tr(D⁻Σ): no eigh
-        if not low < limit:
-            return low
-        w, V = np.linalg.eigh(D)
-        parts = [(V[:, w > 0], w[w > 0]), (V[:, w < 0], -w[w < 0])]
-        low = 4.0 * sum(float(np.sum(a * np.einsum("ij,ij->j", Vs, self.cov @ Vs)))
-                        for Vs, a in parts)  # fmt: skip
-        if not low < limit:
-            return low
-        return sum(self._spread(Vs * np.sqrt(a)) for Vs, a in parts if len(a))
-
-    def _spread(self, B):
-        """``4 max_i ‖Bᵀ(x_i − c)‖²``."""
-        top, off = 0.0, self.mean @ B
+    def rows(self, B):
+        """``‖Bᵀ(x_i − c)‖²`` for every point ``i`` (by chunks of :attr:`ROWS`)."""
+        out, off = np.empty(self.X.shape[0]), self.mean @ B
         for s in range(0, self.X.shape[0], self.ROWS):
             Y = self.X[s : s + self.ROWS] @ B - off
-            top = max(top, float(np.einsum("ij,ij->i", Y, Y).max(initial=0.0)))
-        return 4.0 * top
+            out[s : s + self.ROWS] = np.einsum("ij,ij->i", Y, Y)
+        return out

@@ -139,6 +139,20 @@ def test_streaming_evaluator_on_a_device_matches_numpy(device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+def test_partial_check_on_a_device_matches_numpy(device):
+    """A partial check (the pairs with a stale end) finds the host's triplets."""
+    X, y, T, L = _data(seed=4)
+    pull = pull_matrix(X, T)
+    stale = np.random.default_rng(4).uniform(size=len(y)) < 0.2
+    cpu = StreamingEvaluator(X, y, T, 0.5, pull).partial_terms(L, stale)
+    gpu = StreamingEvaluator(X, y, T, 0.5, pull, executor=DeviceExecutor(device))
+    assert gpu.partial
+    got = gpu.partial_terms(L, stale)
+    assert len(cpu[0]) > 0 and np.all(stale[cpu[0]] | stale[cpu[2]])
+    np.testing.assert_array_equal(_keys(*got, len(y)), _keys(*cpu, len(y)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("memory_limit", [None, 1 << 20])
 def test_lmnn_on_a_device_fits_the_cpu_optimum_and_verifies(device, memory_limit):
     X, y, _, _ = _data(n=240, d=4, seed=3)

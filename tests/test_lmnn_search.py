@@ -176,42 +176,94 @@ def test_screen_coordinates_are_a_contraction(seed):  # (the default: 5% left ou
     assert ws.screen(P2).W is P2.Z
 
 
-@settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), n=st.integers(2, 40), d=st.integers(1, 6),
-       kind=st.sampled_from(["trim", "step", "low-rank"]))  # fmt: skip
-def test_spread_bounds_every_hinge_argument_shift(seed, n, d, kind):
-    """``Spread.shift(D)`` bounds ``z' − z`` over every triplet of points, from ``M`` to
-    ``M + D``: a trim (``D ⪯ 0``), a symmetric step, a low-rank update; and it is never
-    above the spectral bound ``2‖D‖₂ · 4 max ‖x − c‖²``. Below ``limit`` it is the bound
-    itself; at or above ``limit`` the answer is at least ``limit`` too."""
-    from convexmetric.linalg import Spread
-
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d)) * rng.uniform(0.1, 3.0, d)
-    A = rng.normal(size=(d, d))
-    M = A.T @ A
+def step(rng, M, kind, scale):
+    """A change ``D`` of ``M``: a trim (``D ⪯ 0``), a symmetric step, a low-rank update."""
+    d = M.shape[0]
     if kind == "trim":
         w, V = np.linalg.eigh(M)
         drop = w < np.quantile(w, 0.5)
-        D = -(V[:, drop] * w[drop]) @ V[:, drop].T
-    elif kind == "step":
-        D = rng.normal(size=(d, d)) * 0.1
-        D = D + D.T
-    else:
-        u, v = rng.normal(size=(2, d, 1))
-        D = u @ u.T - 0.5 * v @ v.T
-    sp = Spread(X)
-    bound = sp.shift(D)
-    d0 = np.einsum("abi,ij,abj->ab", X[:, None] - X[None], M, X[:, None] - X[None])
-    d1 = np.einsum("abi,ij,abj->ab", X[:, None] - X[None], M + D, X[:, None] - X[None])
-    grow = (d1 - d0)[:, :, None] - (d1 - d0)[:, None, :]  # z'_ijl − z_ijl
-    assert grow.max() <= bound + 1e-9 * (1 + abs(bound))
-    C = X - X.mean(axis=0)
-    spectral = 2 * np.abs(np.linalg.eigvalsh(D)).max() * 4 * np.einsum("ij,ij->i", C, C).max()
-    assert bound <= spectral * (1 + 1e-9) + 1e-12
-    for limit in (0.5 * bound, bound * (1 + 1e-9) + 1e-12):
-        got = sp.shift(D, limit)
-        assert got >= limit if bound >= limit else got == bound
+        return -(V[:, drop] * w[drop]) @ V[:, drop].T
+    if kind == "step":
+        D = rng.normal(size=(d, d))
+        return scale * (D + D.T)
+    u, v = rng.normal(size=(2, d, 1))
+    return scale * (u @ u.T - 0.5 * v @ v.T)
+
+
+def factor(M):
+    """``L`` with ``LᵀL`` the PSD part of ``M``."""
+    w, V = np.linalg.eigh(M)
+    return (V * np.sqrt(np.clip(w, 0, None))).T
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(12, 70), d=st.integers(1, 6),
+       kind=st.sampled_from(["trim", "step", "low-rank"]), scale=st.sampled_from([1e-3, 1e-2, 0.1]),
+       margin=st.sampled_from([0.05, 0.5, 2.0]))  # fmt: skip
+def test_memo_decides_every_pair_without_a_stale_end(seed, n, d, kind, scale, margin):
+    """From ``M`` to ``M + D``, every triplet violated at ``M + D`` whose pair has no stale
+    end (:meth:`SearchMemo.stale`) was within the margin at ``M``: among the memo's."""
+    from convexmetric.linalg import Spread
+    from convexmetric.lmnn.memo import SearchMemo
+
+    X, y, T, L = instance(seed, n, d, 3, 2, d, seed % 2 == 0)
+    rng = np.random.default_rng(seed)
+    M = L.T @ L
+    near = StreamingEvaluator(X, y, T, 0.5, pull_matrix(X, T)).terms(L, margin=margin)
+    memo = SearchMemo(M, L, near, margin)
+    L2 = factor(M + step(rng, M, kind, scale))
+    M2 = L2.T @ L2
+    stale, Z = memo.stale(M2, L2, X, T, Spread(X))
+    if stale is None:
+        return
+    assert np.array_equal(Z, X @ L2.T)
+    kept = set(zip(*near))
+    for i, j, l in every_violated(X, y, T, L2):
+        assert stale[i] or stale[l] or (i, j, l) in kept
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), n=st.integers(12, 80), share=st.floats(0.0, 1.0),
+       lanes=st.sampled_from([1, 2]))  # fmt: skip
+def test_partial_check_lists_the_pairs_with_a_stale_end(seed, n, share, lanes):
+    """``partial_terms`` finds exactly the violated triplets ``(i, j, l)`` with ``i`` or
+    ``l`` stale, each once, in one thread or two lanes."""
+    from convexmetric.lmnn.blocks.local import LocalExecutor
+
+    X, y, T, L = instance(seed, n, 4, 3, 3, 4, seed % 3 == 0)
+    stale = np.random.default_rng(seed).uniform(size=n) < share
+    ev = StreamingEvaluator(X, y, T, 0.5, pull_matrix(X, T), executor=LocalExecutor(lanes))
+    got = ev.partial_terms(L, stale)
+    want = {(i, j, l) for i, j, l in every_violated(X, y, T, L) if stale[i] or stale[l]}
+    assert len(got[0]) == len(want) and set(zip(*got)) == want
+    assert ev.partial_checks == 1 and ev.checks == 0
+
+
+def test_partial_search_answers_a_refinement_step():
+    """Between a refinement's checks the metric moves a little: the last search's
+    memo decides most pairs, and the points it may miss are searched again (a partial
+    check, no full one); the triplets are exactly the brute force's."""
+    from convexmetric.lmnn.active_list import WIDE_MEMO_MARGIN, ActiveList
+
+    X, y, T, L = instance(7, 90, 5, 3, 3, 5, False)
+    lst = ActiveList(X, y, T, 0.5)
+    lst.memo_margin = WIDE_MEMO_MARGIN
+    M = L.T @ L
+    lst._search(M, L, None)
+    rng = np.random.default_rng(2)
+    kinds = set()
+    for scale in (1e-4, 1e-3, 3e-3, 1e-2):
+        L2 = factor(M + step(rng, M, "low-rank", scale))
+        checks, partial = lst.stream.checks, lst.stream.partial_checks
+        got = lst._search(L2.T @ L2, L2, None)
+        assert set(zip(*got)) == set(zip(*brute(X, y, T, L2)))
+        assert len(set(zip(*got))) == len(got[0])  # each once
+        kinds.add((lst.stream.checks - checks, lst.stream.partial_checks - partial))
+        done = lst.stream.checks + lst.stream.partial_checks
+        again = lst._search(L2.T @ L2, L2, None)  # the same point: no search
+        assert all(np.array_equal(a, b) for a, b in zip(again, got))
+        assert lst.stream.checks + lst.stream.partial_checks == done
+    assert (0, 0) in kinds and (0, 1) in kinds  # the memo alone; a partial check
 
 
 def test_trimmed_metric_is_answered_by_the_last_search():

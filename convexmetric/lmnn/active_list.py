@@ -34,6 +34,7 @@ from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
 from .compact_list import CompactList
+from .memo import SearchMemo
 from .schedule import CheckSchedule
 
 #: bytes per listed triplet: the largest peak of traced memory per listed term over a full
@@ -50,10 +51,10 @@ STREAM_CAP = 4.0
 SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
 #: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`);
 #: the checks at apparent convergence and every search of a refinement keep those with ``z >
-#: −WIDE_MEMO_MARGIN``, so that the next metric, a trim or a short step away, needs no search
-#: (MNIST 60,000 and 240,000 × 164: the trim after phase 1 moves every ``z`` by at most 0.029
-#: at 60,000; phase 1's own steps move them by 0.9 to 330; measurements: benchmarks/TUNING.md)
-MEMO_MARGIN, WIDE_MEMO_MARGIN = 1e-3, 0.05
+#: −WIDE_MEMO_MARGIN``, so that the next metrics, a trim or a few stages away, need a partial
+#: search at most (:mod:`.memo`; phase 1's steps move ``z`` by up to hundreds). 240,000 ×
+#: 164: 5 of 6 refinement checks partial, 506.5 s against 590–604 s with 0.2 (benchmarks/TUNING.md)
+MEMO_MARGIN, WIDE_MEMO_MARGIN = 1e-3, 0.5
 
 
 class ActiveList(CompactList):
@@ -100,7 +101,7 @@ class ActiveList(CompactList):
         self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         self._new_terms = 0  #: triplets the last full check added to the list
         self.handover = 0.0  #: see :meth:`check`
-        self._memo = None  #: (M, terms, margin) of the last search (see :meth:`_search`)
+        self._memo = None  #: the last search's :class:`.memo.SearchMemo` (see :meth:`_search`)
         self._Z = None  #: ``X Lᵀ`` of the last evaluation (one of ``_buffers``: :meth:`_project`)
         self._buffers, self._Xs = {}, None  #: ``Z`` buffers by dtype; ``X`` in float32
         self._spread = None  #: the data's :class:`~convexmetric.linalg.Spread` (made once)
@@ -189,29 +190,24 @@ class ActiveList(CompactList):
     def _search(self, M, components, limit):
         """The violated triplets ``(I, J, L)`` at ``M`` (all of them: a full search).
 
-        Remembered: the drivers often ask for the exact objective and then a full check
-        at the same point, or at the same metric in another factor (trimmed before a
-        stage: eigen-directions below ``rank_tol·λ_max`` dropped), and one search on large
-        data costs hundreds of evaluations. A brute-force search keeps the triplets with
-        ``z > −m`` (``m =`` :attr:`memo_margin`). At another ``M'`` every ``z`` grows by
-        at most the data's bound :meth:`~convexmetric.linalg.Spread.shift` of ``M' − M``:
-        when it is below ``m`` the triplets violated at ``M'`` are among the kept ones, and
-        their exact values decide (the trim before the refinement's first stage, which
-        drops directions along which the data barely move). Brute-force searches run as
-        the executor's block map (:mod:`.blocks.stream`), tree searches in this process
-        (remembered at ``M`` itself)."""
+        Remembered: one search on large data costs hundreds of evaluations. A brute-force
+        search keeps the triplets with ``z > −m`` (``m =`` :attr:`memo_margin`); at a
+        nearby ``M'`` they decide every pair but those of the points they may miss, which
+        are searched again (:mod:`.memo`). Brute-force searches run as the executor's
+        block map (:mod:`.blocks.stream`), tree searches in this process (remembered at
+        ``M`` itself)."""
         Lc = self._components(M, components)
-        out = self._recall(M, Lc)
+        out = self._recall(M, Lc, limit)
         if out is None:
             if self.search in (None, "brute"):
                 margin, near = self._near(Lc, limit)
-                self._memo = (np.array(M, copy=True), near, margin)
+                self._memo = SearchMemo(M, Lc, near, margin)
                 out = self._violated(near, Lc) if margin else near
             else:
                 out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
                                   components=Lc, search=self.search,
                                   max_terms=limit)[:3]  # fmt: skip
-                self._memo = (np.array(M, copy=True), out, 0.0)
+                self._memo = SearchMemo(M, Lc, out, 0.0)
         if limit is not None and len(out[0]) > limit:
             raise TooManyTerms(f"more than {limit} candidate hinge terms")
         return out
@@ -225,23 +221,31 @@ class ActiveList(CompactList):
         except TooManyTerms:
             return 0.0, self._streamer().terms(Lc, limit)
 
-    def _recall(self, M, Lc):
-        """The last search's violated triplets at ``M`` if it decides them, else None."""
-        if self._memo is None:
+    def _recall(self, M, Lc, limit):
+        """The violated triplets at ``M`` from the last search and, where it may miss some,
+        a partial search (:mod:`.memo`); None when a full search is due."""
+        memo = self._memo
+        if memo is None:
             return None
-        M0, near, margin = self._memo
-        if np.array_equal(M0, M):
-            return self._violated(near, Lc) if margin else near
-        if not margin or M0.shape != M.shape:
-            return None
+        if memo.at(M):
+            return self._violated(memo.terms, Lc) if memo.margin else memo.terms
+        if memo.answer(M) is not None:
+            return memo.answer(M)
         if self._spread is None:
             self._spread = Spread(self.X)
-        return self._violated(near, Lc) if self._spread.shift(M - M0, margin) < margin else None
+        stale, Z = memo.stale(M, Lc, self.X, self.T, self._spread, self._streamer().partial)
+        if stale is None:
+            return None
+        out = self._violated(memo.outside(stale), Lc, Z)
+        if stale.any():
+            more = self.stream.partial_terms(Lc, stale, limit)
+            out = tuple(np.concatenate(p) for p in zip(out, more))
+        return memo.keep(M, out)
 
-    def _violated(self, terms, Lc):
+    def _violated(self, terms, Lc, Z=None):
         """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (double precision)."""
         I, J, L = terms
-        Z, t = self.X @ Lc.T, self.threads
+        Z, t = self.X @ Lc.T if Z is None else Z, self.threads
         keep = 1.0 + row_distances(Z, I, J, threads=t) - row_distances(Z, I, L, threads=t) > 0
         return I[keep], J[keep], L[keep]
 
@@ -391,5 +395,6 @@ class ActiveList(CompactList):
                         stream_block_rows=self.stream.block_rows,
                         switched_after_calls=getattr(self, "switched_at", None))  # fmt: skip
         if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
-            info.update(block_seconds=self.stream.seconds, block_executor=self.stream.executor.name)
+            info.update(block_seconds=self.stream.seconds, block_executor=self.stream.executor.name,
+                        partial_checks=self.stream.partial_checks)  # fmt: skip
         return info

@@ -42,32 +42,40 @@ from .xp import (
 GROUP_ROWS = 64
 
 
-def _pairs(rows, data, L, rtol, margin, ws):
+def _pairs(rows, data, L, rtol, margin, ws, stale=None):
     """The candidate pairs ``(a, b)`` of a full check's block: ``a ∈ rows`` (one class),
     ``b`` of the classes after it (in sorted order); a superset of the pairs with
     ``‖z_a − z_b‖² < r_a`` or ``< r_b`` (``r = 1 + margin + max_j ‖z − z_j‖²``, widened as
     in :func:`.stream._candidates`). Every differently labelled pair is some block's exactly once:
     half the products of comparing each row with all the other classes.
 
+    ``stale`` (host bool mask over the points; the rows are among them): a partial check,
+    the pairs with an end in ``stale``: ``b`` of every other class, but of the classes
+    before the rows' only outside ``stale`` (a pair of two such points is met once).
+
     One float32 GEMM gives ``−‖z_a − z_b‖²/2``, compared with ``max(r_a, r_b)``
     (:func:`_hits`). ``rows`` are host indices; the pairs are of the data's namespace."""
     P = ws.project(data, L)
     xp = namespace(P.Z)
-    c1 = P.ranges[P.labels[rows[0]].item()][1]
-    cols = P.order[c1:]
+    c0, c1 = P.ranges[P.labels[rows[0]].item()]
+    S = ws.screen(P)
+    B, cols = S.B[c1:, :], P.order[c1:]
+    if stale is not None:
+        order = to_numpy(P.order)
+        pos = to_device(np.r_[np.flatnonzero(~stale[order[:c0]]), np.arange(c1, len(order))], P.Z)
+        B, cols = take(xp, S.B, pos), take(xp, P.order, pos)
     if cols.shape[0] == 0:
         e = empty_int(xp, P.Z)
         return e, e
-    S = ws.screen(P)
     wide = (xp.max(P.Dt, axis=1) + (1.0 + margin)) * (1 + rtol) + rtol * S.scale
     rows = to_device(rows, P.Z)
     rows = take(xp, rows, argsort_stable(xp, take(xp, wide, rows)))
     half = astype(xp, -0.5 * wide, xp.float32)
     A = _row_matrix(xp, take(xp, S.W, rows), take(xp, S.sq, rows), S.W.shape[1])
     if is_numpy(xp):
-        G = np.matmul(A, S.B[c1:].T, out=ws.scratch("G", (len(rows), len(cols)), np.float32))
+        G = np.matmul(A, B.T, out=ws.scratch("G", (len(rows), len(cols)), np.float32))
     else:
-        G = A @ S.B[c1:, :].T
+        G = A @ B.T
     ii, ll = _hits(xp, G, take(xp, half, rows), take(xp, half, cols), ws)
     return take(xp, rows, ii), take(xp, cols, ll)
 
@@ -104,10 +112,12 @@ def _hits(xp, G, hr, hc, ws):
     return ii[keep], ll[keep]
 
 
-def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0, ws=None):
-    """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`): a full
-    check, each differently labelled pair ``{a, b}`` tested both ways (``i = a, l = b``
-    and ``i = b, l = a``); with ``margin``, the triplets with ``z_ijl > −margin``.
+def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0, ws=None,
+                stale=None):  # fmt: skip
+    """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`; of a
+    partial check with ``stale``): a full check, each differently labelled pair ``{a, b}``
+    tested both ways (``i = a, l = b`` and ``i = b, l = a``); with ``margin``, the
+    triplets with ``z_ijl > −margin``.
 
     Returns a dict with int arrays ``I, J, L`` (host NumPy, int32 while ``n < 2³¹``:
     they travel), ``count`` and ``overflow``: past ``max_terms`` triplets the block stops
@@ -119,7 +129,7 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, marg
     ws = ws if ws is not None else Workspace()
     P = ws.project(data, L)
     xp = namespace(P.Z)
-    aa, bb = _pairs(rows, data, L, rtol, margin, ws)
+    aa, bb = _pairs(rows, data, L, rtol, margin, ws, stale)
     out_I, out_J, out_L, count = [], [], [], 0
     for s in range(0, aa.shape[0], chunk):
         e = min(s + chunk, aa.shape[0])  # (in bounds: the standard leaves the rest open)

@@ -272,9 +272,9 @@ class StreamingEvaluator:
         # an executor sizes its blocks itself (a device: its own memory; lanes: their share)
         plan = getattr(self.executor, "plan_blocks", plan_blocks)
         self.block_rows, self.chunk = plan(n, d, targets.shape[1], memory_limit)
-        self.blocks = row_blocks(y, self.block_rows)
+        self.y, self.blocks = y, row_blocks(y, self.block_rows)
         self.data = self.executor.scatter(StreamData(X, y, targets))
-        self.evaluations = self.checks = 0
+        self.evaluations = self.checks = self.partial_checks = 0
         self.seconds = 0.0  #: wall time spent in the block functions (all calls)
 
     def terms(self, L, max_terms=None, margin=0.0):
@@ -283,10 +283,27 @@ class StreamingEvaluator:
         of the active-set mode, by blocks); with ``margin``, those with ``z > −margin``.
         Past ``max_terms`` raises :class:`TooManyTerms`."""
         self.checks += 1
-        kw = {"margin": margin} if margin else {}
+        return self._terms(self.blocks, L, max_terms, {"margin": margin} if margin else {})
+
+    def partial_terms(self, L, stale, max_terms=None):
+        """The violated triplets of the pairs with an end in ``stale`` (a bool mask over
+        the points), each pair once: a full check's block work over the stale rows alone
+        (:func:`~.full_check.terms_block`). For the executors that map the blocks given
+        (:attr:`partial`): not Dask's, whose tasks keep their own groups of blocks."""
+        self.partial_checks += 1
+        rows = np.flatnonzero(stale)
+        blocks = [rows[b] for b in row_blocks(self.y[rows], self.block_rows)]
+        return self._terms(blocks, L, max_terms, {"stale": stale})
+
+    @property
+    def partial(self):
+        """Whether :meth:`partial_terms` runs here (the executor maps the blocks given)."""
+        return isinstance(self.executor, LocalExecutor)
+
+    def _terms(self, blocks, L, max_terms, kw):
         start = time.perf_counter()
         try:
-            parts = self.executor.map_terms(terms_block, self.blocks, self.data, L,
+            parts = self.executor.map_terms(terms_block, blocks, self.data, L,
                                             max_terms=max_terms, chunk=self.chunk,
                                             **kw)  # fmt: skip
         finally:

@@ -1,0 +1,90 @@
+"""What LMNN's last brute-force search still decides at a nearby metric.
+
+A search at ``M₀`` keeps the triplets with ``z₀ > −m`` (``m``, the memo's margin;
+:class:`~.active_list.ActiveList`). At ``M = M₀ + D``, ``D = D⁺ − D⁻`` (its positive and
+negative eigen-parts), a triplet ``(i, j, l)`` is violated when ``d(i, l) < 1 + d(i, j)``.
+The target distance ``d(i, j)`` is known exactly (``n·k`` of them), and
+
+    ``d(i, l) ≥ d₀(i, l) − (x_i − x_l)ᵀD⁻(x_i − x_l) ≥ d₀(i, l) − (√q_i + √q_l)²``,
+
+with ``q = ‖Bᵀ(x − c)‖²`` per point (``BBᵀ = D⁻``, ``c`` the data's mean; the triangle
+inequality in the seminorm of ``D⁻``). So a triplet violated at ``M`` has ``z₀ > −(δ_i +
+(√q_i + √q_l)²)``, with ``δ_i = max_j d(i, j) − d₀(i, j)``, and the memo holds it when that
+is at most ``m``. For a threshold ``t``, the *stale* points are the rows with ``δ_i + (√q_i
++ √t)² ≥ m`` and the points with ``q > t``: every pair with no end among them is decided
+by the memo, exactly (its triplets' values are recomputed at ``M``), and only the pairs
+with a stale end are searched again (:meth:`.blocks.stream.StreamingEvaluator.partial_terms`).
+A step that moves every point (phase 1's, early on) leaves them all stale: then a full search.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..linalg import target_distances
+
+#: the largest share of the points re-searched by a partial check (pairs with a stale end:
+#: about twice that share of the pair work); past it, a full search
+PARTIAL_SHARE = 0.25
+#: the thresholds ``t`` tried, as quantiles of ``q`` (the smallest stale set is kept)
+QUANTILES = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0)
+
+
+class SearchMemo:
+    """The triplets ``terms = (I, J, L)`` with ``z > −margin`` at the searched ``M = LcᵀLc``
+    (``margin = 0``: the violated ones alone, which decide ``M`` itself only)."""
+
+    def __init__(self, M, Lc, terms, margin):
+        self.M, self.Lc = np.array(M, copy=True), Lc
+        self.terms, self.margin = terms, float(margin)
+        self._Dt = None  #: the target distances at ``M`` (n × k; computed when first needed)
+        self._answer = None  #: ``(M', triplets)``: the last metric answered (:meth:`keep`)
+
+    def at(self, M):
+        """Whether ``M`` is the searched metric itself."""
+        return np.array_equal(self.M, M)
+
+    def keep(self, M, triplets):
+        """Remember the violated ``triplets`` at ``M`` (the drivers often ask for the exact
+        objective and then a full check at the same point); return them."""
+        self._answer = (np.array(M, copy=True), triplets)
+        return triplets
+
+    def answer(self, M):
+        """The triplets kept at ``M`` (:meth:`keep`), or None."""
+        if self._answer is not None and np.array_equal(self._answer[0], M):
+            return self._answer[1]
+        return None
+
+    def stale(self, M, Lc, X, T, spread, partial=True):
+        """``(stale, Z)``: the stale points at ``M = LcᵀLc`` (a bool mask; none: the memo
+        decides every triplet) and ``Z = X Lcᵀ``, or ``(None, None)`` when more than
+        :data:`PARTIAL_SHARE` of them are (or plainly would be; with ``partial=False``,
+        when any is). ``spread``: the data's :class:`~convexmetric.linalg.Spread`."""
+        if not self.margin or self.M.shape != M.shape:
+            return None, None
+        D = Lc.T @ Lc - self.Lc.T @ self.Lc  # the change of the distances' own metric
+        w, V = np.linalg.eigh(0.5 * (D + D.T))
+        B = V[:, w < 0] * np.sqrt(-w[w < 0])
+        if np.einsum("ij,ij->", B, spread.cov @ B) >= self.margin:  # the mean of q
+            return None, None
+        q, Z = spread.rows(B), X @ Lc.T
+        if self._Dt is None:
+            self._Dt = target_distances(X @ self.Lc.T, T)
+        Dt = target_distances(Z, T)
+        delta = np.max(Dt - self._Dt, axis=1)
+        m = self.margin - 1e-9 * (1.0 + float(Dt.max(initial=0.0)))  # the rounding of z₀
+        best = None
+        for t in np.quantile(q, QUANTILES) if len(q) else ():
+            mask = (delta + (np.sqrt(q) + np.sqrt(t)) ** 2 >= m) | (q > t)
+            if best is None or mask.sum() < best.sum():
+                best = mask
+        if best is None or best.sum() > (PARTIAL_SHARE if partial else 0.0) * len(best):
+            return None, None
+        return best, Z
+
+    def outside(self, stale):
+        """The memo's triplets whose pair has no end in ``stale``."""
+        I, J, L = self.terms
+        keep = ~(stale[I] | stale[L])
+        return I[keep], J[keep], L[keep]
