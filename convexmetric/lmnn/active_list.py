@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import Spread, components_from_metric, row_distances
+from ..linalg import Spread, components_from_metric
 from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
 from .compact_list import CompactList
-from .memo import SearchMemo
+from .memo import SearchMemo, violated
 from .schedule import CheckSchedule
 
 #: bytes per listed triplet: the largest peak of traced memory per listed term over a full
@@ -243,11 +243,8 @@ class ActiveList(CompactList):
         return memo.keep(M, out)
 
     def _violated(self, terms, Lc, Z=None):
-        """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (double precision)."""
-        I, J, L = terms
-        Z, t = self.X @ Lc.T if Z is None else Z, self.threads
-        keep = 1.0 + row_distances(Z, I, J, threads=t) - row_distances(Z, I, L, threads=t) > 0
-        return I[keep], J[keep], L[keep]
+        """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (:func:`.memo.violated`)."""
+        return violated(terms, self.X @ Lc.T if Z is None else Z, self.T, self.threads)
 
     def check(self, M, components=None):
         """The final check of App. A.1 (called by the driver at apparent convergence).

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..linalg import target_distances
+from ..linalg import row_distances, target_distances
 
 #: the largest share of the points re-searched by a partial check (pairs with a stale end:
 #: about twice that share of the pair work); past it, a full search
@@ -88,3 +88,18 @@ class SearchMemo:
         I, J, L = self.terms
         keep = ~(stale[I] | stale[L])
         return I[keep], J[keep], L[keep]
+
+
+def violated(terms, Z, T, threads=1):
+    """The triplets of ``terms`` with ``z = 1 + d(i, j) − d(i, l) > 0`` at ``Z``, in double
+    precision by the full check's formula: ``d(i, j)`` from the target distances (n × k),
+    ``d(i, l)`` once per run of triplets of one pair (a search lists them together)."""
+    I, J, L = terms
+    if len(I) == 0:
+        return terms
+    first = np.flatnonzero(np.r_[True, (I[1:] != I[:-1]) | (L[1:] != L[:-1])])
+    d_il = row_distances(Z, I[first], L[first], threads=threads)
+    d_il = np.repeat(d_il, np.diff(np.r_[first, len(I)]))
+    slot = np.argmax(T[I] == J[:, None], axis=1)
+    keep = 1.0 + target_distances(Z, T, threads=threads)[I, slot] - d_il > 0
+    return I[keep], J[keep], L[keep]
