@@ -53,7 +53,8 @@ SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
 #: the checks at apparent convergence and every search of a refinement keep those with ``z >
 #: −WIDE_MEMO_MARGIN``, so that the next metrics, a trim or a few stages away, need a partial
 #: search at most (:mod:`.memo`; phase 1's steps move ``z`` by up to hundreds). 240,000 ×
-#: 164: 5 of 6 refinement checks partial, 506.5 s against 590–604 s with 0.2 (benchmarks/TUNING.md)
+#: 164: 5 of 6 refinement checks partial, 506–538 s against 590–604 s with 0.2
+#: (benchmarks/TUNING.md)
 MEMO_MARGIN, WIDE_MEMO_MARGIN = 1e-3, 0.5
 
 
