@@ -1,5 +1,7 @@
 """The full check's brute-force impostor search finds exactly ``hinge_terms``' triplets."""
 
+from unittest import mock
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -85,12 +87,14 @@ def test_collapsed_metric_every_pair():
     assert len(set(zip(*expected))) == len(expected[0])
 
 
-def test_nearby_metric_is_answered_by_the_last_search():
+def test_nearby_metric_is_answered_by_the_last_search(monkeypatch):
     """A full check at ``M'`` near the last searched ``M`` (its shift under the kept margin)
     takes its triplets from the last search's near ones: exactly the brute force's at
     ``M'``, though they differ from those at ``M``; farther away it searches again."""
+    from convexmetric.lmnn import memo
     from convexmetric.lmnn.active_list import MEMO_MARGIN, ActiveList
 
+    monkeypatch.setattr(memo, "PARTIAL_MIN_N", 0)  # (small data: the memo's metric only)
     X, y, T, L = instance(3, 90, 5, 3, 3, 5, False)
     # scale the metric so that one triplet sits at the kink (z = 1e-9 at M)
     I, J, Ls, _ = hinge_terms(L.T @ L, X, T, y, components=L)
@@ -204,6 +208,7 @@ def test_memo_decides_every_pair_without_a_stale_end(seed, n, d, kind, scale, ma
     """From ``M`` to ``M + D``, every triplet violated at ``M + D`` whose pair has no stale
     end (:meth:`SearchMemo.stale`) was within the margin at ``M``: among the memo's."""
     from convexmetric.linalg import Spread
+    from convexmetric.lmnn import memo as memo_module
     from convexmetric.lmnn.memo import SearchMemo
 
     X, y, T, L = instance(seed, n, d, 3, 2, d, seed % 2 == 0)
@@ -213,7 +218,8 @@ def test_memo_decides_every_pair_without_a_stale_end(seed, n, d, kind, scale, ma
     memo = SearchMemo(M, L, near, margin)
     L2 = factor(M + step(rng, M, kind, scale))
     M2 = L2.T @ L2
-    stale, Z = memo.stale(M2, L2, X, T, Spread(X))
+    with mock.patch.object(memo_module, "PARTIAL_MIN_N", 0):  # small data: exercised here
+        stale, Z = memo.stale(M2, L2, X, T, Spread(X))
     if stale is None:
         return
     assert np.array_equal(Z, X @ L2.T)
@@ -239,11 +245,14 @@ def test_partial_check_lists_the_pairs_with_a_stale_end(seed, n, share, lanes):
     assert ev.partial_checks == 1 and ev.checks == 0
 
 
-def test_partial_search_answers_a_refinement_step():
+def test_partial_search_answers_a_refinement_step(monkeypatch):
     """Between a refinement's checks the metric moves a little: the last search's
     memo decides most pairs, and the points it may miss are searched again (a partial
     check, no full one); the triplets are exactly the brute force's."""
+    from convexmetric.lmnn import memo
     from convexmetric.lmnn.active_list import WIDE_MEMO_MARGIN, ActiveList
+
+    monkeypatch.setattr(memo, "PARTIAL_MIN_N", 0)  # (small data: the memo's metric only)
 
     X, y, T, L = instance(7, 90, 5, 3, 3, 5, False)
     lst = ActiveList(X, y, T, 0.5)
@@ -264,15 +273,22 @@ def test_partial_search_answers_a_refinement_step():
         assert all(np.array_equal(a, b) for a, b in zip(again, got))
         assert lst.stream.checks + lst.stream.partial_checks == done
     assert (0, 0) in kinds and (0, 1) in kinds  # the memo alone; a partial check
+    monkeypatch.setattr(memo, "PARTIAL_MIN_N", 91)  # below it: a nearby metric searches
+    L3 = factor(M + step(rng, M, "low-rank", 1e-4))
+    checks = lst.stream.checks
+    assert set(zip(*lst._search(L3.T @ L3, L3, None))) == set(zip(*brute(X, y, T, L3)))
+    assert lst.stream.checks == checks + 1
 
 
-def test_trimmed_metric_is_answered_by_the_last_search():
+def test_trimmed_metric_is_answered_by_the_last_search(monkeypatch):
     """The refinement's first stage trims the factor (directions below ``RANK_TOL·λ_max``
     dropped): where the data barely move along them, the last search decides its
     triplets (exactly the brute force's), with no new search; a coarse trim searches."""
+    from convexmetric.lmnn import memo
     from convexmetric.lmnn.active_list import ActiveList
     from convexmetric.optim.factor import trimmed
 
+    monkeypatch.setattr(memo, "PARTIAL_MIN_N", 0)  # (small data: the memo's metric only)
     X, y, T, _ = instance(5, 90, 6, 3, 3, 6, False)
     w = np.array([1e-7, 1e-6, 0.5, 1.0, 2.0, 3.0])
     V = np.linalg.qr(np.random.default_rng(1).normal(size=(6, 6)))[0]
