@@ -230,8 +230,9 @@ class ActiveList(CompactList):
             return None
         if memo.at(M):
             return self._violated(memo.terms, Lc) if memo.margin else memo.terms
-        if memo.answer(M) is not None:
-            return memo.answer(M)
+        kept = memo.answer(M)
+        if kept is not None:
+            return kept
         if self._spread is None:
             self._spread = Spread(self.X)
         stale, Z = memo.stale(M, Lc, self.X, self.T, self._spread, self._streamer().partial)
