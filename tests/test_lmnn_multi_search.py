@@ -43,3 +43,59 @@ def test_search_equals_brute_force(seed):
         assert len(found) == len(I)  # no repeats
         assert found.keys() == want.keys()
         assert np.allclose([found[t] for t in want], list(want.values()), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("block_size", [None, 5])
+def test_search_with_far_points_equals_brute_force(block_size):
+    """A nearly constant feature under a metric of eigenvalue 10⁸ (digits' constant pixels
+    in original coordinates): ‖z‖² reaches 10¹⁰ where the radii are about 1, and the
+    screen's rounding bound must still keep every candidate (one block per cluster by
+    default)."""
+    rng = np.random.default_rng(7)
+    n, d, c = 80, 4, 3
+    X = rng.normal(size=(n, d))
+    X[:, 3] = 0.0
+    X[rng.choice(n, 6, replace=False), 3] = rng.uniform(0.5, 1.0, 6)  # a few far points
+    y = rng.integers(0, 3, n)
+    T = target_neighbors(X, y, 2)
+    Ms = []
+    for _ in range(c):
+        Lg = rng.normal(size=(d, d)) * 0.8
+        Lg[:, 3] = 0.0
+        M = Lg.T @ Lg
+        M[3, 3] = 1e8
+        Ms.append(M)
+    for margin in (0.0, 0.3):
+        I, J, L, H = PM.hinge_terms(Ms, X, T, y, y, margin=margin, block_size=block_size)
+        found = {(i, j, l): h for i, j, l, h in zip(I, J, L, H)}
+        want = brute(Ms, X, T, y, y, margin)
+        assert len(found) == len(I) and found.keys() == want.keys()
+        assert np.allclose([found[t] for t in want], list(want.values()), rtol=1e-9, atol=1e-6)
+
+
+def test_one_search_per_point(monkeypatch):
+    """The oracle searches a point once: the subgradient start's check, then its objective
+    (metrics); the stage's objective, then the recentring's check (factors)."""
+    from convexmetric.lmnn.multi.oracle import MultiMetricOracle
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(50, 4))
+    y = rng.integers(0, 3, 50)
+    T = target_neighbors(X, y, 2)
+    oracle = MultiMetricOracle(X, y, T, 0.5, y, 3)
+    Ms = [np.eye(4) * s for s in (1.0, 2.0, 0.5)]
+    want = PM.objective(Ms, X, T, y, y, 0.5)
+    calls = []
+    search = PM.hinge_terms
+    monkeypatch.setattr(PM, "hinge_terms", lambda *a, **k: calls.append(1) or search(*a, **k))
+    oracle(Ms)  # the first call checks (metrics)
+    f = oracle.objective(Ms)
+    assert len(calls) == 1
+    assert f == pytest.approx(want, rel=1e-12)
+    Ls = [np.linalg.cholesky(M).T for M in Ms]
+    oracle.objective(Ms, components=Ls)  # factors: a search of their own
+    oracle.schedule.period(1, oracle.calls)  # an exact stage: every call checks
+    oracle.recenter(Ms, 0.1, components=[L.copy() for L in Ls])
+    assert len(calls) == 2
+    oracle.recenter(Ms, 0.1)  # no factors: the metrics' search
+    assert len(calls) == 3

@@ -119,10 +119,11 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             return out[0]
         return out if left is None else (out[0], left @ out[1])
 
-    def recenter(self, M, sigma):
+    def recenter(self, M, sigma, components=None):
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
 
-        A no-op in the streaming mode (its prox centre stays at 0)."""
+        A no-op in the streaming mode (its prox centre stays at 0). ``components``: unused
+        (the listed distances come from ``M``)."""
         z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
         if z is None:
             return

@@ -140,7 +140,7 @@ class Factored(Oracle, StageHooks):
         return self.oracle.bound(self._in_metric(stage))
 
     def recenter(self, x, sigma):
-        self.oracle.recenter(self._metric(x), sigma)
+        self.oracle.recenter(self._metric(x), sigma, components=self._rows(x))
 
     def check(self, x, components=None):
         return self.oracle.check(self._metric(x), components=self._rows(x))

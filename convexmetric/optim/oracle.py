@@ -24,7 +24,7 @@ member                                what the drivers use it for
                                       ``Z = X Lᵀ`` skips the ``d × d`` gradient
 ``objective(x, components=None)``     the exact objective (best points and histories use
                                       only this)
-``recenter(x, σ)``                    move the prox centre to the current multipliers (a
+``recenter(x, σ, components=None)``   move the prox centre to the current multipliers (a
                                       proximal method of multipliers step); default: nothing
 ``bound(stage)``                      a certified lower bound on the optimum from the
                                       multipliers at ``stage.x`` (a :class:`Stage`);
@@ -102,7 +102,7 @@ class Oracle:
     def objective(self, x, components=None):
         raise NotImplementedError(f"{type(self).__name__} has no exact objective")
 
-    def recenter(self, x, sigma):
+    def recenter(self, x, sigma, components=None):
         """Move the prox centre (default: there is none)."""
 
     def bound(self, stage):

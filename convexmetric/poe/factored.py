@@ -135,7 +135,7 @@ class WhitenedPOE(Oracle, StageHooks):
         self._stage = (u, mu, pairs, lb)
         return lb
 
-    def recenter(self, Ws, sigma):
+    def recenter(self, Ws, sigma, components=None):
         """The prox centre moves to the multipliers of the last :meth:`bound` (the staged
         driver bounds every stage before it recentres)."""
         self.center = self._stage[0]

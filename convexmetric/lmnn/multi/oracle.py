@@ -115,20 +115,22 @@ class MultiMetricOracle(Oracle, StageHooks):
         return self.full_check(Ms, margin=self.margin, components=components)
 
     def _search(self, Ms, margin, components):
-        """:func:`~convexmetric.problems.lmnn_multi.hinge_terms` at ``margin``; the last
-        search at given factors is kept, and a search at the same factors and a margin
-        no wider reuses it (the stage's exact objective, then the next stage's check)."""
+        """:func:`~convexmetric.problems.lmnn_multi.hinge_terms` at ``margin``. The last
+        search is kept with its factors (or its metrics, when no factors were given), and
+        a search at the same point and a margin no wider reuses it: the stage's exact
+        objective, then the recentring's and the next stage's checks; the subgradient
+        start's check, then its objective."""
+        kind, point = ("metrics", Ms) if components is None else ("factors", components)
         last = self._last
-        if (components is not None and last is not None and margin <= last[0]
-                and len(last[1]) == len(components)
-                and all(np.array_equal(a, b) for a, b in zip(last[1], components))):  # fmt: skip
-            I, J, L, H = last[2]
+        if (last is not None and margin <= last[0] and last[1] == kind
+                and len(last[2]) == len(point)
+                and all(np.array_equal(a, b) for a, b in zip(last[2], point))):  # fmt: skip
+            I, J, L, H = last[3]
             keep = H > -margin
             return I[keep], J[keep], L[keep], H[keep]
         out = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=margin,
                              components=components, pairs=self._tp)  # fmt: skip
-        if components is not None:
-            self._last = (margin, [np.array(Lg) for Lg in components], out)
+        self._last = (margin, kind, [np.array(a) for a in point], out)
         return out
 
     def hinge_arguments(self, Ms, components=None):
@@ -136,9 +138,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         factors ``L_g``, ``M^g = L_gᵀL_g``, possibly of fewer rows than ``d``) the
         distances are ``‖Z_a − Z_b‖²`` with ``Z = U L_gᵀ``, else ``(Y_a − Y_b)·(u_a − u_b)``
         with ``Y = U M^g``."""
-        if self.schedule.due(self.calls):
-            self.full_check(Ms, components=components)
-            self.schedule.checked(self.calls)
+        self._due_check(Ms, components)
         self.calls += 1
         d = np.empty(len(self.pa))
         if components is None:
@@ -147,6 +147,12 @@ class MultiMetricOracle(Oracle, StageHooks):
             self._Z = self.pairs.project(components)  # for smooth_factor
             d[self.pairs.perm] = self.pairs.factor_distances(self._Z)
         return 1.0 + d[self.inv_j] - d[self.inv_l]
+
+    def _due_check(self, Ms, components):
+        """The full check the schedule asks for at this call, if any."""
+        if self.schedule.due(self.calls):
+            self.full_check(Ms, components=components)
+            self.schedule.checked(self.calls)
 
     def gradient(self, w):
         """Per-block gradient ``(1 − μ)P_g + μ Σ_{pairs of g} ω_p δ_p δ_pᵀ`` for hinge
@@ -201,17 +207,20 @@ class MultiMetricOracle(Oracle, StageHooks):
         mu = self.mu
         return f, [(1 - mu) * (Lg @ P) + mu * Hg for Lg, P, Hg in zip(components, self.P, H)]
 
-    def recenter(self, Ms, sigma):
-        """Move the prox centre to the current dual estimate (augmented-Lagrangian step)."""
+    def recenter(self, Ms, sigma, components=None):
+        """Move the prox centre to the current dual estimate (augmented-Lagrangian step).
+
+        ``components``: the factors of ``Ms``, if known: a check due here (every call of
+        the exact stages) then reuses the search of the stage's exact objective at the
+        same factors (:meth:`_search`); the multipliers come from ``Ms`` either way."""
+        self._due_check(Ms, components)
         z = self.hinge_arguments(Ms)
         self.lam_bar = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
 
     def objective(self, Ms, components=None):
-        """The multi-metric objective over all triplets (exact); with ``components`` from
-        a search at the list's margin, which the next full check at the same factors
-        reuses (:meth:`_search`)."""
-        if components is None:
-            return PM.objective(Ms, self.X, self.T, self.y, self.g, self.mu)
+        """The multi-metric objective over all triplets (exact), from a search at the
+        list's margin, which the next full check at the same point reuses (and which
+        reuses the last check's, :meth:`_search`)."""
         H = self._search(Ms, self.margin, components)[3]
         return self._pull(Ms, components) + self.mu * float(H[H > 0].sum())
 

@@ -39,7 +39,7 @@ from ..._memory import settle_heap
 from ..._threads import one_blas_thread
 from ...cones import ProductCone, PSDCone
 from ...linalg import components_from_metric
-from ...optim.factor import Factored, metric
+from ...optim.factor import Factored, metric, trimmed
 from ...optim.fista import FISTA
 from ...optim.lbfgs import LBFGS
 from ...optim.smoothing import SmoothingSettings, smoothed_descent
@@ -189,8 +189,10 @@ def refine_factors(oracle, Ms0, s, time_limit):
                        first_stage=FIRST_STAGE, rtol=1e-7, stalls=2, gap_tol=gap_tol,
                        max_iterations=s.max_iterations, time_limit=time_limit,
                        name="multi-smoothed-lbfgs")  # fmt: skip
-    Ls = [components_from_metric(M) for M in Ms0]
     rank_tol = extra.pop("rank_tol", RANK_TOL)  # see convexmetric.optim.factor.trimmed
+    Ls = [components_from_metric(M) for M in Ms0]
+    # trimmed now, as the first stage would: its check then reuses the start's search
+    Ls = Ls if rank_tol is None else trimmed(Ls, rank_tol)
     oracle.base_oracle().trace_bound = True
     try:
         res = run_stages(Factored(oracle, rank_tol), Ls, inner, replace(rs, **extra))

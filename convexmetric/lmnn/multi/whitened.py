@@ -19,7 +19,11 @@ class WhitenedOracle(Oracle, StageHooks):
     :func:`convexmetric.lmnn.solver.pull_whitening` does for one metric. The objective
     depends on each ``M^g`` only through distances, so this is an exact change of
     variables; gradients map as ``G'_g = S_gᵀ G_g S_g``, values and bounds unchanged.
+    Given factors it reads them alone (``needs_metric`` is false: a factor descent forms
+    no ``L'ᵀL'`` per evaluation); the recentring and the bound form the metrics.
     """
+
+    needs_metric = False
 
     def __init__(self, oracle, rtol=1e-8):
         self.base = oracle
@@ -51,6 +55,10 @@ class WhitenedOracle(Oracle, StageHooks):
         """Factors of the original blocks: ``S M Sᵀ = (L Sᵀ)ᵀ(L Sᵀ)``."""
         return None if components is None else [L @ S.T for S, L in zip(self.S, components)]
 
+    def _metrics(self, Ms, components):
+        """The original blocks at ``Ms`` (these coordinates), or at the factors."""
+        return self.to_original([L.T @ L for L in components] if Ms is None else Ms)
+
     def _args(self, Ms, components):
         """The base's ``(Ms, components)``: with factors, no metrics (the base reads the
         factors alone, and the ``d × d`` products would be wasted)."""
@@ -74,8 +82,8 @@ class WhitenedOracle(Oracle, StageHooks):
         f, LG = self.base.smooth_factor(M0, sigma, Ls)
         return f, [G @ S for G, S in zip(LG, self.S)]
 
-    def recenter(self, Ms, sigma):
-        self.base.recenter(self.to_original(Ms), sigma)
+    def recenter(self, Ms, sigma, components=None):
+        self.base.recenter(self._metrics(Ms, components), sigma, self._factors(components))
 
     def objective(self, Ms, components=None):
         return self.base.objective(*self._args(Ms, components))
@@ -84,7 +92,8 @@ class WhitenedOracle(Oracle, StageHooks):
         return self.base.lower_bound(self.to_original(Ms), sigma, F, ascend)
 
     def bound(self, stage):
-        x, best = self.to_original(stage.x), self.to_original(stage.best_x)
+        x = self._metrics(stage.x, stage.factor)
+        best = self._metrics(stage.best_x, stage.best_factor)
         return self.base.bound(replace(stage, x=x, best_x=best))
 
     def full_check(self, Ms, margin=None):
@@ -94,7 +103,8 @@ class WhitenedOracle(Oracle, StageHooks):
         return self.base.check(*self._args(Ms, components))
 
     def begin_stage(self, Ms, index, components=None):
-        self.base.begin_stage(self.to_original(Ms), index, self._factors(components))
+        M0, Ls = self._args(Ms, components)
+        self.base.begin_stage(M0, index, Ls)
 
     def finish(self):
         self.base.finish()
