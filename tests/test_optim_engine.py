@@ -59,7 +59,7 @@ class SVM(Oracle):
     def bound(self, stage):
         return self.dual(self._lam(stage.x, stage.sigma))
 
-    def recenter(self, x, sigma):
+    def recenter(self, x, sigma, components=None):
         self.center = self._lam(x, sigma)
 
 

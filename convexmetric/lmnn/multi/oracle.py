@@ -221,7 +221,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         """The multi-metric objective over all triplets (exact), from a search at the
         list's margin, which the next full check at the same point reuses (and which
         reuses the last check's, :meth:`_search`)."""
-        H = self._search(Ms, self.margin, components)[3]
+        H = self._search(Ms, max(self.margin, 0.0), components)[3]
         return self._pull(Ms, components) + self.mu * float(H[H > 0].sum())
 
     def lower_bound(self, Ms, sigma, F=None, ascend=True):
