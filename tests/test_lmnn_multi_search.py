@@ -99,3 +99,33 @@ def test_one_search_per_point(monkeypatch):
     assert len(calls) == 2
     oracle.recenter(Ms, 0.1)  # no factors: the metrics' search
     assert len(calls) == 3
+
+
+def test_screen_keeps_pairs_within_rounding_of_the_radius():
+    """Points 10⁵ from the mean (‖z‖² ≈ 10¹⁰: the screen's product rounds by about 10⁻⁵)
+    and impostors placed 10⁻⁸ inside their query's radius: every one is found. Without
+    the rounding term of the screen's threshold about half of them are lost."""
+    rng = np.random.default_rng(11)
+    n, d = 72, 3
+    X = rng.normal(size=(n, d))
+    X[n // 2 :, 0] += 1e5  # a second group, far from the first (and from the mean)
+    y = np.tile(np.arange(3), n // 3)
+    T = target_neighbors(X, y, 2)
+    Ms = [(np.eye(d) + 0.3 * rng.normal(size=(d, d))) for _ in range(3)]
+    Ms = [L.T @ L for L in Ms]
+
+    def dist(a, b):  # the metric of b's cluster, from the differences of X
+        u = X[a] - X[b]
+        return float(u @ Ms[y[b]] @ u)
+
+    found = 0
+    for i in range(n // 2, n // 2 + 12):
+        far = [dist(i, j) for j in T[i]]
+        j = T[i][int(np.argmax(far))]
+        out = [l for l in range(n // 2, n) if y[l] != y[i] and dist(i, l) > 1 + max(far)]
+        l = out[0]
+        h = 1 + max(far) - dist(i, l)  # < 0: an impostor only from a margin of −h on
+        margin = -h + 1e-8
+        I, J, L, _ = PM.hinge_terms(Ms, X, T, y, y, margin=margin)
+        found += bool(np.any((I == i) & (J == j) & (L == l)))
+    assert found == 12
