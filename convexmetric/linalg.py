@@ -83,7 +83,12 @@ def row_distances(Z, a, b, chunk=None, threads=1):
     return out
 
 
-def pair_scatter(X, a, b, w, left=None):
+#: touched rows per chunk of :func:`pair_scatter`'s product (fixed: the same sums in one
+#: thread or in lanes)
+SCATTER_ROWS = 4096
+
+
+def pair_scatter(X, a, b, w, left=None, threads=1):
     """``Σ_t w_t (x_{a_t} − x_{b_t})(x_{a_t} − x_{b_t})ᵀ`` as ``Xᵀ (D − S) X``.
 
     ``S`` is the symmetrised sparse matrix of pair weights and ``D`` its degree
@@ -91,6 +96,11 @@ def pair_scatter(X, a, b, w, left=None):
     ``left``: ``Z = X Lᵀ`` (``n × r``) for ``L`` times the sum, ``Zᵀ (D − S) X``
     (``r × d``), without the ``d × d`` matrix: ``nrd`` flops instead of ``nd²``. The sum
     is in the precision of ``X`` and ``left`` (float32 when both are).
+
+    Only the rows the pairs touch enter (``S``'s rows as two sparse matrices, ``W`` and
+    ``Wᵀ``, built one after the other), and the product runs over chunks of
+    :data:`SCATTER_ROWS` of them, in ``threads`` lanes (:func:`in_lanes`), the chunks'
+    ``r × d`` sums added in order.
     """
     n, d = X.shape
     Zl = X if left is None else left
@@ -100,30 +110,46 @@ def pair_scatter(X, a, b, w, left=None):
     if len(a) * d * Zl.shape[1] <= 400_000:  # few pairs: a direct sum beats a sparse matrix
         U = X[a] - X[b]
         return ((Zl[a] - Zl[b]).T * w) @ U
-    # only the rows the pairs touch enter the product (a few changed terms of an
-    # incremental update touch a handful of the n rows)
     touched = np.zeros(n, bool)
     touched[a] = touched[b] = True
-    m, Xr, Zr = int(touched.sum()), X, Zl
-    if m < 0.8 * n:
-        pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
-        Xr, a, b = X[touched], pos[a], pos[b]
-        Zr = Xr if left is None else Zl[touched]
-    else:
-        m = n
-    W = sp.csr_matrix((w, (a, b)), shape=(m, m))
-    deg = np.bincount(a, weights=w, minlength=m) + np.bincount(b, weights=w, minlength=m)
+    rows = np.flatnonzero(touched)
+    m = len(rows)
+    pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
+    deg = np.zeros(m)
+    halves = []  # S's touched rows as W and Wᵀ (S = W + Wᵀ), one after the other: no copies
+    for u, v in ((a, b), (b, a)):
+        pu = pos[u]
+        deg += np.bincount(pu, weights=w, minlength=m)
+        halves.append(sp.csr_matrix((w, (pu, v)), shape=(m, n)))
+        del pu
     deg = deg.astype(w.dtype, copy=False)
-    # D − S is symmetric: the sparse products take the narrower side (Z: r columns)
-    SZ = W @ Zr + W.T @ Zr  # S Z with S = W + Wᵀ
-    return (Zr * deg[:, None] - SZ).T @ Xr  # one GEMM: ((D − S)Z)ᵀX
+    chunks = -(-m // SCATTER_ROWS)
+    out = np.empty((chunks, Zl.shape[1], d), w.dtype)
+
+    def body(s, e):  # ((D − S)Z)ᵀX over touched rows s:e
+        Y = Zl[rows[s:e]] * deg[s:e, None]
+        for W in halves:
+            Y -= _csr_rows(W, s, e) @ Zl
+        np.matmul(Y.T, X[rows[s:e]], out=out[s // SCATTER_ROWS])
+
+    in_lanes(m, SCATTER_ROWS, threads, body)
+    return out[0] if chunks == 1 else out.sum(axis=0)
 
 
-def triplet_scatter(X, I, J, L, w, left=None):
+def _csr_rows(W, s, e):
+    """Rows ``s:e`` of the CSR matrix ``W``, a view of its arrays (a slice copies them)."""
+    if s == 0 and e == W.shape[0]:
+        return W
+    p, q = W.indptr[s], W.indptr[e]
+    return sp.csr_matrix((W.data[p:q], W.indices[p:q], W.indptr[s : e + 1] - p),
+                         shape=(e - s, W.shape[1]))  # fmt: skip
+
+
+def triplet_scatter(X, I, J, L, w, left=None, threads=1):
     """``Σ_t w_t (C_{i_t j_t} − C_{i_t l_t})`` through one sparse weight matrix
-    (``left``: ``Z = X Lᵀ``, for ``L`` times the sum; see :func:`pair_scatter`)."""
+    (``left``: ``Z = X Lᵀ``, for ``L`` times the sum; ``threads``: see :func:`pair_scatter`)."""
     a, b = np.concatenate([I, I]), np.concatenate([J, L])
-    return pair_scatter(X, a, b, np.concatenate([w, -w]), left)
+    return pair_scatter(X, a, b, np.concatenate([w, -w]), left, threads)
 
 
 def psd_scaling(S0s, S1s, steps=40):

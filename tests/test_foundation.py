@@ -155,6 +155,30 @@ def test_pair_scatter_times_a_factor(pairs):
     assert pair_scatter(X, a[:0], b[:0], w[:0], left=X @ L.T).shape == (4, 9)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_pair_scatter_in_chunks_and_lanes(monkeypatch, dtype):
+    """The touched rows in chunks of ``SCATTER_ROWS``, in one thread or two: the same sum
+    bit for bit, and the outer products' sum to rounding (repeated pairs, a row paired
+    with itself, untouched rows)."""
+    from convexmetric import linalg
+
+    monkeypatch.setattr(linalg, "SCATTER_ROWS", 7)
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((300, 8)).astype(dtype)
+    L = rng.standard_normal((4, 8)).astype(dtype)
+    a, b = rng.integers(0, 200, 15_000), rng.integers(0, 200, 15_000)  # (not a direct sum)
+    b[:10] = a[:10]  # self-pairs (zero differences); repeated pairs abound
+    w = rng.standard_normal(15_000)
+    U = (X[a] - X[b]).astype(float)
+    direct = (U.T * w) @ U
+    for left, want in ((None, direct), (X @ L.T, L.astype(float) @ direct)):
+        one = linalg.pair_scatter(X, a, b, w, left)
+        assert one.dtype == dtype
+        assert np.array_equal(one, linalg.pair_scatter(X, a, b, w, left, threads=2))
+        rtol = 1e-4 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(one, want, rtol=rtol, atol=rtol * np.abs(want).max())
+
+
 def test_row_distances_in_chunks():
     from convexmetric.linalg import row_distances
 

@@ -71,13 +71,14 @@ SOFT_WINDOW = 5.0
 class DualCertificate:
     """Lower bounds for eq. (14) on the data of an :class:`~.lmnn.ActiveSetOracle`.
 
-    ``X`` are the oracle's (possibly whitened) inputs, ``P`` its pull matrix.
+    ``X`` are the oracle's (possibly whitened) inputs, ``P`` its pull matrix, ``threads``
+    the lanes of its scatters (:func:`~convexmetric.linalg.pair_scatter`).
     """
 
     _warm = None  #: (triplet keys, multipliers) of the last crossover fit
 
-    def __init__(self, X, P, mu):
-        self.X, self.mu = X, mu
+    def __init__(self, X, P, mu, threads=1):
+        self.X, self.mu, self.threads = X, mu, threads
         self.S0 = (1 - mu) * P
         self.T, null, _ = whitening(self.S0)
         # a triplet difference off the range of S0 would make ⟨S, M⟩ unbounded below there
@@ -87,7 +88,8 @@ class DualCertificate:
 
     def scatter(self, I, J, L, lam):
         nz = np.flatnonzero(lam > 0)
-        return self.S0 + self.mu * triplet_scatter(self.X, I[nz], J[nz], L[nz], lam[nz])
+        G = triplet_scatter(self.X, I[nz], J[nz], L[nz], lam[nz], threads=self.threads)
+        return self.S0 + self.mu * G
 
     def bound(self, S, lam_sum, F=None):
         """The bound from ``S = S(λ)`` and ``Σλ`` (``F``: an attained objective value)."""

@@ -44,7 +44,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         if len(changed):
             sign = np.where(new_mask[changed], 1.0, -1.0)
             I, J, L = self.I[changed], self.J[changed], self.L[changed]
-            self.G_part[name] += triplet_scatter(self.X, I, J, L, sign)
+            self.G_part[name] += triplet_scatter(self.X, I, J, L, sign, threads=self.threads)
             self.mask[name] = new_mask
         return self.G_part[name]
 
@@ -107,9 +107,10 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         part = np.flatnonzero((lam > 0) & ~sat)
         I, J, L = self.I[part], self.J[part], self.L[part]
         if left is None:
-            return f, G + self.mu * triplet_scatter(self.X, I, J, L, lam[part])
+            return f, G + self.mu * triplet_scatter(self.X, I, J, L, lam[part],
+                                                     threads=self.threads)  # fmt: skip
         Z = self._Z  # X Lᵀ, from hinge_arguments at this very factor (float32 if single)
-        H = triplet_scatter(self.rows(Z.dtype), I, J, L, lam[part], left=Z)
+        H = triplet_scatter(self.rows(Z.dtype), I, J, L, lam[part], Z, self.threads)
         return f, left @ G + self.mu * H
 
     @staticmethod
@@ -246,7 +247,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
 
     def _certificate(self):
         if self._cert is None:
-            self._cert = DualCertificate(self.X, self.C_pull, self.mu)
+            self._cert = DualCertificate(self.X, self.C_pull, self.mu, self.threads)
         return self._cert
 
     def dual_matrix(self, M, sigma):
@@ -259,7 +260,8 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             return self.stream.dual(components_from_metric(M), sigma)[0]
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
         nz = np.flatnonzero(lam > 0)
-        G = triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz])
+        G = triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz],
+                            threads=self.threads)  # fmt: skip
         return (1 - self.mu) * self.C_pull + self.mu * G
 
     # -- the engine's protocol (convexmetric.optim.oracle) -------------------------
