@@ -97,10 +97,9 @@ def pair_scatter(X, a, b, w, left=None, threads=1):
     (``r × d``), without the ``d × d`` matrix: ``nrd`` flops instead of ``nd²``. The sum
     is in the precision of ``X`` and ``left`` (float32 when both are).
 
-    Only the rows the pairs touch enter (``S``'s rows as two sparse matrices, ``W`` and
-    ``Wᵀ``, built one after the other), and the product runs over chunks of
-    :data:`SCATTER_ROWS` of them, in ``threads`` lanes (:func:`in_lanes`), the chunks'
-    ``r × d`` sums added in order.
+    Only the rows the pairs touch enter. Past :data:`SCATTER_ROWS` of them the product
+    runs over fixed chunks of them, in ``threads`` lanes (:func:`in_lanes`): the same sum
+    whatever the lanes.
     """
     n, d = X.shape
     Zl = X if left is None else left
@@ -112,19 +111,43 @@ def pair_scatter(X, a, b, w, left=None, threads=1):
         return ((Zl[a] - Zl[b]).T * w) @ U
     touched = np.zeros(n, bool)
     touched[a] = touched[b] = True
+    m = int(touched.sum())
+    if m > SCATTER_ROWS:
+        return _scatter_in_chunks(X, Zl, (a, b, w), touched, threads)
+    Xr, Zr = X, Zl
+    if m < 0.8 * n:
+        pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
+        Xr, a, b = X[touched], pos[a], pos[b]
+        Zr = Xr if left is None else Zl[touched]
+    else:
+        m = n
+    W = sp.csr_matrix((w, (a, b)), shape=(m, m))
+    deg = np.bincount(a, weights=w, minlength=m) + np.bincount(b, weights=w, minlength=m)
+    deg = deg.astype(w.dtype, copy=False)
+    # D − S is symmetric: the sparse products take the narrower side (Z: r columns)
+    SZ = W @ Zr + W.T @ Zr  # S Z with S = W + Wᵀ
+    return (Zr * deg[:, None] - SZ).T @ Xr  # one GEMM: ((D − S)Z)ᵀX
+
+
+def _scatter_in_chunks(X, Zl, pairs, touched, threads):
+    """:func:`pair_scatter` over more than :data:`SCATTER_ROWS` touched rows: ``S``'s
+    touched rows as ``W`` and ``Wᵀ`` (built one after the other: no copies of the pairs),
+    ``((D − S)Z)ᵀX`` by fixed chunks of those rows in ``threads`` lanes, the chunks'
+    ``r × d`` sums added in order."""
+    a, b, w = pairs
+    n, d = X.shape
     rows = np.flatnonzero(touched)
     m = len(rows)
     pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
     deg = np.zeros(m)
-    halves = []  # S's touched rows as W and Wᵀ (S = W + Wᵀ), one after the other: no copies
+    halves = []
     for u, v in ((a, b), (b, a)):
         pu = pos[u]
         deg += np.bincount(pu, weights=w, minlength=m)
         halves.append(sp.csr_matrix((w, (pu, v)), shape=(m, n)))
         del pu
     deg = deg.astype(w.dtype, copy=False)
-    chunks = -(-m // SCATTER_ROWS)
-    out = np.empty((chunks, Zl.shape[1], d), w.dtype)
+    out = np.empty((-(-m // SCATTER_ROWS), Zl.shape[1], d), w.dtype)
 
     def body(s, e):  # ((D − S)Z)ᵀX over touched rows s:e
         Y = Zl[rows[s:e]] * deg[s:e, None]
@@ -133,7 +156,7 @@ def pair_scatter(X, a, b, w, left=None, threads=1):
         np.matmul(Y.T, X[rows[s:e]], out=out[s // SCATTER_ROWS])
 
     in_lanes(m, SCATTER_ROWS, threads, body)
-    return out[0] if chunks == 1 else out.sum(axis=0)
+    return out.sum(axis=0)
 
 
 def _csr_rows(W, s, e):
