@@ -127,8 +127,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
     n_jobs : int or None, default=None
         Threads of the block work in this process (``backend="local"``, no device): the
-        full checks, exact objectives, streaming sums and :meth:`predict`. None is 1,
-        -1 every core (scikit-learn's convention). The results do not depend on it: the
+        full checks, exact objectives, streaming sums, the list's distances and gradients
+        (past 4,096 touched rows) and :meth:`predict`. None is 1, -1 every core
+        (scikit-learn's convention). The results do not depend on it: the
         blocks' results are combined in their order (the streaming mode's sums round
         as its smaller blocks add; the memory budget is shared by the threads).
     n_neighbors : deprecated
