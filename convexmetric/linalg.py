@@ -116,7 +116,7 @@ def pair_scatter(X, a, b, w, left=None, threads=1):
         return _scatter_in_chunks(X, Zl, (a, b, w), touched, threads)
     Xr, Zr = X, Zl
     if m < 0.8 * n:
-        pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
+        pos = _positions(touched)
         Xr, a, b = X[touched], pos[a], pos[b]
         Zr = Xr if left is None else Zl[touched]
     else:
@@ -138,7 +138,7 @@ def _scatter_in_chunks(X, Zl, pairs, touched, threads):
     n, d = X.shape
     rows = np.flatnonzero(touched)
     m = len(rows)
-    pos = np.cumsum(touched, dtype=np.int32 if n < 2**31 else np.intp) - 1  # (narrow)
+    pos = _positions(touched)
     deg = np.zeros(m)
     halves = []
     for u, v in ((a, b), (b, a)):
@@ -157,6 +157,11 @@ def _scatter_in_chunks(X, Zl, pairs, touched, threads):
 
     in_lanes(m, SCATTER_ROWS, threads, body)
     return out.sum(axis=0)
+
+
+def _positions(touched):
+    """Each row's index among the touched rows (int32 while it fits)."""
+    return np.cumsum(touched, dtype=np.int32 if len(touched) < 2**31 else np.intp) - 1
 
 
 def _csr_rows(W, s, e):
