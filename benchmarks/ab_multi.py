@@ -3,7 +3,8 @@
 Run: ``python benchmarks/ab_multi.py OTHER_TREE [CASES] [REPEATS]`` from the repository
 root, ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base
 main``). Every run is a fresh process with ``PYTHONPATH`` set to one tree (one BLAS
-thread), the two trees alternating, so that a loaded machine loads both alike. Prints each
+thread), the two trees alternating and every case run once per round, so that a loaded
+machine loads both trees and all cases alike. Prints each
 case's deterministic counts (iterations, full checks, stages), whether
 :func:`convexmetric.verify` accepts the result, the best-of-N times and the ratio this
 tree over the other; for ``multi:digits:1e-3`` also the ratio to ``single:digits`` of the
@@ -52,19 +53,21 @@ def one(case):
 def main(other, cases=DEFAULT, repeats=3):
     trees = {"other": os.path.abspath(other), "this": os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))}  # fmt: skip
-    cases = (DEFAULT if cases == "all" else cases).replace("seven", SEVEN).split(",")
-    best = {}
-    for case in dict.fromkeys(cases):
-        rows = {k: [] for k in trees}
-        for _ in range(int(repeats)):
+    cases = list(dict.fromkeys((DEFAULT if cases == "all" else cases).replace("seven", SEVEN)
+                               .split(",")))  # fmt: skip
+    rows = {case: {k: [] for k in trees} for case in cases}
+    for _ in range(int(repeats)):  # cases within each round: a machine whose speed drifts
+        for case in cases:  # over minutes moves every case of a round alike (the ratios)
             for k, tree in trees.items():
                 env = dict(os.environ, PYTHONPATH=tree, OMP_NUM_THREADS="1")
                 cmd = [sys.executable, os.path.abspath(__file__), "--one", case]
                 out = subprocess.check_output(cmd, env=env, cwd=tree, text=True)
-                rows[k].append(json.loads(out.strip().splitlines()[-1]))
+                rows[case][k].append(json.loads(out.strip().splitlines()[-1]))
+    best = {}
+    for case in cases:
         for k in trees:
-            print(case, k, {key: v for key, v in rows[k][-1].items() if key != "seconds"})
-        best[case] = {k: min(o["seconds"] for o in rows[k]) for k in trees}
+            print(case, k, {key: v for key, v in rows[case][k][-1].items() if key != "seconds"})
+        best[case] = {k: min(o["seconds"] for o in rows[case][k]) for k in trees}
         b = best[case]
         print(f"{case}: best of {repeats}, this {b['this']:.3f} s, other {b['other']:.3f} s, "
               f"this/other {b['this'] / b['other']:.3f}", flush=True)

@@ -42,3 +42,29 @@ def test_scatters_and_distances_equal_the_explicit_sums(seed):
     np.testing.assert_allclose(G.metric_distances(Ms), exact, rtol=1e-9)
     np.testing.assert_allclose(G.factor_distances(G.project(Ls)), exact, rtol=1e-9)
     assert sorted(edge_pair) == list(range(len(pa)))
+
+
+@pytest.mark.parametrize("name", ["wine", "iris"])
+def test_the_whitened_evaluation_equals_the_original_one(name):
+    """:meth:`MultiMetricOracle.smooth_factor` on whitened factors (points mapped once per
+    list, the pull term on ``diag(SᵀPS)``) gives the value and ``L'∇'`` that the original
+    coordinates give, mapped (``(L∇)S`` at ``L = L'Sᵀ``), with a dual centre inside the box."""
+    from convexmetric import datasets
+    from convexmetric.lmnn.multi.oracle import MultiMetricOracle
+    from convexmetric.lmnn.multi.whitened import WhitenedOracle
+    from convexmetric.neighbors import target_neighbors
+
+    X, _, y, _ = datasets.load_split(name)
+    y = np.unique(y, return_inverse=True)[1]
+    base = MultiMetricOracle(X, y, target_neighbors(X, y, 3), 0.5, y, 3)
+    white = WhitenedOracle(base)
+    rng = np.random.default_rng(0)
+    Lw = [0.3 * rng.normal(size=(r, X.shape[1])) for r in (2, 5, 3)]
+    base.full_check(white._metrics(None, Lw))
+    base.lam_bar = 0.5 * rng.random(len(base.keys))
+    f, G = white.smooth_factor(None, 0.03, Lw)
+    f0, LG = base.smooth_factor(None, 0.03, white._factors(Lw))
+    assert f == pytest.approx(f0, rel=1e-12)
+    for g, (Gg, LGg, S) in enumerate(zip(G, LG, white.S)):
+        ref = LGg @ S
+        np.testing.assert_allclose(Gg, ref, rtol=0, atol=1e-10 * np.abs(ref).max(), err_msg=g)

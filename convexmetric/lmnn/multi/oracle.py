@@ -41,9 +41,10 @@ ASCENT_WINDOW, ASCENT_PROGRESS = 0.5, 2.0
 
 #: full checks list the triplets with ``z > −MARGIN``. Every evaluation costs in
 #: proportion to the list, and a narrow list goes stale sooner between checks. Digits
-#: (clusters = classes) lists 17,000 terms at the optimum with 0.2, 31,000 with 0.3, and
-#: solves faster with 0.2 (measurements: ``benchmarks/TUNING.md``)
-MARGIN = 0.2
+#: (clusters = classes) lists 7,700 terms at the optimum with 0.1, 17,000 with 0.2; the
+#: seven instances take as many iterations or fewer with 0.1 (0.05: a stage more on
+#: digits; measurements: ``benchmarks/TUNING.md``)
+MARGIN = 0.1
 
 
 class MultiMetricOracle(Oracle, StageHooks):
@@ -59,6 +60,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         self.check_every, self.margin, self.prune = check_every, margin, prune
         self.schedule = CheckSchedule(check_every)  #: which calls check (see the module)
         self._null = self._cert = self._Z = self._last = None
+        self.maps = self._pull_diag = None  #: the whitened path's coordinates (whiten)
         self.exact_stages = 0  #: see :meth:`begin_stage`
         self.trace_bound = False  #: :meth:`bound` adds the trace repair (see lower_bound)
         self.tol = None  #: the solve's certified gap (the bound's ascent stops there)
@@ -133,18 +135,21 @@ class MultiMetricOracle(Oracle, StageHooks):
         self._last = (margin, kind, [np.array(a) for a in point], out)
         return out
 
-    def hinge_arguments(self, Ms, components=None):
+    def hinge_arguments(self, Ms, components=None, whitened=False):
         """``z = 1 + d(i, j) − d(i, l)`` over the active list; with ``components`` (the
         factors ``L_g``, ``M^g = L_gᵀL_g``, possibly of fewer rows than ``d``) the
         distances are ``‖Z_a − Z_b‖²`` with ``Z = U L_gᵀ``, else ``(Y_a − Y_b)·(u_a − u_b)``
-        with ``Y = U M^g``."""
-        self._due_check(Ms, components)
+        with ``Y = U M^g``. ``whitened``: the factors are in :meth:`whiten`'s coordinates."""
+        if whitened and self.schedule.due(self.calls):  # a check searches in the original
+            self._due_check(Ms, [L @ S.T for L, S in zip(components, self.maps)])
+        else:
+            self._due_check(Ms, components)
         self.calls += 1
         d = np.empty(len(self.pa))
         if components is None:
             d[self.pairs.perm] = self.pairs.metric_distances(Ms)
         else:
-            self._Z = self.pairs.project(components)  # for smooth_factor
+            self._Z = self.pairs.project(components, self.maps if whitened else None)
             d[self.pairs.perm] = self.pairs.factor_distances(self._Z)
         return 1.0 + d[self.inv_j] - d[self.inv_l]
 
@@ -160,11 +165,14 @@ class MultiMetricOracle(Oracle, StageHooks):
         H = self.pairs.scatter(self._pair_weights(w))
         return [(1 - self.mu) * P + self.mu * Hg for P, Hg in zip(self.P, H)]
 
-    def _pull(self, Ms, components=None):
+    def _pull(self, Ms, components=None, whitened=False):
         """``(1 − μ) Σ_g ⟨P_g, M^g⟩``; from the factors when given (``⟨P, LᵀL⟩`` is the
-        sum of ``(L P) ⊙ L``), and then ``Ms`` may be ``None``, as everywhere below:
-        whitened factor descents never form the metrics."""
-        if components is not None:
+        sum of ``(L P) ⊙ L``; whitened, ``Σ_j p_j ‖L_{:j}‖²``), and then ``Ms`` may be
+        ``None``, as everywhere below: whitened factor descents never form the metrics."""
+        if whitened:
+            terms = (np.dot(np.einsum("ij,ij->j", L, L), p)
+                     for L, p in zip(components, self._pull_diag))  # fmt: skip
+        elif components is not None:
             terms = (np.sum((L @ P) * L) for L, P in zip(components, self.P))
         else:
             terms = (np.sum(P * M) for P, M in zip(self.P, Ms))
@@ -184,12 +192,12 @@ class MultiMetricOracle(Oracle, StageHooks):
         f, lam = self._smoothed(Ms, sigma, components)
         return (f, self.gradient(lam)) if grad else f
 
-    def _smoothed(self, Ms, sigma, components):
+    def _smoothed(self, Ms, sigma, components, whitened=False):
         """``(f_σ, λ)``: the smoothed value and the multipliers that attain it."""
-        z = self.hinge_arguments(Ms, components)
+        z = self.hinge_arguments(Ms, components, whitened)
         lam = np.clip(self.lam_bar + z / sigma, 0.0, 1.0)
         phi = lam * z - 0.5 * sigma * (lam - self.lam_bar) ** 2
-        return self._pull(Ms, components) + self.mu * float(phi.sum()), lam
+        return self._pull(Ms, components, whitened) + self.mu * float(phi.sum()), lam
 
     def _pair_weights(self, w):
         """Per distinct pair (stacked block order): ``Σ w`` as target pair ``− Σ w`` as
@@ -197,15 +205,35 @@ class MultiMetricOracle(Oracle, StageHooks):
         P = len(self.pa)
         return (np.bincount(self.inv_j, w, P) - np.bincount(self.inv_l, w, P))[self.pairs.perm]
 
-    def smooth_factor(self, Ms, sigma, components):
+    def smooth_factor(self, Ms, sigma, components, whitened=False):
         """:meth:`smooth`'s value and ``[L_g ∇_g f_σ]`` (``L_g = components[g]``), from the
         projection ``Z`` of the distances just computed
-        (:meth:`.pairs.PairGraph.factor_scatter`: no ``d × d`` sum)."""
-        f, lam = self._smoothed(Ms, sigma, components)
+        (:meth:`.pairs.PairGraph.factor_scatter`: no ``d × d`` sum). ``whitened``: the
+        factors and the result are in :meth:`whiten`'s coordinates."""
+        f, lam = self._smoothed(Ms, sigma, components, whitened)
         H = self.pairs.factor_scatter(self._pair_weights(lam), self._Z,
-                                      [len(Lg) for Lg in components])  # fmt: skip
+                                      [len(Lg) for Lg in components],
+                                      self.maps if whitened else None)  # fmt: skip
         mu = self.mu
+        if whitened:
+            return f, [(1 - mu) * (Lg * p) + mu * Hg
+                       for Lg, p, Hg in zip(components, self._pull_diag, H)]  # fmt: skip
         return f, [(1 - mu) * (Lg @ P) + mu * Hg for Lg, P, Hg in zip(components, self.P, H)]
+
+    def whiten(self, maps):
+        """Let :meth:`smooth_factor` take factors ``L'_g`` in the coordinates
+        ``M^g = S_g M'^g S_gᵀ`` (``maps``: the ``S_g``, which must make ``S_gᵀP_gS_g``
+        diagonal, as :class:`.whitened.WhitenedOracle`'s do): the listed points are mapped
+        by ``S_g`` once per list (:meth:`.pairs.PairGraph.project`) and the pull term is
+        ``Σ_j p_j ‖L'_{:j}‖²``, ``p = diag(S_gᵀP_gS_g)``. An evaluation then forms no
+        original factor and maps no gradient back (digits: 0.4 of 2 ms)."""
+        self.maps, self._pull_diag = [np.asarray(S, dtype=float) for S in maps], []
+        for S, P in zip(self.maps, self.P):
+            Pw = S.T @ P @ S
+            p = np.diag(Pw).copy()
+            if np.abs(Pw - np.diag(p)).max() > 1e-6 * max(float(np.abs(p).max()), 1e-300):
+                raise ValueError("whiten: the maps must diagonalise the pull matrices")
+            self._pull_diag.append(p)
 
     def recenter(self, Ms, sigma, components=None):
         """Move the prox centre to the current dual estimate (augmented-Lagrangian step).

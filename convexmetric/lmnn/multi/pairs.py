@@ -67,7 +67,7 @@ class PairGraph:
         uniq, self._slot = unique_inverse(keys)
         indptr = np.searchsorted(uniq // rows, np.arange(rows + 1))
         self.W = sp.csr_matrix((np.zeros(len(uniq)), uniq % rows, indptr), shape=(rows, rows))
-        self._diff = None
+        self._diff = self._mapped = None
 
     def blocks(self):
         """``(g, rows slice, edges slice)`` for every block."""
@@ -75,12 +75,23 @@ class PairGraph:
         return [(g, slice(s, e), slice(po[g], po[g + 1]))
                 for g, (s, e) in enumerate(zip(self.off, self.off[1:]))]  # fmt: skip
 
-    def project(self, components):
-        """``Z`` (rows × max r): block ``g``'s rows times ``components[g]ᵀ``, zero-padded."""
-        Z = np.zeros((len(self.U), max(len(Lg) for Lg in components)))
+    def project(self, components, maps=None):
+        """``Z`` (rows × max r): block ``g``'s rows times ``components[g]ᵀ``, zero-padded;
+        with ``maps``, the rows mapped first (block ``g``'s by ``maps[g]``)."""
+        U = self.U if maps is None else self.mapped(maps)
+        Z = np.zeros((len(U), max(len(Lg) for Lg in components)))
         for g, rows, _ in self.blocks():
-            Z[rows, : len(components[g])] = self.U[rows] @ components[g].T
+            Z[rows, : len(components[g])] = U[rows] @ components[g].T
         return Z
+
+    def mapped(self, maps):
+        """``U`` with block ``g``'s rows times ``maps[g]`` (made once: a graph belongs to
+        one oracle, whose maps are fixed)."""
+        if self._mapped is None:
+            self._mapped = np.empty_like(self.U)
+            for g, rows, _ in self.blocks():
+                self._mapped[rows] = self.U[rows] @ maps[g]
+        return self._mapped
 
     def factor_distances(self, Z):
         """``‖z_a − z_b‖²`` per edge (stacked order)."""
@@ -112,8 +123,9 @@ class PairGraph:
             out.append(0.5 * (H + H.T))
         return out
 
-    def factor_scatter(self, w, Z, ranks):
+    def factor_scatter(self, w, Z, ranks, maps=None):
         """``[L_g Σ_{p∈g} w_p δ_p δ_pᵀ]`` per block from ``Z`` (:meth:`project`) and the
-        factors' row counts ``ranks``."""
+        factors' row counts ``ranks`` (with ``maps``: in the mapped coordinates)."""
+        U = self.U if maps is None else self.mapped(maps)
         R = self.laplacian(w, Z)
-        return [R[rows, : ranks[g]].T @ self.U[rows] for g, rows, _ in self.blocks()]
+        return [R[rows, : ranks[g]].T @ U[rows] for g, rows, _ in self.blocks()]

@@ -33,6 +33,7 @@ class WhitenedOracle(Oracle, StageHooks):
             w = np.maximum(w, rtol * max(float(w[-1]), 1e-300))
             self.S.append(V / np.sqrt(w))
             self.S_inv.append((V * np.sqrt(w)).T)
+        oracle.whiten(self.S)  # factor evaluations in these coordinates (smooth_factor)
 
     def base_oracle(self):
         """The oracle in the original coordinates."""
@@ -77,10 +78,10 @@ class WhitenedOracle(Oracle, StageHooks):
         return f, self._grads(G)
 
     def smooth_factor(self, Ms, sigma, components):
-        """``L'_g ∇'_g = L'_g S_gᵀ ∇_g S_g = (L_g ∇_g) S_g`` with ``L_g = L'_g S_gᵀ``."""
-        M0, Ls = self._args(Ms, components)
-        f, LG = self.base.smooth_factor(M0, sigma, Ls)
-        return f, [G @ S for G, S in zip(LG, self.S)]
+        """``L'_g ∇'_g = L'_g S_gᵀ ∇_g S_g = (L_g ∇_g) S_g`` with ``L_g = L'_g S_gᵀ``: the
+        base evaluates it in these coordinates itself
+        (:meth:`.oracle.MultiMetricOracle.whiten`)."""
+        return self.base.smooth_factor(None, sigma, components, whitened=True)
 
     def recenter(self, Ms, sigma, components=None):
         self.base.recenter(self._metrics(Ms, components), sigma, self._factors(components))
