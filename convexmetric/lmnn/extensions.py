@@ -60,7 +60,7 @@ class MultiMetricLMNN(LMNNBaseEstimator):
     tol : float
         Certified relative gap below which the large-scale solver reports
         "optimal"; the solver runs until then (or ``time_limit``). On the digits
-        standard split the fit takes about 2.5 s to 1e-3, 4 s to 1e-4 (one core).
+        standard split the fit takes about 2.2 s to 1e-3, 3.4 s to 1e-4 (one core).
     verbose : {0, 1}
         Log a summary of each stage (INFO, logger ``convexmetric.lmnn``; the
         single-metric start logs its progress).
