@@ -4,6 +4,8 @@ strong Wolfe conditions, and the null step where the objective changes under a s
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 from scipy.optimize import minimize, rosen, rosen_der
@@ -100,3 +102,23 @@ def test_memory_keeps_curvature_pairs_only():
     assert len(memory.pairs) == 2  # the oldest left
     s, y, _ = memory.pairs[-1]
     assert np.allclose(memory.direction(y), -s)  # the secant equation H y = s
+
+
+def test_a_stage_ends_at_a_decrease_within_the_values_rounding():
+    """An oracle whose values carry a relative rounding (``trial_rtol``: LMNN's
+    single-precision trials) ends the stage at the first step that decreases the value by
+    no more; its steps until then are scipy's L-BFGS-B's."""
+    f, g, x0 = PROBLEMS["rosenbrock"]
+    oracle, counts = Smooth(f, g), Counts()
+    oracle.trial_rtol = 1e-3
+    x, _ = LBFGS(maxcor=10).run(oracle, x0.copy(), 1.0, 200, Deadline(None), counts)
+    seen = [(f(x0), x0)]  # scipy's iterates, without the test
+    opts = {"maxiter": 200, "maxcor": 10, "gtol": 1e-12, "ftol": 1e-15}
+    minimize(lambda v: (f(v), g(v)), x0.copy(), jac=True, method="L-BFGS-B", options=opts,
+             callback=lambda intermediate_result: seen.append(
+                 (intermediate_result.fun, intermediate_result.x.copy())))  # fmt: skip
+    fs = [v for v, _ in seen]
+    small = [a - b <= 1e-3 * max(abs(a), abs(b), 1.0) for a, b in pairwise(fs)]
+    k = small.index(True) + 1  # the first step within the rounding ends the stage
+    assert 1 < k == counts.iterations < len(seen) - 1
+    assert np.allclose(x, seen[k][1], rtol=0, atol=1e-6)

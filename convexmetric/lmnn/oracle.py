@@ -23,7 +23,7 @@ from ..optim.escape import grown_factors
 from ..optim.factor import trimmed
 from ..optim.oracle import Oracle, StageHooks
 from ..problems.lmnn import TooManyTerms
-from .active_list import ActiveList
+from .active_list import TRIAL_RTOL, ActiveList
 from .certificate import DualCertificate
 
 
@@ -36,6 +36,12 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
     _cert = None
     _last_F = None  #: the attained value at the last bound (see :meth:`lower_bound`)
     _cross_skip, _cross_wait = 0, 1  #: the crossover's back-off (see :meth:`_crossover`)
+
+    @property
+    def trial_rtol(self):
+        """The relative rounding of trial values: :data:`.active_list.TRIAL_RTOL` when they
+        are in single precision, else 0."""
+        return TRIAL_RTOL if self.mode == "active_set" and self._single() else 0.0
 
     def _counted(self, name, new_mask):
         """Update the incrementally maintained sum over ``new_mask`` (eq. 19)."""

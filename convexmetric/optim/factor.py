@@ -97,6 +97,10 @@ class Factored(Oracle, StageHooks):
     def version(self):
         return self.oracle.version
 
+    @property
+    def trial_rtol(self):
+        return getattr(self.oracle, "trial_rtol", 0.0)
+
     def _rows(self, x):
         """The factor as the oracle sees it (``M = LᵀL``): ``x``, or its transpose."""
         return _each(np.transpose, x) if self.columns else x

@@ -31,7 +31,9 @@ class LBFGS:
 
     maxcor: int = 20  #: stored correction pairs
     gtol: float = 1e-12  #: gradient tolerance (absolute, largest entry; projected with bounds)
-    ftol: float = 1e-15  #: relative reduction of the objective that ends a stage
+    #: relative reduction of the objective that ends a stage (at least the oracle's
+    #: ``trial_rtol``: a decrease within the values' rounding is no progress)
+    ftol: float = 1e-15
     maxls: int = 20  #: line-search steps per iteration
     rescue: bool = False  #: gradient steps after a failed line search
 
@@ -56,14 +58,15 @@ class LBFGS:
 
         v0 = vectors.flatten(x).copy()
         if oracle.bounds is None:
-            v, stopped, failed = self._descend(fun, v0, budget, clock, counts)
+            ftol = max(self.ftol, getattr(oracle, "trial_rtol", 0.0))
+            v, stopped, failed = self._descend(fun, v0, budget, clock, counts, ftol)
         else:
             v, stopped, failed = self._bounded(fun, v0, oracle.bounds, budget, clock, counts)
         if failed and self.rescue and not stopped:
             v = backtracking_steps(fun, v)
         return vectors.unflatten(v, x), stopped
 
-    def _descend(self, fun, v, budget, clock, counts):
+    def _descend(self, fun, v, budget, clock, counts, ftol):
         """Unconstrained L-BFGS: ``(v, stopped by the clock, line search failed)``."""
         f, g = fun(v)
         memory = Memory(self.maxcor)
@@ -77,7 +80,7 @@ class LBFGS:
             counts.iterations += 1
             if clock.expired():
                 return v, True, False
-            if f_old - f <= self.ftol * max(abs(f_old), abs(f), 1.0):
+            if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0):
                 break
             if float(np.abs(g).max()) <= self.gtol:
                 break

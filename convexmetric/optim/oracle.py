@@ -44,6 +44,9 @@ member                                what the drivers use it for
 ``needs_metric``                      ``False``: given ``components``, the oracle reads the
                                       factor alone, and :class:`.factor.Factored` passes
                                       ``None`` for the matrix (no ``LᵀL`` per evaluation)
+``trial_rtol``                        the relative rounding of ``smooth``'s values (0: that
+                                      of double precision); L-BFGS ends a stage at a step
+                                      whose decrease is within it (:mod:`.lbfgs`)
 ====================================  ========================================================
 
 The staged driver has its own extension points, for the formulations that need them:
@@ -84,6 +87,7 @@ class Oracle:
     bounds = None
     psd = True
     needs_metric = True
+    trial_rtol = 0.0
 
     def __call__(self, x, components=None):
         raise NotImplementedError(f"{type(self).__name__} has no subgradient oracle")
