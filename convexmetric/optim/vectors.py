@@ -61,7 +61,8 @@ def unflatten(v, like):
         return v.reshape(np.shape(like))
     out, at = [], 0
     for b in like:
-        size = int(np.prod(np.shape(b)))
-        out.append(v[at : at + size].reshape(np.shape(b)))
+        shape = b.shape if isinstance(b, np.ndarray) else np.shape(b)
+        size = b.size if isinstance(b, np.ndarray) else int(np.prod(shape))
+        out.append(v[at : at + size].reshape(shape))
         at += size
     return out

@@ -13,10 +13,12 @@ differences is a Laplacian, ``Σ_p ω_p δ_p δ_pᵀ = Uᵀ Eᵀ diag(ω) E U = 
 (``W`` the symmetrised weights), so
 
 * a block's gradient is ``U_gᵀ(deg − W)U_g``, and its product with a factor,
-  ``L_g U_gᵀ(deg − W)U_g = ((deg − W)Z_g)ᵀU_g`` with ``Z = U L_gᵀ``: a sparse product with
+  ``L_g U_gᵀ(deg − W)U_g = ((deg − W)Z_g)ᵀU_g`` with ``Z = U L_gᵀ``: sparse products with
   ``r`` columns and an ``r × n_g × d`` product, instead of the ``pairs × r × d`` product
   of the pair differences (the ``pairs × d`` differences do not fit the cache);
-* distances from a factor are the row norms of ``E Z``.
+* distances from a factor are the row norms of ``E Z``, and ``(deg − W)Z`` is
+  ``Eᵀ(ω ⊙ E Z)`` from those same differences (digits: 0.11 ms against 0.27 ms for
+  assembling ``W`` and multiplying by it).
 
 The Laplacian annihilates constants, so centring ``U`` per block changes no value and
 keeps the products small (raw pixel coordinates are all positive).
@@ -60,14 +62,9 @@ class PairGraph:
         self.E = sp.csr_matrix((np.r_[np.ones(m), -np.ones(m)],
                                 (np.r_[edges, edges], np.r_[self.a, self.b])),
                                shape=(m, rows))  # fmt: skip
-        # the symmetrised weights (a, b) and (b, a); two pairs can share an entry ((i, j)
-        # and (j, i) in one cluster), so the values are summed into a fixed pattern
-        self._ends = np.r_[self.a, self.b]
-        keys = self._ends * rows + np.r_[self.b, self.a]
-        uniq, self._slot = unique_inverse(keys)
-        indptr = np.searchsorted(uniq // rows, np.arange(rows + 1))
-        self.W = sp.csr_matrix((np.zeros(len(uniq)), uniq % rows, indptr), shape=(rows, rows))
-        self._diff = self._mapped = None
+        self.Et = self.E.T.tocsr()  # the Laplacian's scatter back to the rows
+        self._diff = self._mapped = self._last_D = None
+        self._UT = {}  # per block, the rows' transpose (contiguous), for project
 
     def blocks(self):
         """``(g, rows slice, edges slice)`` for every block."""
@@ -77,12 +74,21 @@ class PairGraph:
 
     def project(self, components, maps=None):
         """``Z`` (rows × max r): block ``g``'s rows times ``components[g]ᵀ``, zero-padded;
-        with ``maps``, the rows mapped first (block ``g``'s by ``maps[g]``)."""
-        U = self.U if maps is None else self.mapped(maps)
-        Z = np.zeros((len(U), max(len(Lg) for Lg in components)))
+        with ``maps``, the rows mapped first (block ``g``'s by ``maps[g]``). Each block as
+        ``(L_g U_gᵀ)ᵀ`` (a short, wide product: 1.7× faster than ``U_g L_gᵀ`` on digits)."""
+        UT = self._transposed(maps)
+        Z = np.zeros((len(self.U), max(len(Lg) for Lg in components)))
         for g, rows, _ in self.blocks():
-            Z[rows, : len(components[g])] = U[rows] @ components[g].T
+            Z[rows, : len(components[g])] = (components[g] @ UT[g]).T
         return Z
+
+    def _transposed(self, maps):
+        """Block ``g``'s rows of ``U`` (or of :meth:`mapped`) as a contiguous ``d × n_g``."""
+        key = maps is not None
+        if key not in self._UT:
+            U = self.mapped(maps) if key else self.U
+            self._UT[key] = [np.ascontiguousarray(U[rows].T) for _, rows, _ in self.blocks()]
+        return self._UT[key]
 
     def mapped(self, maps):
         """``U`` with block ``g``'s rows times ``maps[g]`` (made once: a graph belongs to
@@ -94,29 +100,34 @@ class PairGraph:
         return self._mapped
 
     def factor_distances(self, Z):
-        """``‖z_a − z_b‖²`` per edge (stacked order)."""
+        """``‖z_a − z_b‖²`` per edge (stacked order); the differences ``E Z`` are kept for
+        :meth:`factor_scatter` at the same ``Z``."""
         D = self.E @ Z
+        self._last_D = (Z, D)
         return np.einsum("ij,ij->i", D, D)
 
     def metric_distances(self, Ms):
         """``(u_a − u_b)ᵀ M^g (u_a − u_b)`` per edge (stacked order)."""
-        if self._diff is None:
-            self._diff = self.E @ self.U  # edges × d, only for the metric path
         Y = np.empty_like(self.U)
         for g, rows, _ in self.blocks():
             Y[rows] = self.U[rows] @ Ms[g]
-        return np.einsum("ij,ij->i", self.E @ Y, self._diff)
+        return np.einsum("ij,ij->i", self.E @ Y, self._differences())
 
-    def laplacian(self, w, V):
-        """``(deg − W)V`` for edge weights ``w`` (stacked order)."""
-        both = np.r_[w, w]
-        self.W.data[:] = np.bincount(self._slot, both, self.W.nnz)
-        deg = np.bincount(self._ends, both, len(self.U))
-        return deg[:, None] * V - self.W @ V
+    def _differences(self):
+        """``E U`` (edges × d), made once: only the metric path needs it."""
+        if self._diff is None:
+            self._diff = self.E @ self.U
+        return self._diff
+
+    def laplacian(self, w, V, D=None):
+        """``(deg − W)V = Eᵀ diag(w) E V`` for edge weights ``w`` (stacked order); ``D``:
+        ``E V`` if known."""
+        D = self.E @ V if D is None else D
+        return self.Et @ (w[:, None] * D)
 
     def scatter(self, w):
         """``[Σ_{p∈g} w_p δ_p δ_pᵀ]`` per block (``d × d``, symmetric)."""
-        R = self.laplacian(w, self.U)
+        R = self.laplacian(w, self.U, self._differences())
         out = []
         for _, rows, _ in self.blocks():
             H = self.U[rows].T @ R[rows]
@@ -127,5 +138,6 @@ class PairGraph:
         """``[L_g Σ_{p∈g} w_p δ_p δ_pᵀ]`` per block from ``Z`` (:meth:`project`) and the
         factors' row counts ``ranks`` (with ``maps``: in the mapped coordinates)."""
         U = self.U if maps is None else self.mapped(maps)
-        R = self.laplacian(w, Z)
+        last = self._last_D
+        R = self.laplacian(w, Z, last[1] if last is not None and last[0] is Z else None)
         return [R[rows, : ranks[g]].T @ U[rows] for g, rows, _ in self.blocks()]
