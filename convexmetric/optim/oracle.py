@@ -46,7 +46,7 @@ member                                what the drivers use it for
                                       ``None`` for the matrix (no ``LᵀL`` per evaluation)
 ``trial_rtol``                        the relative rounding of ``smooth``'s values (0: that
                                       of double precision); L-BFGS ends a stage at a step
-                                      whose decrease is within it (:mod:`.lbfgs`)
+                                      that searched long for a gain within it (:mod:`.lbfgs`)
 ====================================  ========================================================
 
 The staged driver has its own extension points, for the formulations that need them:
