@@ -49,10 +49,6 @@ STREAM_CAP = 4.0
 #: ``SINGLE_TOL`` on, on data of at least ``SINGLE_SIZE`` entries (smaller products gain
 #: nothing, and a toy instance then stops at its tolerance rather than 1e-6 below it)
 SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
-#: the relative rounding of those trial values (measured on the MNIST sample near the
-#: optimum: 1e-9 to 7e-9 of the value against double precision), for L-BFGS's end of a
-#: stage (:attr:`.oracle.ActiveSetOracle.trial_rtol`, :data:`convexmetric.optim.lbfgs.NOISY_GAIN`)
-TRIAL_RTOL = 1e-8
 #: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`);
 #: the checks at apparent convergence and every search of a refinement keep those with ``z >
 #: −WIDE_MEMO_MARGIN``, so that the next metrics, a trim or a few stages away, need a partial
