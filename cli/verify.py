@@ -123,6 +123,9 @@ def _check_preprocessing(model, Xtr):
 
 def _lines(r):
     verdict = "verified" if r["verified"] else f"NOT verified: {r['reason']}"
+    if r["verified"] and r["certified_gap"] > r["tol"]:  # an optimum at 0: see resolution
+        verdict += (f" (objective within its float64 resolution {r['resolution']:.3g} of "
+                    "the bound)")  # fmt: skip
     return [
         f"{r['estimator']} model {r['model']} on {r['instance']}: {verdict}",
         f"  objective {r['objective']:.10g} (stored {r['reported_objective']:.10g}), lower "

@@ -192,3 +192,53 @@ def test_uncertified_fit_has_nothing_to_verify():
     est = LMNN(refine=False).fit(X, y)
     with pytest.raises(VerificationError, match="no certificate"):
         verify(est, X, y)
+
+
+def test_an_optimum_at_zero_is_verified_to_its_resolution():
+    # unscaled wine under the RBF kernel: a metric separates the classes with no target
+    # distance left, so f* = 0, attained by a metric of norm ~1e9 whose float64 objective
+    # is rounding (eq14 by loops gives a few 1e-6 of either sign): the relative gap is 1
+    X, y = _split("wine")
+    est = KernelLMNN(kernel="rbf").fit(X, y)
+    report = verify(est, X, y)
+    assert est.result_.status == "optimal" and report.verified, report.reason
+    assert report.certified_gap > est.tol  # the relative gap says nothing here
+    assert 0 <= report.objective - report.lower_bound <= report.resolution
+    loops = eq14(est._K, y, est.targets_, est.mu, lambda b: est.A_)
+    assert abs(loops - report.objective) <= report.resolution
+    at_zero = eq14(est._K, y, est.targets_, est.mu, lambda b: 0 * est.A_)
+    assert report.resolution < 1e-6 * at_zero  # absolute, and tiny on the problem's scale
+    # the margins are met with room (a millionth of the metric is optimal too), not 1e-7
+    assert verify_fitted(_scaled(Fitted.from_estimator(est), 1e-6), X, y).verified
+    shrunk = verify_fitted(_scaled(Fitted.from_estimator(est), 1e-7), X, y)
+    assert not shrunk.verified and "certified gap" in shrunk.reason
+    assert shrunk.objective > 1e3 * shrunk.resolution
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_resolution_bounds_the_float64_error_of_eq14(seed):
+    # classes apart along one direction only, a metric of norm 1e8 along it (1e-6
+    # elsewhere), uncentred points: f is a few 1e-4, all of it pull, and its float64
+    # recomputation errs by about 1e-6; the same sums in extended precision must be within
+    # `resolution` of the verifier's, and `resolution` within 1e-6 of the problem's scale
+    rng = np.random.default_rng(seed)
+    n, d = 60, 5
+    Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
+    y = np.repeat([0, 1, 2], n // 3)
+    Z = rng.normal(size=(n, d))
+    Z[:, 0] = 3.0 * y
+    X = Z @ Q.T + 30.0
+    M = (Q * np.r_[1e8, np.full(d - 1, 1e-6)]) @ Q.T
+    T = np.array([np.flatnonzero((y == y[i]) & (np.arange(n) != i))[:2] for i in range(n)])
+    params = {**LMNN(k=2).get_params(), "n_passes": 2}  # (targets checked, not re-derived)
+    cert = {"kind": "lmnn", "F": np.nan, "lam": np.zeros(0)}
+    cert.update({key: np.zeros(0, np.int64) for key in "ijl"})
+    fitted = Fitted("LMNN", params, {"metric_": 0.5 * (M + M.T), "targets_": T}, cert, 0.0)
+    report = verify_fitted(fitted, X, y)
+    Ml = (0.5 * (M + M.T)).astype(np.longdouble)
+    exact = float(eq14(X.astype(np.longdouble), y, T, np.longdouble(0.5), lambda b: Ml))
+    assert 1e-4 < exact < 1e-3
+    assert abs(report.objective - exact) <= report.resolution
+    scale = eq14(X, y, T, 0.5, lambda b: 0 * M)  # f(0): every hinge at its margin
+    assert report.resolution < 1e-6 * scale
+    assert report.verified  # f* = 0 (the 1e-6 directions at 0): within the resolution

@@ -14,6 +14,12 @@ RANGE_RTOL = 1e-10
 #: the fitted metric's eigenvalues below this fraction of the largest are left out of
 #: its factor (a distance moves by at most that fraction)
 RANK_RTOL = 1e-15
+#: a distance ``D(a, b)`` evaluated here (``M ≈ LᵀL`` by a symmetric eigensolver,
+#: ``z = Lx`` formed, ``D`` from the differences or from ``‖z_a‖² + ‖z_b‖² − 2z_aᵀz_b``)
+#: is taken to err by at most ``RESOLUTION_UNITS·(d + 2)·u·‖M‖₂(‖x_a‖ + ‖x_b‖)²`` (``u``
+#: the unit roundoff): the eigensolver's backward error and the products' first-order
+#: rounding, each of order ``d·u`` times those norms
+RESOLUTION_UNITS = 4.0
 
 
 class Infeasible(Exception):
@@ -39,38 +45,52 @@ def factor(M):
     return (V[:, keep] * np.sqrt(w[keep])).T
 
 
-def objective(Zs, g, y, T, mu):
+def objective(Zs, g, y, T, mu, xn, norms):
     """Eq. (14) from ``Zs[c] = X L_cᵀ`` (``M_c = L_cᵀL_c``; the pair ``(a, b)`` under
-    ``M_{g[b]}``): float64 row blocks of one class against the points of the others.
+    ``M_{g[b]}``): float64 row blocks of one class against the points of the others;
+    ``(value, resolution)``.
 
     A hinge ``[1 + D(i, j) − D(i, l)]_+`` is positive only where ``D(i, l) < R_i`` with
     ``R_i = max_j D(i, j) + 1``: each block's distances are compared once with ``R_i``,
-    and the hinges are summed over the pairs below it."""
-    pull = push = 0.0
+    and the hinges are summed over the pairs below it. ``resolution`` bounds the value's
+    own float64 error (``xn``: the norms ``‖x_a‖``; ``norms``: ``‖M_c‖₂``): the error
+    :data:`RESOLUTION_UNITS` allows every target distance, and every hinge within its
+    two distances' error of positive."""
+    unit = RESOLUTION_UNITS * (Zs[0].shape[1] + 2) * np.finfo(np.float64).eps / 2
+    err = unit * np.asarray(norms, dtype=np.float64)  # per metric, times (‖x_a‖ + ‖x_b‖)²
+    pull = push = pull_err = push_err = 0.0
     sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
     for c in np.unique(y):
         rows_c = np.flatnonzero(y == c)
-        groups = []  # the impostor candidates by the metric of their pairs: (h, Z, ‖z‖²)
-        for h, Z in enumerate(Zs):
+        groups = []  # the impostor candidates by the metric of their pairs: (h, cols)
+        for h in range(len(Zs)):
             cols = np.flatnonzero((y != c) & (g == h))
             if len(cols):
-                groups.append((h, Z[cols], sq[h][cols]))
-        step = block_rows(max(sum(len(q) for _, _, q in groups), 1))
+                groups.append((h, cols))
+        step = block_rows(max(sum(len(q) for _, q in groups), 1))
         for s in range(0, len(rows_c), step):
             rows = rows_c[s : s + step]
             Dt = _target_distances(Zs, g, rows, T)
             pull += float(Dt.sum())  # a slot naming i itself adds D(i, i) = 0
-            Dt[T[rows] == rows[:, None]] = -np.inf  # ... and is no target: no hinge
-            reach = Dt.max(axis=1) + 1.0
-            for h, Zo, sqo in groups:
-                D = Zs[h][rows] @ Zo.T
+            pad = T[rows] == rows[:, None]
+            Et = err[g[T[rows]]] * (xn[rows, None] + xn[T[rows]]) ** 2
+            Et[pad] = 0.0  # D(i, i) = 0 exactly
+            pull_err += float(Et.sum())
+            Dt[pad] = -np.inf  # ... and is no target: no hinge
+            for h, cols in groups:
+                El_max = err[h] * (xn[rows] + xn[cols].max()) ** 2
+                reach = Dt.max(axis=1) + 1.0 + Et.max(axis=1) + El_max
+                D = Zs[h][rows] @ Zs[h][cols].T
                 D *= -2.0
-                D += sqo[None]
+                D += sq[h][cols][None]
                 D += sq[h][rows, None]
                 ii, ll = np.nonzero(D < reach[:, None])
                 H = 1.0 + Dt[ii] - D[ii, ll][:, None]  # (candidates, k)
                 push += float(H[H > 0].sum())
-    return (1 - mu) * pull + mu * push
+                E = Et[ii] + (err[h] * (xn[rows[ii]] + xn[cols[ll]]) ** 2)[:, None]
+                push_err += float(E[H > -E].sum())
+    value = (1 - mu) * pull + mu * push
+    return value, (1 - mu) * pull_err + mu * push_err
 
 
 def _target_distances(Zs, g, rows, T):

@@ -113,11 +113,19 @@ class Verification:
     reported_objective : float
         The objective the fit stored (compared, never trusted).
     verified : bool
-        The gap within ``tol`` and the reported objective equal to the recomputed one.
+        The gap within ``tol`` and the reported objective equal to the recomputed one
+        (to a relative tolerance); where the objective is within ``resolution`` of the
+        bound, both to that resolution instead.
     reason : str
         Why not verified ("" when verified).
     seconds : float
         Time of the verification.
+    resolution : float
+        The recomputed objective's own float64 error bound (absolute; 0 where the
+        formulation does not estimate it; a worst-case bound, far above the usual
+        error). It decides only where a relative gap says nothing: an optimum at 0 (a
+        separable problem) has ``certified_gap`` 1 at any positive rounding of its
+        objective, and is verified when ``objective − lower_bound ≤ resolution``.
     """
 
     kind: str
@@ -129,6 +137,7 @@ class Verification:
     verified: bool
     reason: str = ""
     seconds: float = 0.0
+    resolution: float = 0.0
 
     def summary(self) -> dict:
         """The report as a JSON-ready dict.
@@ -141,21 +150,27 @@ class Verification:
         return {k: (float(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def report(kind, objective, lower_bound, tol, reported, t0, objective_rtol=OBJECTIVE_RTOL):
+def report(kind, objective, lower_bound, tol, reported, t0, objective_rtol=OBJECTIVE_RTOL,
+           resolution=0.0):  # fmt: skip
     """A :class:`Verification` from the recomputed numbers (``t0``: ``perf_counter`` at
     start; ``objective_rtol``: how far the stored objective may be from the recomputed one,
-    :data:`OBJECTIVE_RTOL` unless the formulation says why its recomputation is coarser)."""
-    objective, lower_bound = float(objective), float(lower_bound)
+    :data:`OBJECTIVE_RTOL` unless the formulation says why its recomputation is coarser;
+    ``resolution``: the recomputed objective's absolute float64 error bound)."""
+    objective, lower_bound, resolution = float(objective), float(lower_bound), float(resolution)
     reasons = []
     try:
         gap = certified_gap(objective, lower_bound)
     except CertificateError as exc:
         gap, reasons = float("inf"), [f"broken certificate: {exc}"]
-    if not reasons and not gap <= tol:
+    # within its resolution of the bound (an optimum at 0), the objective is known to
+    # that resolution only: neither the relative gap nor a relative comparison decides
+    near = not reasons and objective - lower_bound <= resolution
+    if not reasons and not (gap <= tol or near):
         reasons.append(f"certified gap {gap:.3g} above tol {tol:g}")
     scale = max(abs(objective), 1e-12)
-    if abs(float(reported) - objective) > objective_rtol * scale:
+    if abs(float(reported) - objective) > objective_rtol * scale + (resolution if near else 0.0):
         stored = float(reported)
         reasons.append(f"stored objective {stored!r} differs from the data's {objective!r}")
     return Verification(kind, objective, lower_bound, gap, float(tol), float(reported),
-                        not reasons, "; ".join(reasons), time.perf_counter() - t0)  # fmt: skip
+                        not reasons, "; ".join(reasons), time.perf_counter() - t0,
+                        resolution)  # fmt: skip

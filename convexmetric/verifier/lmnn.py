@@ -19,6 +19,15 @@ differences of the triplets with ``λ_t > 0`` lie in that range). Since
 takes ``F = max(F_certificate, f(M_fitted))`` (an upper bound on ``f*`` whatever the
 certificate says) and the larger of the two bounds.
 
+**Resolution.** The objective is recomputed on centred points (distances do not move)
+with :data:`._eq14.RESOLUTION_UNITS` bounding each distance's float64 error by
+``‖M‖₂(‖x̃_a‖ + ‖x̃_b‖)²`` times ``(d + 2)`` unit roundoffs. Their sum over the target
+distances and the hinges within their error of positive is the report's ``resolution``.
+It decides where the relative gap cannot: at an optimum of 0 (a metric separating the
+classes with no target distance left, reached by a metric of large norm) the objective
+of any stored matrix is rounding, and the model is verified when ``f − bound`` and the
+stored objective's difference are within that resolution.
+
 **Certificates** (``result_.certificate``; indices int32, or int64 past 2³¹ points):
 
 ============  ==========  ===============================================================
@@ -146,15 +155,20 @@ def _check(kind, fitted, X, y, T, Ms, g, t0, range_rtol=None, kernel=False):
     ``X``, and the certificate's bound."""
     mu, tol = float(fitted.params["mu"]), float(fitted.params.get("tol", 1e-4))
     try:
-        objective = E.objective([X @ E.factor(M).T for M in Ms], g, y, T, mu)
+        Ls = [E.factor(M) for M in Ms]
     except Infeasible as exc:
         return _refused(kind, np.inf, tol, fitted.objective, t0, str(exc))
+    norms = [float((L**2).sum(axis=1).max(initial=0.0)) for L in Ls]  # ‖M‖₂ = λ_max
+    Xc = X - X.mean(axis=0)  # distances do not move; their rounding shrinks to the spread's
+    xn = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
+    objective, resolution = E.objective([Xc @ L.T for L in Ls], g, y, T, mu, xn, norms)
     try:
         bound = E.bound(X, y, T, mu, fitted.certificate, objective, g, len(Ms), range_rtol)
     except Infeasible as exc:
         return _refused(kind, objective, tol, fitted.objective, t0, str(exc))
     rtol = KERNEL_OBJECTIVE_SHARE * tol if kernel else OBJECTIVE_RTOL
-    return report(kind, objective, bound, tol, fitted.objective, t0, max(rtol, OBJECTIVE_RTOL))
+    return report(kind, objective, bound, tol, fitted.objective, t0, max(rtol, OBJECTIVE_RTOL),
+                  resolution)  # fmt: skip
 
 
 def _refused(kind, objective, tol, reported, t0, why):
