@@ -28,6 +28,11 @@ from .xp import (
 BYTES_PER_BLOCK_CELL = 16
 #: the part of a memory budget that sizes the blocks, at most (bytes)
 BLOCK_BUDGET = 1 << 30
+#: rows of one block, at most: a block's product packs its ``n × d`` operand once per
+#: call, so rows below about 140 cost time (240,000 points: a full check 33% slower at 69
+#: rows than at 139), while rows above 300 only hold memory (60,000 points: 288 rows
+#: against 559, the fit 6–10% faster and its peak 0.06–0.08 GiB lower; benchmarks/TUNING.md)
+MAX_BLOCK_ROWS = 288
 
 
 class StreamData(NamedTuple):
@@ -51,7 +56,7 @@ def plan_blocks(n, d, k, memory_limit):
     memory_limit = min(memory_limit, BLOCK_BUDGET)
     rows = int(memory_limit // 2 // (BYTES_PER_BLOCK_CELL * max(n, 1)))
     chunk = int(memory_limit // 8 // (8 * (2 * d + 6 * k + 8)))
-    return max(8, min(rows, 1024)), max(256, min(chunk, 1 << 18))
+    return max(8, min(rows, MAX_BLOCK_ROWS)), max(256, min(chunk, 1 << 18))
 
 
 def row_blocks(y, block_rows):
