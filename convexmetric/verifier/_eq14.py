@@ -62,12 +62,12 @@ def objective(Zs, g, y, T, mu, xn, norms):
     sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
     for c in np.unique(y):
         rows_c = np.flatnonzero(y == c)
-        groups = []  # the impostor candidates by the metric of their pairs: (h, cols)
+        groups = []  # the impostor candidates by the metric of their pairs: (h, Z, ‖z‖², ‖x‖)
         for h in range(len(Zs)):
             cols = np.flatnonzero((y != c) & (g == h))
             if len(cols):
-                groups.append((h, cols))
-        step = block_rows(max(sum(len(q) for _, q in groups), 1))
+                groups.append((h, Zs[h][cols], sq[h][cols], xn[cols]))
+        step = block_rows(max(sum(len(q) for _, _, q, _ in groups), 1))
         for s in range(0, len(rows_c), step):
             rows = rows_c[s : s + step]
             Dt = _target_distances(Zs, g, rows, T)
@@ -77,17 +77,17 @@ def objective(Zs, g, y, T, mu, xn, norms):
             Et[pad] = 0.0  # D(i, i) = 0 exactly
             pull_err += float(Et.sum())
             Dt[pad] = -np.inf  # ... and is no target: no hinge
-            for h, cols in groups:
-                El_max = err[h] * (xn[rows] + xn[cols].max()) ** 2
+            for h, Zo, sqo, xno in groups:
+                El_max = err[h] * (xn[rows] + xno.max()) ** 2
                 reach = Dt.max(axis=1) + 1.0 + Et.max(axis=1) + El_max
-                D = Zs[h][rows] @ Zs[h][cols].T
+                D = Zs[h][rows] @ Zo.T
                 D *= -2.0
-                D += sq[h][cols][None]
+                D += sqo[None]
                 D += sq[h][rows, None]
                 ii, ll = np.nonzero(D < reach[:, None])
                 H = 1.0 + Dt[ii] - D[ii, ll][:, None]  # (candidates, k)
                 push += float(H[H > 0].sum())
-                E = Et[ii] + (err[h] * (xn[rows[ii]] + xn[cols[ll]]) ** 2)[:, None]
+                E = Et[ii] + (err[h] * (xn[rows[ii]] + xno[ll]) ** 2)[:, None]
                 push_err += float(E[H > -E].sum())
     value = (1 - mu) * pull + mu * push
     return value, (1 - mu) * pull_err + mu * push_err
