@@ -20,7 +20,9 @@ def components_from_metric(M):
 
 
 #: bytes of one chunk's gathered rows in :func:`row_distances` and :func:`target_distances`
-CHUNK_BYTES = 1 << 18
+#: (at 8 bytes an entry). 1 MiB over 256 KiB: a chunk's NumPy calls hold the GIL, and with
+#: 256 KiB two lanes ran slower than one (measurements: ``benchmarks/TUNING.md``)
+CHUNK_BYTES = 1 << 20
 
 
 def _chunk_rows(Z, chunk):
@@ -58,7 +60,7 @@ def target_distances(Z, T, chunk=None, threads=1):
     def body(s, e):
         Zc = Z[s:e]
         for q in range(k):
-            diff = Z[T[s:e, q]]
+            diff = np.take(Z, T[s:e, q], axis=0)  # (faster than Z[T[s:e, q]], same rows)
             diff -= Zc  # the negated difference: the same squares
             out[s:e, q] = np.einsum("ij,ij->i", diff, diff)
 
@@ -69,14 +71,14 @@ def target_distances(Z, T, chunk=None, threads=1):
 def row_distances(Z, a, b, chunk=None, threads=1):
     """``‖z_a − z_b‖²`` for every pair ``(a_t, b_t)`` of rows of ``Z``, in chunks.
 
-    A chunk's gathered rows fill :data:`CHUNK_BYTES` (256 KiB: they stay in the core's
+    A chunk's gathered rows fill :data:`CHUNK_BYTES` (1 MiB: they stay in the core's
     cache, and the temporaries stay small at any list length). Every value is the same
     whatever the chunk, and whatever the ``threads`` sharing the chunks (:func:`in_lanes`)."""
     out = np.empty(len(a))
 
     def body(s, e):
-        diff = Z[a[s:e]]
-        diff -= Z[b[s:e]]
+        diff = np.take(Z, a[s:e], axis=0)  # (faster than Z[a[s:e]], same rows)
+        diff -= np.take(Z, b[s:e], axis=0)
         out[s:e] = np.einsum("ij,ij->i", diff, diff)
 
     in_lanes(len(a), _chunk_rows(Z, chunk), threads, body)
