@@ -86,6 +86,7 @@ class Projection(NamedTuple):
     ranges: dict  #: class → (first, end) of its rows in ``order``
     scale: float  #: ``max ‖z‖² + 1``
     Dt: object  #: (n, k) exact target distances ``‖z_i − z_j‖²`` (``−inf``: padding)
+    reach: object  #: (n,) ``max_j Dt[i, j]``: once per projection, not per block (below)
     labels: np.ndarray  #: host labels (a block's class is ``labels[rows[0]]``)
 
 
@@ -176,4 +177,7 @@ def _projection(data, L):
     ranges = {ys[a].item(): (int(a), int(e)) for a, e in zip(starts, ends)}
     Dt = mask_padding(xp, target_distances(xp, Z, T), T)  # padded slots: no hinge, no radius
     scale = float(xp.max(sq)) + 1.0 if sq.shape[0] else 1.0
-    return Projection(X, np.array(L, copy=True), Z, sq, order, ranges, scale, Dt, labels)
+    # a full check's every block reads all rows' radii: its max over the k columns per block
+    # cost 11 ms of 240,000 rows each, 19% of the 240,000-point fit's block work
+    reach = xp.max(Dt, axis=1)
+    return Projection(X, np.array(L, copy=True), Z, sq, order, ranges, scale, Dt, reach, labels)

@@ -67,7 +67,7 @@ def _pairs(rows, data, L, rtol, margin, ws, stale=None):
     if cols.shape[0] == 0:
         e = empty_int(xp, P.Z)
         return e, e
-    wide = (xp.max(P.Dt, axis=1) + (1.0 + margin)) * (1 + rtol) + rtol * S.scale
+    wide = (P.reach + (1.0 + margin)) * (1 + rtol) + rtol * S.scale
     rows = to_device(rows, P.Z)
     rows = take(xp, rows, argsort_stable(xp, take(xp, wide, rows)))
     half = astype(xp, -0.5 * wide, xp.float32)
