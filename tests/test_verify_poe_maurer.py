@@ -191,7 +191,7 @@ def test_pairs_drawn_without_a_seed_are_checked_from_the_fits_own_pairs(verified
 
     X, y = _maurer_data()
     # unseeded, so every run draws other pairs: at the default tol (1e-6) about 1 draw in
-    # 110 stops at a gap of 1e-6 to 8e-6 (25 of 2,800 seeds); at 1e-4, 3,000 of 3,000 certify
+    # 110 stops at a gap of 8e-7 to 8e-6 (25 of 2,800 seeds); at 1e-4, 3,000 of 3,000 certify
     est = OperatorSimilarity(reg_weight=0.05, solver="subgradient", n_pairs=60, tol=1e-4)
     est.fit(X, y)
     assert est.result_.status == "optimal"

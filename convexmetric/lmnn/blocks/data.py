@@ -86,7 +86,7 @@ class Projection(NamedTuple):
     ranges: dict  #: class → (first, end) of its rows in ``order``
     scale: float  #: ``max ‖z‖² + 1``
     Dt: object  #: (n, k) exact target distances ``‖z_i − z_j‖²`` (``−inf``: padding)
-    reach: object  #: (n,) ``max_j Dt[i, j]``: once per projection, not per block (below)
+    reach: object  #: (n,) ``max_j Dt[i, j]``: once per projection, not per block (_projection)
     labels: np.ndarray  #: host labels (a block's class is ``labels[rows[0]]``)
 
 
