@@ -39,6 +39,8 @@ from ...optim import trace_ascent
 #: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) runs from the
 #: supergradient ascent's result when its gap is within this multiple of ``tol``
 SOFT_WINDOW = 5.0
+#: the ascent frees the multipliers of the triplets within this of the kink (``|z| < τ``)
+TAU = 0.01
 
 
 class RangeCertificate:
@@ -90,7 +92,7 @@ class RangeCertificate:
         z = self.base.hinge_arguments(Ms)
         return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0), z
 
-    def ascend(self, lam, z, F, tau=0.03, iterations=40, tol=None):
+    def ascend(self, lam, z, F, tau=TAU, iterations=40, tol=None):
         """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascent
         (:mod:`convexmetric.optim.trace_ascent`) over the triplets near the kink
         (``|z| < τ``, impostor difference in range), all blocks at once in the coordinates
