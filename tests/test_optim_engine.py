@@ -304,3 +304,82 @@ def test_the_staged_run_escapes_a_rank_one_saddle_and_certifies(max_escapes):
     assert res.status == "optimal" and res.certified_gap <= 1e-8
     assert np.allclose(M, np.diag([1.0, 2.0, 0.0]), atol=1e-4)
     assert res.lower_bound <= 0.5 + 1e-12 and abs(res.objective - 0.5) <= 1e-8
+
+
+class Stale(Oracle, StageHooks):
+    """The toy SVM whose smoothed model sees only its listed rows (an active list), as
+    LMNN's list-only stages do: thirty short rows along ``+e₁`` listed at the start,
+    twenty long ones along ``−e₁`` not listed until the first check, before the second
+    stage. The first stage's model pulls ``x`` to about ``5e₁``, where each unlisted hinge
+    is about 26: its exact objective ends about ten times above the start's (50)."""
+
+    def __init__(self):
+        self.A = np.r_[np.tile([0.2, 0.0], (30, 1)), np.tile([-5.0, 0.05], (20, 1))]
+        self.listed = np.arange(len(self.A)) < 30
+        self.center = np.zeros(len(self.A))
+
+    def _lam(self, x, sigma):
+        lam = np.clip(self.center + (1.0 - self.A @ x) / sigma, 0.0, 1.0)
+        return np.where(self.listed, lam, 0.0)
+
+    def smooth(self, x, sigma, grad=True):
+        z, lam = 1.0 - self.A @ x, self._lam(x, sigma)
+        phi = np.where(self.listed, lam * z - 0.5 * sigma * (lam - self.center) ** 2, 0.0)
+        f = 0.5 * x @ x + float(phi.sum())
+        return (f, x - self.A.T @ lam) if grad else f
+
+    def objective(self, x):
+        return 0.5 * float(x @ x) + float(np.maximum(1.0 - self.A @ x, 0.0).sum())
+
+    def bound(self, stage):  # the SVM's dual at the listed multipliers (0 elsewhere)
+        lam = self._lam(stage.x, stage.sigma)
+        v = self.A.T @ lam
+        return float(lam.sum() - 0.5 * v @ v)
+
+    def recenter(self, x, sigma, components=None):
+        self.center = self._lam(x, sigma)
+
+    def check(self, x, components=None):
+        return not np.any(~self.listed & (1.0 - self.A @ x > 0))
+
+    def begin_stage(self, x, index, components=None):
+        if index > 0:  # a full check: the rows near violation, and those the centre weighs
+            self.listed = (1.0 - self.A @ x > -0.1) | (self.center > 0)
+            self.center = np.where(self.listed, self.center, 0.0)
+
+
+def svm_optimum(A):
+    x = cp.Variable(A.shape[1])
+    prob = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(x) + cp.sum(cp.pos(1 - A @ x))))
+    prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    return prob.value
+
+
+@pytest.mark.parametrize("backoff", [None, 2.0, 4.0])
+def test_a_stage_that_runs_off_its_stale_list_ends_backed_off(backoff):
+    """The first stage runs off to about ten times the start's objective; backed off, it
+    ends at a halving of its step within ``backoff``·best. (With 8, just above
+    the halving to 5.4 times, this toy's list, which drops every slack row, then takes
+    turns between two stale lists for as long as it may run: a property of the list, which
+    its other starts do not meet, and not of the back-off; the multi-metric solver's stalls
+    end such a run and its convex polish takes over.)"""
+    oracle = Stale()
+    f_star = svm_optimum(oracle.A)
+    res = run_stages(oracle, np.zeros(2), LBFGS(),
+                     stages(sigma_factor=1.0, backoff=backoff, gap_tol=1e-7))  # fmt: skip
+    f0, f1 = res.history[:2]  # the start, the first stage's end
+    if backoff is None:
+        assert f1 > 8 * f0 and "backoffs" not in res.info  # the run-off, as it is
+    else:  # the first halving of its step within backoff·best, and counted
+        assert f1 <= backoff * f0 and f1 != f0 and res.info["backoffs"] == 1
+    # either way the run goes on to the certified optimum
+    assert res.status == "optimal" and res.lower_bound <= f_star * (1 + 1e-7)
+    assert res.objective == pytest.approx(f_star, rel=1e-6)
+
+
+def test_backoff_changes_nothing_when_no_stage_runs_off():
+    plain = run_stages(SVM(A), np.zeros(5), LBFGS(), stages())
+    guarded = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(backoff=1.5))
+    assert guarded.history == plain.history and "backoffs" not in guarded.info
+    assert np.array_equal(guarded.matrix, plain.matrix)

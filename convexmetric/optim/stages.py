@@ -30,6 +30,17 @@ This is the engine's one escape path (POE's factored solver, LMNN's refinement).
 formulation with a convex fallback (FISTA on ``M``, which cannot stall at a non-optimal
 point) runs it as its own last stage when the gap stays open.
 
+**Run-offs.** An inner method that minimises an oracle's *model* (an active list that is
+searched only between stages) can run far off once the model goes stale: the stage's
+exact objective then ends many times above the best. With ``backoff`` the stage ends
+instead at the first point ``x₀ + 2⁻ᵏ(x − x₀)`` (``x₀`` its start, ``x`` its end) whose
+exact objective is within ``backoff``·best, so the next check lists the terms near that
+point rather than the far larger list of the run-off's (``info["backoffs"]``: 1). Once per
+run: a milder run-off is kept, and so is every later one, as without ``backoff`` (the
+terms a run-off finds are the walls the next stage needs; a toy whose list drops every
+slack term otherwise alternated between backed-off and run-off stages without end,
+``tests/test_optim_engine.py``).
+
 Otherwise the prox centre moves to the stage's multipliers (:meth:`~.Oracle.recenter`,
 an augmented-Lagrangian step that removes the smoothing bias at a *fixed* σ) and σ is
 updated: ``σ ← max(σ·sigma_factor, sigma_min)`` (continuation when ``sigma_factor < 1``),
@@ -72,6 +83,10 @@ class StageSettings:
     max_evaluations: int | None = None  #: smoothed evaluations at most (None: no cap)
     max_iterations: int | None = None  #: inner iterations at most, over all stages (None: no cap)
     recenter: bool = True  #: move the prox centre between stages
+    #: the run's first stage whose exact objective ends above ``backoff``·best (a run-off)
+    #: ends at a point backed off towards its start, at most :data:`BACKOFF_HALVINGS`
+    #: halvings (None: never; the module docstring)
+    backoff: float | None = None
     max_escapes: int | None = None  #: escapes along negative curvature at most (None: no cap)
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
@@ -87,6 +102,10 @@ class Counts:
     cap: int | None = None  #: the run's evaluation cap (``max_evaluations``)
     stages: int = 0
     notes: dict = field(default_factory=dict)
+
+
+#: halvings of a run-off stage's step at most (``StageSettings.backoff``): ``2⁻⁸`` of it
+BACKOFF_HALVINGS = 8
 
 
 def _budget(s, index):
@@ -165,12 +184,12 @@ class _Run:
         s, oracle, hooks, counts = self.s, self.oracle, self.hooks, self.counts
         moved = hooks.begin_stage(self.x, self.index)
         self.x = self.x if moved is None else moved
+        guard = s.backoff is not None and not counts.notes.get("backoffs")
+        start = vectors.copy(self.x) if guard else None
         factor, budget = hooks.stage_plan(s.sigma_factor, self._budget())
         self.x, stopped = self.inner.run(oracle, self.x, self.sigma, budget, self.clock, counts)
-        settled = hooks.end_stage(self.x)
-        self.x = self.x if settled is None else settled
+        f = self._settle(start, self.x)
         counts.stages += 1
-        f = float(oracle.objective(self.x))
         self.history.append(f)
         counts_stall = self.index > 0 and budget >= s.stage_iter
         little = self.best_f - f <= s.rtol * max(abs(self.best_f), 1e-12)
@@ -183,6 +202,26 @@ class _Run:
         if stopped or (s.callback is not None and s.callback(counts.evaluations, f, self.sigma)):
             return "user_limit"
         return self._cap() or self._next(factor)
+
+    def _settle(self, start, end):
+        """Set the stage's end point, the hooks' :meth:`~.StageHooks.end_stage` of ``end``
+        (or, after a run-off, of a point backed off towards ``start``: the module
+        docstring), and return its exact objective."""
+        oracle, limit = self.oracle, None
+        if start is not None and np.isfinite(self.best_f):
+            limit = self.best_f + (self.s.backoff - 1.0) * max(abs(self.best_f), 1e-12)
+        t = 1.0
+        for _ in range(BACKOFF_HALVINGS + 1):
+            x = end if t == 1.0 else vectors.axpy(start, t, vectors.sub(end, start))
+            settled = self.hooks.end_stage(x)
+            self.x = x if settled is None else settled
+            f = float(oracle.objective(self.x))
+            if limit is None or f <= limit or self.clock.expired():
+                break
+            t *= 0.5
+        if t < 1.0:
+            self.counts.notes["backoffs"] = 1
+        return f
 
     def _budget(self):
         s, n = self.s, _budget(self.s, self.index)
