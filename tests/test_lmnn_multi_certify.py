@@ -289,3 +289,9 @@ def test_the_whitened_bound_passes_the_ascent_flag_through(exact, monkeypatch):
     w.lower_bound(w.from_original(Ms), 0.03, F, ascend=False)
     w.lower_bound(w.from_original(Ms), 0.03, F)
     assert seen == [False, True]
+
+
+def test_a_backoff_override_at_or_below_one_is_refused():
+    X, y, T = instance(per_class=4)
+    with pytest.raises(ValueError, match="'backoff' parameter of StageSettings"):
+        SM.solve(X, y, T, 0.5, y, 3, refine_settings={"backoff": 1.0})

@@ -383,3 +383,9 @@ def test_backoff_changes_nothing_when_no_stage_runs_off():
     guarded = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(backoff=1.5))
     assert guarded.history == plain.history and "backoffs" not in guarded.info
     assert np.array_equal(guarded.matrix, plain.matrix)
+
+
+@pytest.mark.parametrize("backoff", [1.0, 0.5, -2.0, float("nan"), float("inf"), "8", True])
+def test_backoff_must_be_a_finite_float_above_one(backoff):
+    with pytest.raises(ValueError, match="'backoff' parameter of StageSettings"):
+        StageSettings(backoff=backoff)

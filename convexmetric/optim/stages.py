@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._validation import check_scalar
 from ..progress import notify
 from ..result import SolveResult, certified_gap
 from . import vectors
@@ -91,6 +92,11 @@ class StageSettings:
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
     name: str = "staged"  #: the ``solver`` name of the result
+
+    def __post_init__(self):
+        if self.backoff is not None:  # a limit at or below best backs off every stage
+            self.backoff = check_scalar(self.backoff, "backoff", float, min_val=1.0,
+                                        closed="neither", owner="StageSettings")  # fmt: skip
 
 
 @dataclass
