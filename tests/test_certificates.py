@@ -64,6 +64,29 @@ def test_any_dual_point_gives_a_valid_bound(solved):
         assert D.dual_bound(alpha, U, c, b, mu, reg, f_upper=2 * val) <= val * (1 + 1e-9)
 
 
+def test_far_from_the_optimum_only_the_ladder_runs(solved, monkeypatch):
+    """A ladder gap above ``polish_gap``: no stationarity fit, no polish (the bound is the
+    ladder's); with ``polish_gap=None`` they run, and the bound is at least as high."""
+    U, r, reg, gneg, A, val = solved
+    far = 50.0 * A + np.eye(len(A))  # far above the optimum
+    z = P.hinge_arguments(P.quadratic_forms(far, U), r, 1.0, gneg)
+    f = P.objective(far, U, r, LAM, 1.0, gneg, reg)
+    c, b, mu = D._data(r, LAM, 1.0, gneg)
+    ladder, how, _ = D._ladder(z, (U, c, b, mu, reg, f), D.CertifySettings())
+    assert (f - ladder) / f > D.CertifySettings().polish_gap  # the case under test
+    full, _ = D.certify(z, U, r, LAM, 1.0, gneg, reg, f_upper=f, A=far,
+                        settings=D.CertifySettings(polish_gap=None))  # fmt: skip
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the polish ran at a point far from the optimum")
+
+    monkeypatch.setattr(D, "_kkt_fit", refuse)
+    monkeypatch.setattr(D, "_polish_sets", refuse)
+    lb, info = D.certify(z, U, r, LAM, 1.0, gneg, reg, f_upper=f, A=far)
+    assert lb == ladder and info["method"] == how
+    assert ladder <= full <= val * (1 + 1e-7)
+
+
 @pytest.mark.parametrize("solver", ["subgradient", "subgradient+smoothing", "sgd"])
 def test_solver_bound_below_the_optimum_and_status_honest(solved, solver):
     args, val = _args(solved), solved[-1]

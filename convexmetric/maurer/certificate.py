@@ -39,7 +39,10 @@ pairs") may take any value in ``[0, 1/m]``, and the subgradient alone leaves the
 undetermined. The Huber-smoothed hinge with width ``σ`` has the exact dual
 ``α_i = clip(z_i/σ, 0, 1)/m`` (``h_σ(z) = max_{a∈[0,1]} az − σa²/2``), which is dual
 optimal for the smoothed problem at its minimiser and therefore within ``σ/2`` of
-optimal for eq. (5). Three stages, each certified exactly and the best kept:
+optimal for eq. (5). Three stages, each certified exactly and the best kept (the
+second and third only when the first leaves a certified gap within
+``CertifySettings.polish_gap``: far from the optimum they cost many eigendecompositions
+and gain next to nothing):
 
 1. *ladder*: ``α_σ`` for a geometric ladder of widths spanning the spread of ``|z|``
    (plus the smoothing solver's own ``σ``) and the plain subgradient ``σ → 0``;
@@ -73,6 +76,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..problems.maurer import margins
+from ..result import certified_gap
 
 __all__ = ["BestDual", "certify", "dual_bound"]
 
@@ -102,17 +106,21 @@ def _data(r, lam, gamma, gamma_neg):
 
 
 def _violation(G, regularizer):
-    """``ν``: ``‖[G]₋‖₂`` (HS) or ``max(0, −λ_min G)`` (trace), with the eigenpairs."""
-    w, E = np.linalg.eigh(0.5 * (G + G.T))
+    """``ν``: ``‖[G]₋‖₂`` (HS) or ``max(0, −λ_min G)`` (trace), from the eigenvalues."""
+    w = np.linalg.eigvalsh(0.5 * (G + G.T))
     if regularizer == "trace":
-        return max(0.0, -float(w[0])), w, E
-    return float(np.sqrt(np.sum(np.minimum(w, 0.0) ** 2))), w, E
+        return max(0.0, -float(w[0]))
+    return float(np.sqrt(np.sum(np.minimum(w, 0.0) ** 2)))
 
 
 def dual_bound(alpha, U, c, b, mu, regularizer, f_upper):
-    """Certified lower bound from an ``α`` in ``[0, 1/m]^m`` (module doc, items 1 and 2)."""
-    G = (U.T * (alpha * c)) @ U
-    nu = _violation(G, regularizer)[0]
+    """Certified lower bound from an ``α`` in ``[0, 1/m]^m`` (module doc, items 1 and 2).
+
+    ``G(α)`` sums over the pairs with ``α_i ≠ 0`` only (a zero term adds nothing)."""
+    on = np.flatnonzero(alpha)
+    Uo = U[on]
+    G = (Uo.T * (alpha[on] * c[on])) @ Uo
+    nu = _violation(G, regularizer)
     val = float(b @ alpha)
     scaled = max(0.0, min(1.0, mu / nu) * val) if nu > 0 else max(0.0, val)
     restricted = val - (f_upper / mu) * max(0.0, nu - mu) if mu > 0 else -np.inf
@@ -272,6 +280,12 @@ class CertifySettings:
     #: ``max_polish`` of them, the smallest ``|z_i|``); wide sets recover the dual at
     #: points far from optimal (an SGD iterate), narrow ones are cheap
     polish_widths: tuple = (1e-4, 1e-2, 0.1, 0.3)
+    #: the stationarity fit and the polish run only when the ladder's certified relative
+    #: gap is at most this (None: always). From SGD's end points the polish brings a gap
+    #: of 0.10–0.13 down to 1e-4–2e-2, but one of 0.79 only to 0.73, and 0.975 and
+    #: 0.995 not at all, for 20–46 s against the ladder's 3–4 s with a kernel of 901
+    #: points (measurements: ``benchmarks/TUNING.md``)
+    polish_gap: float | None = 0.5
 
 
 def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_upper, A=None,
@@ -312,7 +326,8 @@ def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_uppe
     c, b, mu = _data(r, lam, gamma, gamma_neg)
     dual = (U, c, b, mu, regularizer, f_upper)
     best, how, best_alpha = _ladder(z, dual, s)
-    if mu <= 0:
+    far = s.polish_gap is not None and certified_gap(f_upper, best) > s.polish_gap
+    if mu <= 0 or far:
         return best, {"method": how, "alpha": best_alpha}
     if A is not None:
         deltas = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)

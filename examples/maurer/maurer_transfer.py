@@ -72,9 +72,8 @@ def experiment(rotate, scale, steps, n_pairs=20000, seed=0, copies=2, keep=None)
     Xte, yte = transformed_digits(rotate=rotate, scale=scale, digits=TEST, random_state=seed + 1)
     pairs = balanced_pairs(Xtr, ytr, n_pairs, random_state=seed)
     t0 = time.perf_counter()
-    model = OperatorSimilarity(
-        kernel="maurer", lam=0.005, gamma=1.0, learning_rate=0.01, max_iter=steps, random_state=seed
-    ).fit(pairs)
+    settings = dict(reg_weight=0.005, margin=1.0, learning_rate=0.01, max_iter=steps)
+    model = OperatorSimilarity(kernel="maurer", random_state=seed, **settings).fit(pairs)
     seconds = time.perf_counter() - t0
     hpca = HyperbolicPCA(n_components=10, c=2.0, kernel="maurer").fit(pairs)
     test_pairs = balanced_pairs(Xte, yte, 5000, random_state=seed + 1)
