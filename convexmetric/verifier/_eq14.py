@@ -47,17 +47,30 @@ def factor(M):
 
 def objective(Zs, g, y, T, mu, xn, norms):
     """Eq. (14) from ``Zs[c] = X L_cᵀ`` (``M_c = L_cᵀL_c``; the pair ``(a, b)`` under
-    ``M_{g[b]}``): float64 row blocks of one class against the points of the others;
-    ``(value, resolution)``.
+    ``M_{g[b]}``) by float64 row blocks; ``(value, resolution)``.
 
     A hinge ``[1 + D(i, j) − D(i, l)]_+`` is positive only where ``D(i, l) < R_i`` with
-    ``R_i = max_j D(i, j) + 1``: each block's distances are compared once with ``R_i``,
-    and the hinges are summed over the pairs below it. ``resolution`` bounds the value's
-    own float64 error (``xn``: the norms ``‖x_a‖``; ``norms``: ``‖M_c‖₂``): the error
+    ``R_i = max_j D(i, j) + 1``: each block's distances are compared with ``R_i``, and
+    the hinges are summed over the pairs below it. ``resolution`` bounds the value's own
+    float64 error (``xn``: the norms ``‖x_a‖``; ``norms``: ``‖M_c‖₂``): the error
     :data:`RESOLUTION_UNITS` allows every target distance, and every hinge within its
-    two distances' error of positive."""
+    two distances' error of positive (``R_i`` is raised by the largest of these errors,
+    so that no such hinge is left out). One metric: :func:`_sums_symmetric`, each pair
+    of different classes formed once; several: :func:`_sums_by_class`."""
     unit = RESOLUTION_UNITS * (Zs[0].shape[1] + 2) * np.finfo(np.float64).eps / 2
     err = unit * np.asarray(norms, dtype=np.float64)  # per metric, times (‖x_a‖ + ‖x_b‖)²
+    if len(Zs) == 1:
+        pull, push, pull_err, push_err = _sums_symmetric(Zs, g, y, T, xn, float(err[0]))
+    else:
+        pull, push, pull_err, push_err = _sums_by_class(Zs, g, y, T, xn, err)
+    value = (1 - mu) * pull + mu * push
+    return value, (1 - mu) * pull_err + mu * push_err
+
+
+def _sums_by_class(Zs, g, y, T, xn, err):
+    """Eq. (14)'s pull, push and their errors under several metrics, where ``D(i, l)``
+    (under ``M_{g[l]}``) and ``D(l, i)`` (under ``M_{g[i]}``) differ: for each class,
+    its row blocks against the points of the other classes, grouped by their metric."""
     pull = push = pull_err = push_err = 0.0
     sq = [np.einsum("ij,ij->i", Z, Z) for Z in Zs]
     for c in np.unique(y):
@@ -85,12 +98,85 @@ def objective(Zs, g, y, T, mu, xn, norms):
                 D += sqo[None]
                 D += sq[h][rows, None]
                 ii, ll = np.nonzero(D < reach[:, None])
-                H = 1.0 + Dt[ii] - D[ii, ll][:, None]  # (candidates, k)
-                push += float(H[H > 0].sum())
-                E = Et[ii] + (err[h] * (xn[rows[ii]] + xno[ll]) ** 2)[:, None]
-                push_err += float(E[H > -E].sum())
-    value = (1 - mu) * pull + mu * push
-    return value, (1 - mu) * pull_err + mu * push_err
+                p, e = _hinges(Dt[ii], Et[ii], D[ii, ll], err[h] * (xn[rows[ii]] + xno[ll]) ** 2)
+                push, push_err = push + p, push_err + e
+    return pull, push, pull_err, push_err
+
+
+def _sums_symmetric(Zs, g, y, T, xn, err):
+    """Eq. (14)'s pull, push and their errors under one metric (error factor ``err``).
+
+    Here ``D(i, l) = D(l, i)``: the pair of ``i`` in class ``a`` and ``l`` in a class
+    ``b > a`` (in the order of ``np.unique(y)``) is formed once, in a row block of class
+    ``a`` against the points of the later classes, and gives the hinges of both
+    orientations: query ``i`` with impostor ``l`` where ``D < R_i``, query ``l`` with
+    impostor ``i`` where ``D < R_l`` (each with its own query's targets). Over the
+    classes ``a`` every differently labelled pair is met exactly once, so the hinge
+    terms are those of :func:`_sums_by_class`, each from the same float64 formula
+    ``‖z_i‖² + ‖z_l‖² − 2z_iᵀz_l``; only the order of the sums differs. ``R_p`` is that
+    path's reach: the query's own (:func:`_own_terms`)."""
+    Z = Zs[0]
+    cls = np.unique(y, return_inverse=True)[1].ravel()
+    Dt, Et, reach, pull, pull_err = _own_terms(Zs, g, cls, T, xn, err)
+    sq = np.einsum("ij,ij->i", Z, Z)
+    push = push_err = 0.0
+    for a in range(int(cls.max(initial=0))):  # the last class has no later one
+        rows_a, cols = np.flatnonzero(cls == a), np.flatnonzero(cls > a)
+        # −2 is exact in float64: Z_rows @ (−2Z_cols)ᵀ is −2·(Z_rows @ Z_colsᵀ) bit for
+        # bit, without a pass over the block to scale it
+        Zc, sqc, Rc = -2.0 * Z[cols], sq[cols][None], reach[cols][None]
+        step = block_rows(len(cols))
+        for s in range(0, len(rows_a), step):
+            rows = rows_a[s : s + step]
+            D = Z[rows] @ Zc.T
+            D += sqc
+            D += sq[rows, None]
+            # query i (class a) against impostor l, then query l against impostor i: a
+            # comparison each, its few hits found by flatnonzero (np.nonzero of a 2-d
+            # mask takes several times the comparison)
+            for query, other, hit in ((0, 1, D < reach[rows, None]), (1, 0, D < Rc)):
+                at = np.flatnonzero(hit)
+                pair = (rows[at // len(cols)], cols[at % len(cols)])
+                q, o = pair[query], pair[other]
+                p, e = _hinges(Dt[q], Et[q], D.ravel()[at], err * (xn[q] + xn[o]) ** 2)
+                push, push_err = push + p, push_err + e
+    return pull, push, pull_err, push_err
+
+
+def _own_terms(Zs, g, cls, T, xn, err):
+    """Each point's target distances ``Dt`` (``−inf`` at padding: no hinge), their errors
+    ``Et`` (0 at padding: ``D(i, i) = 0`` exactly), its reach and the pull sums, under
+    one metric: ``(Dt, Et, R, pull, pull_err)``, by row blocks. The reach is that of
+    :func:`_sums_by_class`, ``R_i = max_j D(i, j) + 1 + max_j Et(i, j) +
+    err·(‖x_i‖ + max_{y_l ≠ y_i} ‖x_l‖)²``: a hinge within its error of positive has
+    ``D(i, l) < 1 + D(i, j) + Et(i, j) + err·(‖x_i‖ + ‖x_l‖)² ≤ R_i``."""
+    n = len(cls)
+    Dt, Et = np.empty(T.shape), np.empty(T.shape)
+    pull = pull_err = 0.0
+    step = block_rows(Zs[0].shape[1])
+    for s in range(0, n, step):
+        rows = np.arange(s, min(s + step, n))
+        D = _target_distances(Zs, g, rows, T)
+        pull += float(D.sum())  # a slot naming i itself adds D(i, i) = 0
+        pad = T[rows] == rows[:, None]
+        E = err * (xn[rows, None] + xn[T[rows]]) ** 2
+        E[pad] = 0.0
+        pull_err += float(E.sum())
+        D[pad] = -np.inf
+        Dt[rows], Et[rows] = D, E
+    far = np.array([xn[cls != c].max(initial=0.0) for c in range(int(cls.max(initial=0)) + 1)])
+    reach = Dt.max(axis=1) + 1.0 + Et.max(axis=1) + err * (xn + far[cls]) ** 2
+    return Dt, Et, reach, pull, pull_err
+
+
+def _hinges(Dt, Et, D, El):
+    """The hinges ``[1 + D(i, j) − D(i, l)]_+`` of candidate pairs ``(i, l)`` (``D``:
+    ``D(i, l)``; ``Dt``, ``Et``: ``i``'s target distances and their errors, ``(m, k)``;
+    ``El``: the pair's error) and the errors of those within them of positive:
+    ``(Σ hinges, Σ errors)``."""
+    H = 1.0 + Dt - D[:, None]  # (candidates, k)
+    E = Et + El[:, None]
+    return float(H[H > 0].sum()), float(E[H > -E].sum())
 
 
 def _target_distances(Zs, g, rows, T):
