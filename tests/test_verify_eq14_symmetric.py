@@ -94,3 +94,65 @@ def test_one_metric_twice_is_one_metric(seed, rank, monkeypatch):
     one = _eq14.objective([Z], np.zeros(len(y), np.int64), y, T, 0.5, xn, [norm])
     two = _eq14.objective([Z, Z], g, y, T, 0.5, xn, [norm, norm])
     assert one == pytest.approx(two, rel=1e-12, abs=0)
+
+
+def plain_bound(X, T, mu, I, J, L, lam, g, F):
+    """The certificate's bound from its definition, one triplet at a time: per cluster
+    ``S_h = (1 − μ)P_h + μΣλ(C_ij[g(j)=h] − C_il[g(l)=h])``, ``ν`` the least generalised
+    eigenvalue of ``(S_h, (1 − μ)P_h)`` on the range of ``P_h``."""
+    n, k = T.shape
+    d = X.shape[1]
+    P, S = np.zeros((g.max() + 1, d, d)), np.zeros((g.max() + 1, d, d))
+    for i in range(n):
+        for j in T[i]:
+            P[g[j]] += np.outer(X[i] - X[j], X[i] - X[j])
+    for i, j, l, w in zip(I, J, L, lam):
+        S[g[j]] += w * np.outer(X[i] - X[j], X[i] - X[j])
+        S[g[l]] -= w * np.outer(X[i] - X[l], X[i] - X[l])
+    nu = np.inf
+    for Ph, Sh in zip(P, S):
+        w, V = np.linalg.eigh(Ph)
+        B = V[:, w > 1e-10 * w[-1]] / np.sqrt(w[w > 1e-10 * w[-1]])
+        A = B.T @ ((1 - mu) * Ph + mu * Sh) @ B / (1 - mu)
+        nu = min(nu, np.linalg.eigvalsh(0.5 * (A + A.T))[0])
+    total = mu * lam.sum()
+    return total if nu >= 0 else max(total / (1 - nu), total + nu * F)
+
+
+@pytest.mark.parametrize("clusters", [1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bound_is_the_triplet_by_triplet_one(seed, clusters, monkeypatch):
+    # the verifier scatters each distinct pair once, its multipliers summed (triplets
+    # share target pairs, and an impostor pair serves several targets): the same bound
+    # as the sum over the triplets one by one
+    monkeypatch.setattr(_eq14, "BLOCK_BYTES", 8 * 6 * 7)  # a few pairs a block
+    rng = np.random.default_rng(seed)
+    Z, y, T, _, _ = _problem(seed, 6)
+    X = Z + 0.1 * rng.normal(size=Z.shape)
+    n = len(y)
+    trip = {(i, j, l) for i in range(n) for j in T[i] if j != i
+            for l in rng.choice(np.flatnonzero(y != y[i]), 4)}  # fmt: skip
+    I, J, L = (np.array(v) for v in zip(*sorted(trip)))
+    assert len({(a, b) for a, b in zip(I, J)}) < len(I) > len({(a, b) for a, b in zip(I, L)})
+    lam = rng.uniform(0.0, 1.0, len(I)) * (rng.uniform(size=len(I)) < 0.8)
+    g = np.zeros(n, np.int64) if clusters == 1 else (np.arange(n) % 2)
+    cert = {"i": I, "j": J, "l": L, "lam": lam, "F": 50.0}
+    got = _eq14.bound(X, y, T, 0.5, cert, 40.0, g, clusters)
+    assert got == pytest.approx(plain_bound(X, T, 0.5, I, J, L, lam, g, 50.0), rel=1e-10)
+    assert got < 0.5 * lam.sum()  # ν < 0: the repair is exercised
+
+
+def test_an_impostor_off_the_pull_range_is_refused():
+    # a multiplier on an impostor difference outside range(P) proves nothing (the pull
+    # term does not see that direction): the verifier refuses the certificate
+    rng = np.random.default_rng(0)
+    Z, y, T, _, _ = _problem(0, 6)
+    # a seventh coordinate constant within each class: no target difference (of one
+    # class) has it, every impostor difference does
+    X = np.c_[Z, np.unique(y, return_inverse=True)[1].ravel().astype(float)]
+    i = 0
+    l = int(np.flatnonzero(y != y[0])[0])
+    cert = {"i": np.array([i]), "j": np.array([T[i, 0]]), "l": np.array([l]),
+            "lam": np.array([rng.uniform(0.1, 1.0)]), "F": np.nan}  # fmt: skip
+    with pytest.raises(_eq14.Infeasible, match="leaves the pull range"):
+        _eq14.bound(X, y, T, 0.5, cert, 40.0, np.zeros(len(y), np.int64), 1)

@@ -226,6 +226,17 @@ def _scatter(X, A, B, w):
     return out
 
 
+def _distinct(n, *terms):
+    """The distinct pairs ``(a, b)`` of the ``(A, B, w)`` terms, their weights summed:
+    ``Σ_t w_t C_{A_t B_t}`` is then one scatter over fewer rows (a certificate's
+    triplets share their target pairs, and each impostor pair serves up to ``k``)."""
+    A = np.concatenate([np.asarray(t[0], np.int64) for t in terms])
+    B = np.concatenate([np.asarray(t[1], np.int64) for t in terms])
+    keys, inv = np.unique(A * n + B, return_inverse=True)
+    w = np.concatenate([np.asarray(t[2], np.float64) for t in terms])
+    return keys // n, keys % n, np.bincount(inv.ravel(), w, len(keys))
+
+
 def bound(X, y, T, mu, cert, objective, g, c, range_rtol=None):
     """The lower bound that the certificate's dual point proves (module docstring), with
     ``ν`` the least over the clusters' blocks (one block for a single metric)."""
@@ -256,15 +267,17 @@ def _block_nu(X, mu, pull, plus, minus, rtol):
     P = _scatter(X, *pull, np.ones(len(pull[0])))
     w, V = np.linalg.eigh(0.5 * (P + P.T))
     keep = w > RANGE_RTOL * max(float(w[-1]), 1e-300) if len(w) and w[-1] > 0 else w > np.inf
-    U = X[minus[0]] - X[minus[1]]
+    a, b, _ = _distinct(len(X), minus)  # each impostor pair once
+    U = X[a] - X[b]
     off = np.sqrt(((U @ V[:, ~keep]) ** 2).sum(axis=1))
     if len(U) and np.any(off > rtol * np.sqrt((U**2).sum(axis=1))):
         raise Infeasible("an impostor difference with a multiplier leaves the pull range")
     if not keep.any():
         return np.inf  # no pull, no multiplier: S_h = 0
-    Xw = X @ (V[:, keep] / np.sqrt(w[keep]))  # the pull term's whitened coordinates
-    S0 = (1 - mu) * _scatter(Xw, *pull, np.ones(len(pull[0])))
-    S = S0 + mu * (_scatter(Xw, *plus) - _scatter(Xw, *minus))
+    W = V[:, keep] / np.sqrt(w[keep])  # the pull term's whitened coordinates
+    S0 = (1 - mu) * (W.T @ P @ W)
+    a, b, dual = _distinct(len(X), plus, (minus[0], minus[1], -minus[2]))
+    S = S0 + mu * _scatter(X @ W, a, b, dual)
     w0, V0 = np.linalg.eigh(0.5 * (S0 + S0.T))
     W0 = V0 / np.sqrt(w0)
     return float(np.linalg.eigvalsh(0.5 * (W0.T @ (S + S.T) @ W0))[0])

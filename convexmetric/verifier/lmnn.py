@@ -62,8 +62,10 @@ Fitted attributes read: ``metric_`` (``LMNN``), ``metrics_`` and ``clusters_``
 ``A_`` (``KernelLMNN``) and ``targets_``; parameters: ``k``, ``mu``, ``tol``,
 ``n_passes``, ``pca``, ``n_components``, ``n_clusters``, ``kernel``, ``gamma``.
 Cost: ``O(n²(d + k))`` for the targets and the objective (float64 row blocks of
-:data:`._eq14.BLOCK_BYTES`), ``O(mr²)`` for the bound's scatter of the ``m`` multipliers
-(``r`` features).
+:data:`._eq14.BLOCK_BYTES`; under one metric each differently labelled pair is formed
+once, for the hinges of both its orientations), ``O(pr²)`` for the bound's scatter over
+the ``p`` distinct pairs of the certificate's triplets (``r`` features; the multipliers
+of a pair summed first).
 """
 
 from __future__ import annotations
@@ -211,7 +213,13 @@ def _kernel(params, X):
 
 
 def _sqdist(X, sq, rows, cols):
-    return np.maximum(sq[rows, None] + sq[None, cols] - 2.0 * X[rows] @ X[cols].T, 0.0)
+    """``max(0, ‖x_r‖² + ‖x_c‖² − 2x_rᵀx_c)``, in place in one block: the −2 goes into
+    the columns' copy (a power of two: ``x_rᵀ(−2x_c)`` is ``−2x_rᵀx_c`` bit for bit), so
+    the block takes its product, two additions and the clip, and no temporaries."""
+    D = X[rows] @ (-2.0 * X[cols]).T
+    D += sq[None, cols]
+    D += sq[rows, None]
+    return np.maximum(D, 0.0, out=D)
 
 
 def _targets(fitted, dist, y, given=None):
