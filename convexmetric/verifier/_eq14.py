@@ -97,8 +97,10 @@ def _sums_by_class(Zs, g, y, T, xn, err):
                 D *= -2.0
                 D += sqo[None]
                 D += sq[h][rows, None]
-                ii, ll = np.nonzero(D < reach[:, None])
-                p, e = _hinges(Dt[ii], Et[ii], D[ii, ll], err[h] * (xn[rows[ii]] + xno[ll]) ** 2)
+                at = np.flatnonzero(D < reach[:, None])  # (see _sums_symmetric)
+                ii, ll = at // D.shape[1], at % D.shape[1]
+                El = err[h] * (xn[rows[ii]] + xno[ll]) ** 2
+                p, e = _hinges(Dt[ii], Et[ii], D.ravel()[at], El)
                 push, push_err = push + p, push_err + e
     return pull, push, pull_err, push_err
 
