@@ -100,8 +100,7 @@ def plain_bound(X, T, mu, I, J, L, lam, g, F):
     """The certificate's bound from its definition, one triplet at a time: per cluster
     ``S_h = (1 − μ)P_h + μΣλ(C_ij[g(j)=h] − C_il[g(l)=h])``, ``ν`` the least generalised
     eigenvalue of ``(S_h, (1 − μ)P_h)`` on the range of ``P_h``."""
-    n, k = T.shape
-    d = X.shape[1]
+    n, d = T.shape[0], X.shape[1]
     P, S = np.zeros((g.max() + 1, d, d)), np.zeros((g.max() + 1, d, d))
     for i in range(n):
         for j in T[i]:

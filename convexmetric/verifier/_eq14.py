@@ -121,18 +121,18 @@ def _sums_symmetric(Zs, g, y, T, xn, err):
     cls = np.unique(y, return_inverse=True)[1].ravel()
     Dt, Et, reach, pull, pull_err = _own_terms(Zs, g, cls, T, xn, err)
     sq = np.einsum("ij,ij->i", Z, Z)
+    # D = [z_i, ‖z_i‖², 1]·[−2z_l, 1, ‖z_l‖²]: the formula as one product of r + 2 terms
+    # (the error model of RESOLUTION_UNITS), with no pass over the block to add the norms
+    Za = np.c_[Z, sq, np.ones(len(sq))]
     push = push_err = 0.0
     for a in range(int(cls.max(initial=0))):  # the last class has no later one
         rows_a, cols = np.flatnonzero(cls == a), np.flatnonzero(cls > a)
-        # −2 is exact in float64: Z_rows @ (−2Z_cols)ᵀ is −2·(Z_rows @ Z_colsᵀ) bit for
-        # bit, without a pass over the block to scale it
-        Zc, sqc, Rc = -2.0 * Z[cols], sq[cols][None], reach[cols][None]
+        Zc = np.c_[-2.0 * Z[cols], np.ones(len(cols)), sq[cols]]
+        Rc = reach[cols][None]
         step = block_rows(len(cols))
         for s in range(0, len(rows_a), step):
             rows = rows_a[s : s + step]
-            D = Z[rows] @ Zc.T
-            D += sqc
-            D += sq[rows, None]
+            D = Za[rows] @ Zc.T
             # query i (class a) against impostor l, then query l against impostor i: a
             # comparison each, its few hits found by flatnonzero (np.nonzero of a 2-d
             # mask takes several times the comparison)
