@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...optim import trace_ascent
+from ...optim import face_ascent, trace_ascent
 
 #: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) runs from the
 #: supergradient ascent's result when its gap is within this multiple of ``tol``
@@ -55,6 +55,9 @@ class RangeCertificate:
             self.V.append(V[:, r])
 
     best = None  #: the best bound so far and its dual point (:meth:`keep`)
+    #: whether :meth:`ascend` tries the face steps first (until they fall short of ``tol``
+    #: at a call where the ascents after them do at least as well)
+    face_steps = True
 
     def keep(self, bound, lam, F=None):
         """Record ``bound`` with the multipliers ``lam`` of the listed triplets (as
@@ -93,14 +96,19 @@ class RangeCertificate:
         return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0), z
 
     def ascend(self, lam, z, F, tau=TAU, iterations=40, tol=None):
-        """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascent
-        (:mod:`convexmetric.optim.trace_ascent`) over the triplets near the kink
-        (``|z| < τ``, impostor difference in range), all blocks at once in the coordinates
-        ``B_g`` (where the pull term is ``(1 − μ)I``: the scale of ``ν``); with ``tol``,
-        the smooth ascent goes on from its result when that is within
-        :data:`SOFT_WINDOW`·``tol`` (digits to 1e-3: the supergradient steps stall at
-        2.9e-3 from a stage's end 4.4e-4 above the optimum, the smooth ascent certifies
-        7.9e-4 there, two stages sooner)."""
+        """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascents
+        over the triplets near the kink (``|z| < τ``, impostor difference in range), all
+        blocks at once in the coordinates ``B_g`` (where the pull term is ``(1 − μ)I``: the
+        scale of ``ν``).
+
+        With ``tol``, the face steps (:func:`convexmetric.optim.face_ascent.face_ascend`)
+        come first, and if they do not reach ``tol`` the supergradient ascent
+        (:func:`convexmetric.optim.trace_ascent.ascend`) runs from ``lam``, then the smooth
+        ascent from its result when that is within :data:`SOFT_WINDOW`·``tol``; the better
+        of the two proposals is returned. Digits to 1e-3, the certifying stage: the face
+        steps certify in 0.11 s, where the ascents took 0.25–0.32 s; at 1e-4 they stall
+        at 1–2e-4, and once the ascents have done at least as well they are not tried
+        again (:attr:`face_steps`). Without ``tol``, the supergradient ascent alone."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
         out = base.outside_range()
@@ -120,17 +128,29 @@ class RangeCertificate:
             blk = trace_ascent.Block(None, A_g, ia, B_g, ib)
             blk.S = B.T @ (0.5 * (G + G.T)) @ B + blk.scatter(x, mu)
             blocks.append(blk)
-        const = mu * float(lam.sum())
-        first = trace_ascent.ascend(blocks, x, mu, F, const, scale=1.0 - mu,
-                                    iterations=iterations, tol=tol)  # fmt: skip
-        lam[K] = (
-            first
-            if tol is None
-            else trace_ascent.smooth_ascend(
-                blocks, x, mu, F, const, scale=1.0 - mu, tol=tol, start=first, window=SOFT_WINDOW
-            )
-        )
+        lam[K] = self._climb(blocks, x, F, mu * float(lam.sum()), tol, iterations)
         return lam
+
+    def _climb(self, blocks, x, F, const, tol, iterations):
+        """The multipliers of :meth:`ascend` over the free terms, from ``x``."""
+        mu = self.base.mu
+        scale, face = 1.0 - mu, tol is not None and self.face_steps
+        if face:
+            x_face, b_face = face_ascent.face_ascend(blocks, x, mu, F, const, scale, tol=tol)
+            if F - b_face <= tol * abs(F):
+                return x_face
+        first = trace_ascent.ascend(blocks, x, mu, F, const, scale=scale,
+                                    iterations=iterations, tol=tol)  # fmt: skip
+        if tol is None:
+            return first
+        last = trace_ascent.smooth_ascend(blocks, x, mu, F, const, scale=scale, tol=tol,
+                                          start=first, window=SOFT_WINDOW)  # fmt: skip
+        if not face:
+            return last
+        S = [blk.S + blk.scatter(last - x, mu) for blk in blocks]
+        better = face_ascent.value(face_ascent.spectra(S), last, mu, F, const, scale) >= b_face
+        self.face_steps = not better  # the ascents did as well: no face steps from now on
+        return last if better else x_face
 
     def bound(self, lam, F=None):
         """``(lower bound, ν)`` for multipliers ``lam`` over the listed triplets.
