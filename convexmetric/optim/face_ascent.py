@@ -54,8 +54,9 @@ RHO0 = 64.0
 #: the ascent ends after this many steps in a row that do not raise ``B`` (``ρ`` grown
 #: ``4^STALL``-fold: the linear model no longer predicts the blocks)
 STALL = 3
-#: the ascent ends after a step that gained less than ``1/SLOW`` of the gap it still has
-#: to close (to ``tol``): the steps converge linearly, and one that slow will not get there
+#: the ascent ends after two steps in a row that each gained less than ``1/SLOW`` of the
+#: gap still to close (to ``tol``): the steps converge linearly, and that slowly they will
+#: not get there (one such step alone can be followed by a long one)
 SLOW = 8.0
 #: rounds of holding terms at a bound and correcting the others, per step (then clipped)
 BOX_ROUNDS = 3
@@ -80,7 +81,7 @@ def face_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, iterations=30):
     b = value(eig, x, mu, F, const, scale)
     if F <= 0 or len(x) == 0:
         return x, b
-    rho, model, missed = RHO0 * mu, None, 0
+    rho, model, missed, slow = RHO0 * mu, None, 0, 0
     for _ in range(iterations):
         if (tol is not None and F - b <= tol * abs(F)) or missed >= STALL:
             break
@@ -94,9 +95,9 @@ def face_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, iterations=30):
         if v <= b:
             rho, missed = 4 * rho, missed + 1
             continue
-        slow = tol is not None and v - b < (F - tol * abs(F) - v) / SLOW
+        slow = slow + 1 if tol is not None and v - b < (F - tol * abs(F) - v) / SLOW else 0
         x, S, eig, b, rho, model, missed = y, S_y, eig_y, v, rho / 2, None, 0
-        if slow:
+        if slow >= 2:
             break
     return x, b
 

@@ -55,9 +55,10 @@ class RangeCertificate:
             self.V.append(V[:, r])
 
     best = None  #: the best bound so far and its dual point (:meth:`keep`)
-    #: whether :meth:`ascend` tries the face steps first (until they fall short of ``tol``
-    #: at a call where the ascents after them do at least as well)
-    face_steps = True
+    #: the bound the face steps reached at their last try (:meth:`ascend` tries them only
+    #: when that reached what the call needs: where they stall short of ``tol``, as at
+    #: 1e-4, the next stages' calls need about as much)
+    face_reach = None
 
     def keep(self, bound, lam, F=None):
         """Record ``bound`` with the multipliers ``lam`` of the listed triplets (as
@@ -107,8 +108,9 @@ class RangeCertificate:
         ascent from its result when that is within :data:`SOFT_WINDOW`·``tol``; the better
         of the two proposals is returned. Digits to 1e-3, the certifying stage: the face
         steps certify in 0.11 s, where the ascents took 0.25–0.32 s; at 1e-4 they stall
-        at 1–2e-4, and once the ascents have done at least as well they are not tried
-        again (:attr:`face_steps`). Without ``tol``, the supergradient ascent alone."""
+        at 1–2e-4, and they are not tried again while their last bound is short of what
+        the call needs (:attr:`face_reach`). Without ``tol``, the supergradient ascent
+        alone."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
         out = base.outside_range()
@@ -134,10 +136,12 @@ class RangeCertificate:
     def _climb(self, blocks, x, F, const, tol, iterations):
         """The multipliers of :meth:`ascend` over the free terms, from ``x``."""
         mu = self.base.mu
-        scale, face = 1.0 - mu, tol is not None and self.face_steps
+        scale, target = 1.0 - mu, None if tol is None else F - tol * abs(F)
+        face = target is not None and (self.face_reach is None or self.face_reach >= target)
         if face:
             x_face, b_face = face_ascent.face_ascend(blocks, x, mu, F, const, scale, tol=tol)
-            if F - b_face <= tol * abs(F):
+            self.face_reach = b_face
+            if b_face >= target:
                 return x_face
         first = trace_ascent.ascend(blocks, x, mu, F, const, scale=scale,
                                     iterations=iterations, tol=tol)  # fmt: skip
@@ -149,7 +153,6 @@ class RangeCertificate:
             return last
         S = [blk.S + blk.scatter(last - x, mu) for blk in blocks]
         better = face_ascent.value(face_ascent.spectra(S), last, mu, F, const, scale) >= b_face
-        self.face_steps = not better  # the ascents did as well: no face steps from now on
         return last if better else x_face
 
     def bound(self, lam, F=None):
