@@ -73,7 +73,8 @@ def face_ascend(blocks, x, mu, F, const, scale=1.0, tol=None, iterations=30):
 
     ``blocks``: :class:`.trace_ascent.Block` (their ``S`` at ``x``; not modified);
     ``const``: ``c``; ``scale``: ``s``. Stops after ``iterations`` steps (taken or not),
-    once ``F − B ≤ tol·|F|``, or after :data:`STALL` steps in a row that were not taken.
+    once ``F − B ≤ tol·|F|``, after :data:`STALL` steps in a row that were not taken, or
+    (with ``tol``) after two taken steps in a row that were slow (:data:`SLOW`).
     """
     x = np.clip(np.array(x, dtype=float), 0.0, 1.0)
     S = [np.array(blk.S, dtype=float) for blk in blocks]
