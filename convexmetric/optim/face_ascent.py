@@ -130,9 +130,11 @@ class _Cluster:
         """The model at the blocks' spectra ``eig``; ``None`` when no block has an
         eigenvalue below the level, or the clusters ask for more than :data:`MAX_ROWS`
         rows."""
+        sizes = [min(int(np.sum(w < LEVEL * scale)), MAX_CLUSTER) for w, _ in eig]
+        if not any(sizes) or sum(m * (m + 1) // 2 for m in sizes) > MAX_ROWS:
+            return None
         parts, rhs, start = [], [], 0
-        for blk, (w, V) in zip(blocks, eig):
-            m = min(int(np.sum(w < LEVEL * scale)), MAX_CLUSTER)
+        for blk, (w, V), m in zip(blocks, eig, sizes):
             if m == 0:
                 continue
             u, C, p, q = _coefficients(blk, V[:, :m].astype(blk.A.dtype), mu)
@@ -140,8 +142,6 @@ class _Cluster:
             rhs.append(target * np.where(p == q, 1.0, np.sqrt(2.0)))
             parts.append((u, C, slice(start, start + len(p))))
             start += len(p)
-        if not parts or start > MAX_ROWS:
-            return None
         return cls(parts, np.concatenate(rhs), size, mu)
 
     def _gram(self):
