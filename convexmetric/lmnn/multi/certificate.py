@@ -106,10 +106,10 @@ class RangeCertificate:
         come first, and if they do not reach ``tol`` the supergradient ascent
         (:func:`convexmetric.optim.trace_ascent.ascend`) runs from ``lam``, then the smooth
         ascent from its result when that is within :data:`SOFT_WINDOW`·``tol``; the better
-        of the two proposals is returned. Digits to 1e-3, the certifying stage: the face
-        steps certify in 0.11 s, where the ascents took 0.25–0.32 s; at 1e-4 they stall
-        at 1–2e-4, and they are not tried again while their last bound is short of what
-        the call needs (:attr:`face_reach`). Without ``tol``, the supergradient ascent
+        of the two proposals is returned. On digits to 1e-3 the face steps certify alone,
+        in a third of the ascents' time; at 1e-4 they stall short, and they are not tried
+        again while their last bound is short of what the call needs (:attr:`face_reach`;
+        measurements: ``benchmarks/TUNING.md``). Without ``tol``, the supergradient ascent
         alone."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
