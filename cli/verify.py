@@ -47,8 +47,15 @@ METHOD_DATA = [
 @apply_options(DATA_OPTIONS)
 @SPLIT_OPTION
 @apply_options(METHOD_DATA)
+@click.option(
+    "--tol",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="The certified relative gap to verify (default: the method's documented default, "
+    "1e-4; Maurer's subgradient solver 1e-6). The model's own tol is reported, never used.",
+)
 @JSON_OPTION
-def VERIFY(model_dir, as_json, **opts):
+def VERIFY(model_dir, tol, as_json, **opts):
     """Recompute a saved model's objective and certified bound from the training data.
 
     Give the data options that `solve` was given. The report holds the recomputed
@@ -68,7 +75,7 @@ def VERIFY(model_dir, as_json, **opts):
                 f"models; this one is a {fitted.estimator} (use convexmetric.verify in Python)."
             )
         args, name = _training_data(fitted, model, opts)
-        result = verify_fitted(fitted, *args)
+        result = verify_fitted(fitted, *args, tol=tol)
     report = {"model": model_dir, "estimator": fitted.estimator, "instance": name,
               **result.summary()}  # fmt: skip
     emit(report, as_json, _lines(report))

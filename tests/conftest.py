@@ -21,7 +21,9 @@ def verified():
     from convexmetric import verify
 
     def check(estimator, *fit_args, **fit_kwargs):
-        report = verify(estimator, *fit_args, **fit_kwargs)
+        # the test is the user: it verifies against the tolerance it fitted with
+        tol = getattr(estimator, "tol", None)
+        report = verify(estimator, *fit_args, tol=tol, **fit_kwargs)
         assert report.verified, report.reason
         return report
 

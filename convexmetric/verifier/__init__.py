@@ -39,7 +39,7 @@ def _kinds():
     return {**lmnn.KINDS, **poe.KINDS, **maurer.KINDS}
 
 
-def verify(estimator, *fit_args, **fit_kwargs):
+def verify(estimator, *fit_args, tol=None, **fit_kwargs):
     """Recompute a fitted estimator's objective and certified lower bound from its data.
 
     Parameters
@@ -49,6 +49,10 @@ def verify(estimator, *fit_args, **fit_kwargs):
         ``OperatorSimilarity`` (convex solver), with ``result_.certificate``.
     *fit_args, **fit_kwargs
         The same arguments as its ``fit`` (``X, y``; ``comparisons``; pairs ...).
+    tol : float in (0, 1), optional
+        The certified relative gap to verify: yours. By default the formulation's
+        documented default (``1e-4``; Maurer's projected solver ``1e-6``), never the
+        model's own ``tol``, which is reported (``model_tol``) but not trusted.
 
     Returns
     -------
@@ -61,14 +65,14 @@ def verify(estimator, *fit_args, **fit_kwargs):
     VerificationError
         The estimator carries no certificate, or one of an unknown kind.
     """
-    return verify_fitted(Fitted.from_estimator(estimator), *fit_args, **fit_kwargs)
+    return verify_fitted(Fitted.from_estimator(estimator), *fit_args, tol=tol, **fit_kwargs)
 
 
 #: the names of ``fit``'s arguments, for messages about bad input
 FIT_ARGS = {"POE": ("comparisons", "X"), "MKPOE": ("comparisons", "X")}
 
 
-def verify_fitted(fitted, *fit_args, **fit_kwargs):
+def verify_fitted(fitted, *fit_args, tol=None, **fit_kwargs):
     """:func:`verify` of a :class:`Fitted` view (an estimator or a saved model)."""
     names = FIT_ARGS.get(fitted.estimator, ("X", "y"))
     for k, arg in enumerate(fit_args):
@@ -81,4 +85,4 @@ def verify_fitted(fitted, *fit_args, **fit_kwargs):
     if check is None:
         known = ", ".join(sorted(kinds))
         raise VerificationError(f"unknown certificate kind {cert.get('kind')!r}; known: {known}")
-    return check(fitted, *fit_args, **fit_kwargs)
+    return check(fitted, *fit_args, tol=tol, **fit_kwargs)

@@ -7,10 +7,17 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ..result import CertificateError, certified_gap
+from ._rigor import SAFETY
 
-#: the stored objective may differ from the recomputed one by this much (relative)
+#: the stored objective may differ from the recomputed one by this much (relative),
+#: beyond the recomputation's resolution: the solvers evaluate the same sums in another
+#: order and precision
 OBJECTIVE_RTOL = 1e-8
+#: at an optimum of 0 no relative gap can be met: there the absolute gap allowed is
+#: ``tol·FLOOR_SHARE·zero_value`` (the objective at the zero point, every hinge at its
+#: margin, is the problem's own scale), so an objective below a millionth of that scale
+#: is verified to an absolute, not a relative, gap
+FLOOR_SHARE = 1e-6
 
 
 @dataclass
@@ -102,30 +109,39 @@ class Verification:
     kind : str
         The certificate's formulation.
     objective : float
-        The objective at the fitted matrix, recomputed from the data (float64).
+        The objective at the fitted map, recomputed from the data (float64).
     lower_bound : float
-        The bound the certificate's dual point proves, recomputed (never read).
+        The bound the certificate's dual point proves, recomputed (never read), rigorous:
+        its own float64 rounding is accounted for; ``-inf`` when the dual point is
+        refused (``reason`` says why), ``0`` when nothing better can be proved.
     certified_gap : float
-        ``(objective − lower_bound)/|objective|`` (:func:`convexmetric.result.certified_gap`);
-        ``inf`` when the bound is broken (``reason`` says why).
+        ``(objective − lower_bound)/|objective|`` (:func:`._gap.certified_gap`); ``inf``
+        without a bound.
     tol : float
-        The estimator's tolerance.
+        The tolerance verified against: the caller's (``verify(..., tol=)``), else the
+        formulation's documented default; never the model's own.
     reported_objective : float
         The objective the fit stored (compared, never trusted).
     verified : bool
-        The gap within ``tol`` and the reported objective equal to the recomputed one
-        (to a relative tolerance); where the objective is within ``resolution`` of the
-        bound, both to that resolution instead.
+        The claim holds: with the objective known to ``± resolution``,
+        ``objective + resolution − lower_bound ≤ tol·max(objective − resolution,``
+        :data:`FLOOR_SHARE` ``· zero_value)``, and the stored objective equal to the
+        recomputed one (to :data:`OBJECTIVE_RTOL` and the resolution).
     reason : str
         Why not verified ("" when verified).
     seconds : float
         Time of the verification.
     resolution : float
-        The recomputed objective's own float64 error bound (absolute; 0 where the
-        formulation does not estimate it; a worst-case bound, far above the usual
-        error). It decides only where a relative gap says nothing: an optimum at 0 (a
-        separable problem) has ``certified_gap`` 1 at any positive rounding of its
-        objective, and is verified when ``objective − lower_bound ≤ resolution``.
+        A rigorous bound on the recomputed objective's float64 error (absolute), from
+        the quantities actually computed (distances in the data's span, never a norm of
+        the map alone).
+    zero_value : float
+        The objective at the zero point (every hinge at its margin): the problem's own
+        scale. An optimum at 0 (a separable problem) has a relative gap of 1 at any
+        positive objective; it is verified when the absolute gap is within
+        ``tol·FLOOR_SHARE·zero_value``.
+    model_tol : float or None
+        The tolerance the model was fitted with (reported, never used).
     """
 
     kind: str
@@ -138,6 +154,8 @@ class Verification:
     reason: str = ""
     seconds: float = 0.0
     resolution: float = 0.0
+    zero_value: float = 0.0
+    model_tol: float | None = None
 
     def summary(self) -> dict:
         """The report as a JSON-ready dict.
@@ -150,27 +168,54 @@ class Verification:
         return {k: (float(v) if isinstance(v, float) else v) for k, v in asdict(self).items()}
 
 
-def report(kind, objective, lower_bound, tol, reported, t0, objective_rtol=OBJECTIVE_RTOL,
-           resolution=0.0):  # fmt: skip
+def check_tol(tol, default):
+    """The tolerance to verify against: the caller's ``tol`` (a number in ``(0, 1)``), or
+    ``default`` when ``None``; :class:`VerificationError` naming ``tol`` otherwise."""
+    if tol is None:
+        return float(default)
+    ok = isinstance(tol, (int, float, np.integer, np.floating)) and not isinstance(tol, bool)
+    if not ok or not (0.0 < float(tol) < 1.0):
+        raise VerificationError(f"'tol' must be a number in (0, 1); got {tol!r}.")
+    return float(tol)
+
+
+def model_tol(params):
+    """The fitted model's own ``tol`` (reported beside the verdict, never used)."""
+    value = params.get("tol")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def report(kind, objective, lower_bound, tol, reported, t0, *, resolution=0.0, zero_value=0.0,
+           model_tol=None, objective_rtol=OBJECTIVE_RTOL):
     """A :class:`Verification` from the recomputed numbers (``t0``: ``perf_counter`` at
-    start; ``objective_rtol``: how far the stored objective may be from the recomputed one,
-    :data:`OBJECTIVE_RTOL` unless the formulation says why its recomputation is coarser;
-    ``resolution``: the recomputed objective's absolute float64 error bound)."""
-    objective, lower_bound, resolution = float(objective), float(lower_bound), float(resolution)
+    start; ``resolution``: the objective's rigorous absolute error; ``zero_value``: the
+    objective at the zero point; ``objective_rtol``: how far the stored objective may be
+    from the recomputed one, beyond the resolution)."""
+    f, b, res = float(objective), float(lower_bound), float(resolution)
     reasons = []
-    try:
-        gap = certified_gap(objective, lower_bound)
-    except CertificateError as exc:
-        gap, reasons = float("inf"), [f"broken certificate: {exc}"]
-    # within its resolution of the bound (an optimum at 0), the objective is known to
-    # that resolution only: neither the relative gap nor a relative comparison decides
-    near = not reasons and objective - lower_bound <= resolution
-    if not reasons and not (gap <= tol or near):
-        reasons.append(f"certified gap {gap:.3g} above tol {tol:g}")
-    scale = max(abs(objective), 1e-12)
-    if abs(float(reported) - objective) > objective_rtol * scale + (resolution if near else 0.0):
-        stored = float(reported)
-        reasons.append(f"stored objective {stored!r} differs from the data's {objective!r}")
-    return Verification(kind, objective, lower_bound, gap, float(tol), float(reported),
-                        not reasons, "; ".join(reasons), time.perf_counter() - t0,
-                        resolution)  # fmt: skip
+    if not np.isfinite(f):
+        reasons.append(f"the objective is not finite ({f!r})")
+    if np.isfinite(b) and b > (f + res) * SAFETY + res:
+        # a rigorous bound lies below f* ≤ f(map) ≤ objective + resolution
+        reasons.append(f"broken certificate: lower bound {b!r} exceeds the objective {f!r}")
+    gap = (f - b) / max(abs(f), 1e-12) if np.isfinite(b) and np.isfinite(f) else float("inf")
+    allowed = tol * max(f - res, FLOOR_SHARE * float(zero_value))
+    if not reasons and not (f + res - b <= allowed):
+        hint = ""
+        if model_tol is not None and model_tol > tol:
+            hint = f" (the model was fitted with tol={model_tol:g}: pass tol= to verify that)"
+        known = f", the objective known to ±{res:.3g}" if res > 1e-3 * abs(f - b) else ""
+        reasons.append(f"certified gap {gap:.3g} above tol {tol:g}{known}{hint}")
+    stored = float(reported)
+    if not abs(stored - f) <= objective_rtol * abs(f) + res:
+        reasons.append(f"stored objective {stored!r} differs from the data's {f!r}")
+    return Verification(kind, f, b, gap, float(tol), stored, not reasons, "; ".join(reasons),
+                        time.perf_counter() - t0, res, float(zero_value), model_tol)
+
+
+def refused(kind, objective, tol, reported, t0, why, **numbers):
+    """The report of a refused claim: ``why`` first, the bound ``-inf``."""
+    out = report(kind, objective, -np.inf, tol, reported, t0, **numbers)
+    out.verified = False
+    out.reason = "; ".join(x for x in (why, out.reason) if x)
+    return out

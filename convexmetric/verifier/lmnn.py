@@ -76,11 +76,13 @@ import numpy as np
 
 from . import _eq14 as E
 from ._eq14 import RANGE_RTOL, Infeasible
-from ._report import OBJECTIVE_RTOL, VerificationError, report
+from ._report import OBJECTIVE_RTOL, VerificationError, check_tol, model_tol, report
 
 #: the multi-metric certificate's range test (its oracle's): an impostor difference ``u``
 #: with a multiplier must have ``‖u‖·MULTI_RANGE_RTOL`` at most off ``range(P_{g(l)})``
 MULTI_RANGE_RTOL = 1e-6
+#: the certified gap verified when the caller gives no ``tol`` (the estimators' default)
+DEFAULT_TOL = 1e-4
 #: relative rounding allowed on the distances that order target neighbours
 TIE_RTOL = 1e-9
 #: kernel LMNN: the stored objective agrees with the recomputed one to this share of tol
@@ -88,7 +90,7 @@ TIE_RTOL = 1e-9
 KERNEL_OBJECTIVE_SHARE = 1e-2
 
 
-def check_lmnn(fitted, X, y, targets=None):
+def check_lmnn(fitted, X, y, targets=None, *, tol=None):
     """Verify an ``LMNN`` fit (kind ``"lmnn"``) from its training data."""
     t0 = time.perf_counter()
     p = fitted.params
@@ -102,10 +104,10 @@ def check_lmnn(fitted, X, y, targets=None):
     M = _attr(fitted, "metric_", (X.shape[1],) * 2)
     sq = np.einsum("ij,ij->i", X, X)
     T = _targets(fitted, lambda rows, cols: _sqdist(X, sq, rows, cols), y, targets)
-    return _check("lmnn", fitted, X, y, T, [M], np.zeros(len(y), np.int64), t0)
+    return _check("lmnn", fitted, X, y, T, [M], np.zeros(len(y), np.int64), t0, tol=tol)
 
 
-def check_kernel(fitted, X, y):
+def check_kernel(fitted, X, y, *, tol=None):
     """Verify a ``KernelLMNN`` fit (kind ``"lmnn_kernel"``) from its training data."""
     t0 = time.perf_counter()
     X, y = _data(X, y)
@@ -126,10 +128,10 @@ def check_kernel(fitted, X, y):
     # OBJECTIVE_RTOL; it must agree to KERNEL_OBJECTIVE_SHARE of tol (the gap, recomputed
     # here at A_'s own objective, is what certifies)
     zero = np.zeros(len(y), np.int64)
-    return _check("lmnn_kernel", fitted, Phi, y, T, [M], zero, t0, kernel=True)
+    return _check("lmnn_kernel", fitted, Phi, y, T, [M], zero, t0, kernel=True, tol=tol)
 
 
-def check_multi(fitted, X, y, targets=None):
+def check_multi(fitted, X, y, targets=None, *, tol=None):
     """Verify a ``MultiMetricLMNN`` fit (kind ``"lmnn_multi"``) from its training data
     (``targets``: given ones, as to ``LMNN.fit``)."""
     t0 = time.perf_counter()
@@ -149,13 +151,13 @@ def check_multi(fitted, X, y, targets=None):
         g != np.unique(y, return_inverse=True)[1]
     ):
         raise VerificationError("with n_clusters=None the clusters are the classes (§5.2).")
-    return _check("lmnn_multi", fitted, X, y, T, list(Ms), g, t0, MULTI_RANGE_RTOL)
+    return _check("lmnn_multi", fitted, X, y, T, list(Ms), g, t0, MULTI_RANGE_RTOL, tol=tol)
 
 
-def _check(kind, fitted, X, y, T, Ms, g, t0, range_rtol=None, kernel=False):
+def _check(kind, fitted, X, y, T, Ms, g, t0, range_rtol=None, kernel=False, tol=None):
     """Eq. (14) at the metrics ``Ms`` (pair ``(a, b)`` under ``Ms[g[b]]``) over the features
     ``X``, and the certificate's bound."""
-    mu, tol = float(fitted.params["mu"]), float(fitted.params.get("tol", 1e-4))
+    mu, tol = float(fitted.params["mu"]), check_tol(tol, DEFAULT_TOL)
     try:
         Ls = [E.factor(M) for M in Ms]
     except Infeasible as exc:
@@ -169,8 +171,9 @@ def _check(kind, fitted, X, y, T, Ms, g, t0, range_rtol=None, kernel=False):
     except Infeasible as exc:
         return _refused(kind, objective, tol, fitted.objective, t0, str(exc))
     rtol = KERNEL_OBJECTIVE_SHARE * tol if kernel else OBJECTIVE_RTOL
-    return report(kind, objective, bound, tol, fitted.objective, t0, max(rtol, OBJECTIVE_RTOL),
-                  resolution)  # fmt: skip
+    return report(kind, objective, bound, tol, fitted.objective, t0,
+                  objective_rtol=max(rtol, OBJECTIVE_RTOL), resolution=resolution,
+                  model_tol=model_tol(fitted.params))  # fmt: skip
 
 
 def _refused(kind, objective, tol, reported, t0, why):

@@ -52,7 +52,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._report import VerificationError, report
+from ._report import VerificationError, check_tol, model_tol, report
 
 #: the certified gap each solver's "optimal" means
 TOLS = {"subgradient": 1e-6, "sgd": 1e-4}
@@ -187,7 +187,7 @@ def _problem(cert, p, m):
     return ""
 
 
-def check(fitted, X, y=None):
+def check(fitted, X, y=None, *, tol=None):
     """Recompute eq. (5) at the fitted operator and the bound of the certificate.
 
     Parameters
@@ -212,10 +212,11 @@ def check(fitted, X, y=None):
     if coef.ndim != 2 or coef.shape[0] != (n if K is not None else points.shape[1]):
         raise VerificationError(f"coef_ of shape {coef.shape} does not fit the data.")
     f, c, b, mu = _objective(coef, points, K, i, j, r, p)
-    tol = p.get("tol") or TOLS.get(p.get("solver"), 1e-6)
+    tol = check_tol(tol, TOLS.get(p.get("solver"), 1e-6))
+    numbers = {"model_tol": model_tol(p)}
     problem = _problem(cert, p, len(r))
     if problem:
-        return _refuse(report("maurer", f, -np.inf, tol, fitted.objective, t0),
+        return _refuse(report("maurer", f, -np.inf, tol, fitted.objective, t0, **numbers),
                        f"infeasible certificate: {problem}")  # fmt: skip
     alpha, radius = cert["alpha"], max(float(cert["radius"]), f)
     Phi = _features(points, K)
@@ -229,7 +230,7 @@ def check(fitted, X, y=None):
     val = float(b @ alpha)
     scaled = max(0.0, min(1.0, mu / nu) * val) if nu > 0 else max(0.0, val)
     lb = max(scaled, val - (radius / mu) * max(0.0, nu - mu))
-    return report("maurer", f, lb, tol, fitted.objective, t0)
+    return report("maurer", f, lb, tol, fitted.objective, t0, **numbers)
 
 
 KINDS = {"maurer": check}

@@ -48,8 +48,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ._report import VerificationError, report
+from ._report import VerificationError, check_tol, model_tol, report
 
+#: the certified gap verified when the caller gives no ``tol`` (the estimators' default)
+DEFAULT_TOL = 1e-4
 #: rows of a block of comparisons evaluated at once
 BLOCK = 4096
 
@@ -214,7 +216,7 @@ def _lam_problems(lam, m, s):
     return ""
 
 
-def check(fitted, comparisons, items=None, **kwargs):
+def check(fitted, comparisons, items=None, *, tol=None, **kwargs):
     """Recompute (MK)POE's objective at ``W_`` and the bound of the certificate.
 
     Parameters
@@ -250,11 +252,12 @@ def check(fitted, comparisons, items=None, **kwargs):
     problem = problem or (_filter_problems(C) if kept is not None else "")
     s = float(p["beta"]) / len(C)
     f = _objective(Ws, blocks, C, s)
-    tol = p.get("tol") or 1e-4
+    tol = check_tol(tol, DEFAULT_TOL)
+    numbers = {"model_tol": model_tol(p)}
     lam = cert.get("lam")
     problem = problem or _lam_problems(lam, len(C), s)
     if problem:
-        v = report("poe", f, -np.inf, tol, fitted.objective, t0)
+        v = report("poe", f, -np.inf, tol, fitted.objective, t0, **numbers)
         return _refuse(v, f"infeasible certificate: {problem}")
     radius = max(float(cert["radius"]), f)
     total = float(lam.sum())
@@ -264,7 +267,7 @@ def check(fitted, comparisons, items=None, **kwargs):
     else:
         mu = _mu_full(lam, blocks, C)
         lb = total if mu >= 0 else max(total + radius * mu, total / (1.0 - mu))
-    return report("poe", f, lb, tol, fitted.objective, t0)
+    return report("poe", f, lb, tol, fitted.objective, t0, **numbers)
 
 
 KINDS = {"poe": check}
