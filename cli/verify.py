@@ -13,6 +13,9 @@ exits with status 1 when the model is not verified.
 
 from __future__ import annotations
 
+import os
+from types import SimpleNamespace
+
 import click
 import numpy as np
 
@@ -84,7 +87,18 @@ def VERIFY(model_dir, tol, as_json, **opts):
 
 
 def _training_data(fitted, model, o):
-    """``(fit arguments, instance name)`` rebuilt as ``solve`` built them."""
+    """``(fit arguments, instance name)`` rebuilt as ``solve`` built them.
+
+    POE and Maurer: ``fitted``'s map becomes the arrays the saved model applies (checked
+    against their stored copies: :func:`convexmetric.verifier._saved.applied_attrs`), and
+    Maurer's pairs are the options' (``--n-pairs``, ``--oracle``, ``--seed``: the problem
+    is the caller's), redrawn by the verifier itself from ``X, y``, or read from
+    ``--pairs``; the solver package's pair oracle is not used.
+    """
+    if fitted.estimator in ("POE", "OperatorSimilarity"):
+        from ..verifier._saved import applied_attrs
+
+        fitted.attrs = applied_attrs(fitted, model.meta, model.arrays)
     if fitted.estimator == "POE":
         from .poe import _inputs
 
@@ -93,17 +107,34 @@ def _training_data(fitted, model, o):
         C, data, name = _inputs(kind, *files, o["dataset"], o["seed"], o["n_comparisons"])
         return (C, data), name
     if fitted.estimator == "OperatorSimilarity":
-        from .maurer import _inputs
-
-        if not (o["dataset"] or o["features"] or o["pairs_file"]):
-            o["dataset"] = "digits"  # solve maurer's default
-        keys = ("dataset", "features", "labels", "pairs_file")
-        train, _, _, name = _inputs(*(o[k] for k in keys), o["n_pairs"], o["oracle"],
-                                    o["seed"], split=True)  # fmt: skip
-        _check_preprocessing(model, train.points)
-        return (train,), name
+        return _maurer_data(fitted, model, o)
     Xtr, ytr, _, _, name = load_xy(o["dataset"], o["features"], o["labels"])
     _check_preprocessing(model, Xtr)
+    return (Xtr, ytr), name
+
+
+def _maurer_data(fitted, model, o):
+    """Maurer's points (scaled to diameter 1 as ``solve maurer`` scaled them) and labels,
+    with the options' draw; or the pairs of ``--pairs`` over ``--features``."""
+    from ..preprocessing import DiameterScaler
+    from .inputs import load_features, load_pairs
+    from .maurer import _record_scaling
+
+    if o["pairs_file"] is not None:
+        if o["features"] is None or o["dataset"] is not None:
+            raise ValueError("--pairs needs --features (the points its indices refer to).")
+        X = load_features(o["features"])
+        X = _record_scaling(DiameterScaler().fit(X), X)
+        idx, r = load_pairs(o["pairs_file"], X.shape[0])
+        _check_preprocessing(model, X)
+        pairs = SimpleNamespace(points=X, i=idx[:, 0], j=idx[:, 1], r=np.asarray(r, float))
+        return (pairs,), os.path.basename(o["features"])
+    if not (o["dataset"] or o["features"]):
+        o["dataset"] = "digits"  # solve maurer's default
+    Xtr, ytr, _, _, name = load_xy(o["dataset"], o["features"], o["labels"], split=True)
+    Xtr = _record_scaling(DiameterScaler().fit(Xtr), Xtr)
+    _check_preprocessing(model, Xtr)
+    fitted.params.update(n_pairs=o["n_pairs"], oracle=o["oracle"], random_state=o["seed"])
     return (Xtr, ytr), name
 
 

@@ -11,7 +11,7 @@ from conftest import poe_instance
 
 from convexmetric import verify
 from convexmetric.maurer.estimators import OperatorSimilarity
-from convexmetric.maurer.pairs import balanced_pairs
+from convexmetric.maurer.pairs import Pairs, balanced_pairs
 from convexmetric.poe.estimators import MKPOE, POE
 from convexmetric.verifier import Fitted, verify_fitted
 
@@ -136,15 +136,38 @@ def test_the_stored_bound_is_never_read(fitted):
     assert (after.lower_bound, after.verified) == (before.lower_bound, before.verified)
 
 
+def _scaled(value, by):
+    return [by * v for v in value] if isinstance(value, list) else by * value
+
+
 def test_a_matrix_scaled_after_the_fit_is_not_verified(fitted):
+    """Every stored form scaled alike: another map, whose objective is not the stored one."""
     name, est, args = fitted
     est = copy.deepcopy(est)
     if name.startswith("poe"):
-        est.W_ = [1.01 * W for W in est.W_] if isinstance(est, MKPOE) else 1.01 * est.W_
+        est.W_, est.components_ = _scaled(est.W_, 1.01), _scaled(est.components_, 1.01**0.5)
+        est.embedding_ = 1.01**0.5 * est.embedding_
     else:
         est.coef_ = 1.01 * est.coef_
+        if est.components_ is not None:
+            est.components_ = 1.01 * est.components_
     v = verify(est, *args)
     assert not v.verified and "stored objective" in v.reason
+
+
+def test_one_stored_form_scaled_is_not_the_fitted_map(fitted):
+    """``W_`` (POE) or ``components_`` (linear Maurer) changed alone: the model's stored
+    forms are two maps, and the one the model applies is not the one verified."""
+    name, est, args = fitted
+    est = copy.deepcopy(est)
+    if name.startswith("poe"):
+        est.W_ = _scaled(est.W_, 1.01)
+    elif est.components_ is not None:
+        est.components_ = 1.01 * est.components_
+    else:  # a kernel operator: its points moved
+        est.points_ = est.points_ + 1e-9
+    v = verify(est, *args)
+    assert not v.verified and "not the fitted map" in v.reason, v.reason
 
 
 def _tampered(cert):
@@ -186,7 +209,10 @@ def test_an_uncertified_sgd_says_completed_and_is_not_verified():
     assert not v.verified and "above tol" in v.reason
 
 
-def test_pairs_drawn_without_a_seed_are_checked_from_the_fits_own_pairs(verified):
+def test_pairs_drawn_without_a_seed_are_data_the_caller_passes(verified):
+    """An unseeded draw cannot be replayed: ``verify(est, X, y)`` refuses and says to pass
+    the pairs; passed as a Pairs object, they are the problem verified (``pairs_`` is
+    never read)."""
     from convexmetric.verifier import VerificationError
 
     X, y = _maurer_data()
@@ -195,20 +221,9 @@ def test_pairs_drawn_without_a_seed_are_checked_from_the_fits_own_pairs(verified
     est = OperatorSimilarity(reg_weight=0.05, solver="subgradient", n_pairs=60, tol=1e-4)
     est.fit(X, y)
     assert est.result_.status == "optimal"
-    verified(est, X, y)  # the draw cannot be replayed: pairs_ checked against y instead
-    kept = est.pairs_.copy()
-    try:
-        est.pairs_[0, 2] = -est.pairs_[0, 2]  # a similar pair said dissimilar
-        with pytest.raises(VerificationError, match="one class"):
-            verify(est, X, y)
-        est.pairs_ = kept[:-1]
-        with pytest.raises(VerificationError, match="60 integer rows"):
-            verify(est, X, y)
-        del est.pairs_  # without them, an unseeded draw is not checkable
-        with pytest.raises(VerificationError, match="random_state"):
-            verify(est, X, y)
-    finally:
-        est.pairs_ = kept
+    with pytest.raises(VerificationError, match="cannot be replayed: pass the pairs"):
+        verify(est, X, y)
+    verified(est, Pairs.from_indices(X, *est.pairs_.T))
 
 
 @pytest.mark.parametrize("diagonal", [False, True], ids=["full", "diagonal"])
@@ -274,12 +289,15 @@ def test_filtered_comparisons_must_be_what_the_filter_guarantees():
     cert = {**honest.certificate, "comparisons": np.arange(n), "lam": np.zeros(n)}
     v = verify_fitted(Fitted("POE", honest.params, honest.attrs, cert, honest.objective), C, X)
     assert len(est.filter_report_.kept) < n
-    assert not v.verified and ("cycle" in v.reason or "repeat" in v.reason), v.reason
+    assert not v.verified and "not the filter's" in v.reason, v.reason
 
 
 def test_the_filter_checks_find_a_cycle_and_pass_a_chain():
-    from convexmetric.verifier.poe import _filter_problems
+    from convexmetric.verifier._graph import alg1_possible
 
     chain = np.array([[0, 1, 0, 2], [0, 2, 1, 2]])
-    assert _filter_problems(chain) == ""
-    assert "cycle" in _filter_problems(np.vstack([chain, [[1, 2, 1, 0]]]))
+    assert alg1_possible(chain, [0, 1]) == ""
+    three = np.vstack([chain, [[1, 2, 0, 1]]])  # a 3-cycle: one edge must go
+    assert "cycle" in alg1_possible(three, [0, 1, 2])
+    assert alg1_possible(three, [0, 1]) == ""
+    assert "dropped" in alg1_possible(three, [0])

@@ -130,3 +130,81 @@ def sum_lower(total, n):
     """A lower bound on the exact sum of ``n`` non-negative float64 terms whose float64
     sum (in any order) is ``total``."""
     return float(total) / (1.0 + gamma(max(n, 1))) / SAFETY
+
+
+# --- spectral bounds (the POE and Maurer verifiers): built on certainly_psd above --------
+
+
+def lambda_min_lower(H, err=0.0, tries=8):
+    """A rigorous lower bound on ``λ_min`` of every symmetric matrix within ``err``
+    (2-norm) of ``H`` (read from its lower triangle, as :func:`certainly_psd`).
+
+    ``eigvalsh`` gives a guess ``w₀`` (not trusted); the bound is the first
+    ``c = w₀ − δ`` (``δ`` growing fourfold from the loss of the Cholesky test) for which
+    :func:`certainly_psd` proves ``H − cI`` positive definite, ``fl(H_ii − c)``'s rounding
+    added to ``err``. Should every try fail (a matrix too ill-scaled for the test),
+    Gershgorin's disc bound ``min_i (H_ii − Σ_{j≠i}|H_ij|) − err``, its rounding
+    accounted for: weaker, never unsound. ``-inf`` for non-finite input.
+    """
+    H = np.asarray(H, dtype=np.float64)
+    d = H.shape[0]
+    if d == 0:
+        return np.inf
+    if not (np.isfinite(H).all() and np.isfinite(err) and err >= 0):
+        return -np.inf
+    low = np.tril(H)
+    H = low + np.tril(low, -1).T
+    w0 = float(np.linalg.eigvalsh(H)[0])
+    diag = np.diag(H)
+    spread = float(np.abs(diag - w0).sum()) + abs(w0) + float(np.abs(H).max())
+    base = 2.0 * err + 4.0 * gamma(2 * d + 4) * spread + TINY
+    for k in range(tries):
+        c = w0 - base * 4.0**k
+        A = H.copy()
+        A[np.diag_indices(d)] -= c
+        e = err + UNIT * float(np.abs(np.diag(A)).max()) * (1.0 + 4.0 * UNIT)
+        if certainly_psd(A, e):
+            return c
+    return _gershgorin_lower(H, err)
+
+
+def _gershgorin_lower(H, err):
+    """``min_i (H_ii − Σ_{j≠i}|H_ij|) − err``, rounded down."""
+    d = H.shape[0]
+    radius = (np.abs(H).sum(axis=1) - np.abs(np.diag(H))) * (1.0 + gamma(d + 1))
+    disc = np.diag(H) - radius
+    slack = UNIT * (np.abs(np.diag(H)) + radius) * 2.0
+    return float((disc - slack).min()) - err * SAFETY - TINY
+
+
+def negative_part_upper(H, err=0.0):
+    """A rigorous upper bound on ``‖[H*]₋‖_F`` (the Frobenius norm of the negative
+    eigenvalues) of every symmetric ``H*`` within ``err`` (2-norm) of ``H``.
+
+    ``‖[H*]₋‖_F`` is the Frobenius distance from ``H*`` to the PSD cone, so any symmetric
+    ``Q`` with ``H* + Q ⪰ 0`` bounds it by ``‖Q‖_F``. Here ``Q = Q̂ + tI``: ``Q̂`` the
+    negative part of ``H``'s computed eigendecomposition (any matrix would do; this one
+    makes the bound tight) and ``t = max(0, −ℓ)`` with ``ℓ`` the
+    :func:`lambda_min_lower` of ``fl(H + Q̂)`` (its rounding added to ``err``). Then
+    ``‖Q‖_F ≤ ‖Q̂‖_F + t√d``, rounded up (:data:`SAFETY` on the error terms only: the
+    value itself is computed to a few units of roundoff).
+    """
+    H = np.asarray(H, dtype=np.float64)
+    d = H.shape[0]
+    if d == 0:
+        return 0.0
+    if not (np.isfinite(H).all() and np.isfinite(err) and err >= 0):
+        return np.inf
+    low = np.tril(H)
+    H = low + np.tril(low, -1).T
+    w, V = np.linalg.eigh(H)
+    neg = w < 0
+    Q = (V[:, neg] * -w[neg]) @ V[:, neg].T
+    Q = np.tril(Q) + np.tril(Q, -1).T  # exactly symmetric
+    Hq = H + Q
+    rounding = UNIT * float(np.sqrt(np.sum(Hq * Hq))) * (1.0 + gamma(d * d + 2))
+    ell = lambda_min_lower(Hq, err + rounding)
+    t = max(0.0, -ell)
+    norm_q = float(np.sqrt(np.sum(Q * Q)))
+    # the norm's own rounding and the final sum's, on top of the shift's share
+    return norm_q + (norm_q * (gamma(d * d + 2) + 8.0 * UNIT) + t * np.sqrt(d)) * SAFETY
