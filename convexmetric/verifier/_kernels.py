@@ -17,7 +17,8 @@ semidefinite Gram matrix. The problem over ``W ⪰ 0`` with kernel ``ΦΦᵀ`` i
 linear problem over ``B = ΦᵀWΦ ⪰ 0`` with the rows of ``Φ`` as points and regulariser
 ``tr B`` (POE) or ``‖B‖`` (Maurer): the problems of :mod:`.poe` and :mod:`.maurer` are
 posed there, ``Φ`` (a float matrix, computed here and never read from the fit) being
-their data. Directions dropped by the truncation are not part of the problem; a model
+their data. A kernel with an eigenvalue below ``−NEGATIVE_RTOL·λ_max`` is not numerically
+PSD at all, and is refused rather than truncated. Directions dropped by the truncation are not part of the problem; a model
 that uses them is caught because its *applied* map, evaluated on the kernel rows
 themselves, no longer has the objective of its point in ``Φ`` (both are computed and
 must agree within the objective's resolution). The kernels themselves are the float64
@@ -28,9 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._report import VerificationError
+
 #: eigenvalues of the kernel at most this share of the largest are not part of the
 #: kernel problems (module docstring); below the solvers' own cut (1e-10)
 RANK_RTOL = 1e-12
+#: a kernel with an eigenvalue below ``−NEGATIVE_RTOL·λ_max`` is no kernel: refused (the
+#: estimators' own check refuses ``−1e-8·max(1, max|K|)``; rounding gives ``~1e-15``)
+NEGATIVE_RTOL = 1e-8
 
 
 def symmetric(K):
@@ -65,9 +71,16 @@ def maurer(X):
 
 def features(K):
     """``Φ`` of the module docstring (``n × r``; ``r = 0`` for a kernel with no positive
-    eigenvalue)."""
+    eigenvalue); :class:`VerificationError` for a kernel that is not even numerically
+    positive semidefinite (``λ_min < −`` :data:`NEGATIVE_RTOL` ``·λ_max``): its problem is
+    not the positive part's, and may be unbounded below."""
     w, V = np.linalg.eigh(K)
     top = float(w[-1]) if len(w) else 0.0
+    if len(w) and w[0] < -NEGATIVE_RTOL * max(top, 0.0):
+        raise VerificationError(
+            f"the kernel is not positive semidefinite (λ_min = {w[0]:.3g}, λ_max = {top:.3g}): "
+            "the kernel problem over W ⪰ 0 may be unbounded below; nothing to verify."
+        )
     if not top > 0:
         return np.zeros((K.shape[0], 0))
     keep = w > RANK_RTOL * top
