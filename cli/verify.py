@@ -9,6 +9,12 @@ the training data are rebuilt exactly as ``solve`` built them. The verifier
 (:mod:`convexmetric.verifier`) recomputes the objective and the certified lower bound
 from those data and the stored certificate; the command
 exits with status 1 when the model is not verified.
+
+The map verified is the one the model applies (POE and Maurer: ``components``, ``W``,
+``kernel_points`` and the kernel of ``model.json``, each checked against its stored
+``fitted__*`` copy), and Maurer's pairs are drawn by the verifier itself from the rows
+and the options given (the options are the problem: another ``--seed`` is another
+problem), never by the solver package's pair oracle.
 """
 
 from __future__ import annotations
