@@ -17,7 +17,7 @@ from convexmetric.maurer.estimators import OperatorSimilarity
 from convexmetric.maurer.pairs import balanced_pairs
 from convexmetric.poe.estimators import MKPOE, POE
 from convexmetric.problems import poe as P
-from convexmetric.verifier import Fitted, VerificationError, verify_fitted
+from convexmetric.verifier import VerificationError
 
 
 def _refused(est, *args, **kw):
@@ -160,8 +160,7 @@ def test_item9_a_negative_reg_weight_is_not_verified():
     bad.coef_, bad.components_ = np.zeros((3, 1)), np.zeros((1, 3))
     r = pairs.r
     zero = float(np.maximum(0.0, 1.0 - r / 1.0).mean())  # Ω(0): every distance 0
-    bad.result_.certificate = {**est.result_.certificate, "alpha": np.zeros(len(r)),
-                               "radius": zero}  # fmt: skip
+    bad.result_.certificate = {**est.result_.certificate, "alpha": np.zeros(len(r)), "radius": zero}
     bad.result_.objective = zero
     assert "'reg_weight'" in _refused(bad, pairs)
 
@@ -171,8 +170,11 @@ def test_item9_margins_outside_their_domain_are_not_verified(margin):
     est, pairs = _maurer_fit()
     bad = copy.deepcopy(est).set_params(**margin)
     bad.coef_, bad.components_ = np.zeros((3, 1)), np.zeros((1, 3))
-    bad.result_.certificate = {**est.result_.certificate, "alpha": np.zeros(len(pairs.r)),
-                               "radius": 0.0}  # fmt: skip
+    bad.result_.certificate = {
+        **est.result_.certificate,
+        "alpha": np.zeros(len(pairs.r)),
+        "radius": 0.0,
+    }
     bad.result_.objective = 0.0
     assert "margin" in _refused(bad, pairs)
 
@@ -187,8 +189,10 @@ def test_item9_an_rbf_width_below_zero_is_not_verified():
     Kp = (V * np.maximum(w, 0.0)) @ V.T
     fit = POE(beta=10.0, kernel="precomputed").fit(C, Kp)
     # the claim is false: W = t·vvᵀ along K's most negative direction does better
-    below = [P.objective([t * np.outer(V[:, 0], V[:, 0])], P.kernel_blocks([K]), C, 10.0)
-             for t in np.geomspace(1e-3, 1e3, 25)]  # fmt: skip
+    below = [
+        P.objective([t * np.outer(V[:, 0], V[:, 0])], P.kernel_blocks([K]), C, 10.0)
+        for t in np.geomspace(1e-3, 1e3, 25)
+    ]
     assert min(below) < 0.7 * fit.objective_
     bad = copy.deepcopy(fit).set_params(kernel="rbf", gamma=-0.5)
     del bad.embedding_
@@ -232,8 +236,9 @@ def test_item10_a_saved_model_with_tol_one_is_not_verified_by_the_cli(tmp_path):
     (out / "model.json").write_text(json.dumps(meta))
     lam = np.load(out / "certificate__lam.npy")
     np.save(out / "certificate__lam.npy", 0.5 * lam)  # proves half the objective
-    rep = json.loads(CliRunner().invoke(main, ["verify", "--model", str(out), *data,
-                                               "--json"]).output)  # fmt: skip
+    rep = json.loads(
+        CliRunner().invoke(main, ["verify", "--model", str(out), *data, "--json"]).output
+    )
     assert rep["verified"] is False and rep["tol"] == 1e-4 and rep["model_tol"] == 1.0
 
 
@@ -307,8 +312,19 @@ def _kernel_operator(tmp_path):
     (tmp_path / "p.csv").write_text("i,j,r\n" + rows)
     data = ["--features", tmp_path / "f.npy", "--pairs", tmp_path / "p.csv"]
     out = tmp_path / "m"
-    r = _run("solve", "maurer", *data, "--kernel", "maurer", "--solver", "subgradient",
-             "--reg-weight", "0.1", "--out", out)  # fmt: skip
+    r = _run(
+        "solve",
+        "maurer",
+        *data,
+        "--kernel",
+        "maurer",
+        "--solver",
+        "subgradient",
+        "--reg-weight",
+        "0.1",
+        "--out",
+        out,
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(_run("verify", "--model", out, *data, "--json").output)["verified"]
     return out, data

@@ -41,12 +41,17 @@ def _cases():
         "diagonal": (POE(beta=10.0, diagonal=True).fit(C, X), (C, X)),
         "kpoe": (POE(beta=10.0, kernel="precomputed").fit(C, K1), (C, K1)),
         "mkpoe": (MKPOE(beta=10.0).fit(C, [K1, K2]), (C, [K1, K2])),
-        "maurer-hs": (OperatorSimilarity(reg_weight=0.05, solver="subgradient").fit(pairs),
-                      (pairs,)),
-        "maurer-trace": (OperatorSimilarity(reg_weight=0.05, solver="subgradient",
-                                            regularizer="trace", margin_neg=2.0).fit(pairs),
-                         (pairs,)),
-    }  # fmt: skip
+        "maurer-hs": (
+            OperatorSimilarity(reg_weight=0.05, solver="subgradient").fit(pairs),
+            (pairs,),
+        ),
+        "maurer-trace": (
+            OperatorSimilarity(
+                reg_weight=0.05, solver="subgradient", regularizer="trace", margin_neg=2.0
+            ).fit(pairs),
+            (pairs,),
+        ),
+    }
 
 
 def _blocks(est, items):
@@ -58,13 +63,21 @@ def _blocks(est, items):
 def _optimum(est, args):
     if isinstance(est, OperatorSimilarity):
         (pairs,) = args
-        _, value, status, _ = PM.solve(pairs.differences, pairs.r, est.reg_weight, est.margin,
-                                       est.margin_neg, est.regularizer, solver="CLARABEL")  # fmt: skip
+        _, value, status, _ = PM.solve(
+            pairs.differences,
+            pairs.r,
+            est.reg_weight,
+            est.margin,
+            est.margin_neg,
+            est.regularizer,
+            solver="CLARABEL",
+        )
         assert status == "optimal"
         return value
     C, items = args
-    _, value, status, _ = PP.solve(_blocks(est, items), C, est.beta, diagonal=est.diagonal,
-                                   solver="CLARABEL")  # fmt: skip
+    _, value, status, _ = PP.solve(
+        _blocks(est, items), C, est.beta, diagonal=est.diagonal, solver="CLARABEL"
+    )
     assert status in ("optimal", "optimal_inaccurate")
     return value
 
@@ -76,8 +89,15 @@ def _applied(est, args):
     if isinstance(est, OperatorSimilarity):
         (pairs,) = args
         A = est.coef_ @ est.coef_.T
-        return PM.objective(A, pairs.differences, pairs.r, est.reg_weight, est.margin,
-                            est.margin_neg, est.regularizer)  # fmt: skip
+        return PM.objective(
+            A,
+            pairs.differences,
+            pairs.r,
+            est.reg_weight,
+            est.margin,
+            est.margin_neg,
+            est.regularizer,
+        )
     C, items = args
     if getattr(est, "components_", None) is not None:
         Ns = est.components_ if isinstance(est.components_, list) else [est.components_]
@@ -108,8 +128,9 @@ def _true(est, args, v, cache):
 
 def _forms(est):
     """The names of the estimator's stored forms of the map."""
-    return [n for n in ("W_", "components_", "coef_", "embedding_") if getattr(est, n, None)
-            is not None]  # fmt: skip
+    return [
+        n for n in ("W_", "components_", "coef_", "embedding_") if getattr(est, n, None) is not None
+    ]
 
 
 def _tamper(est, rng):
@@ -117,15 +138,21 @@ def _tamper(est, rng):
     est = copy.deepcopy(est)
     cert = est.result_.certificate
     dual = "alpha" if "alpha" in cert else "lam"
-    what = rng.choice(["scale all", "scale one", "dual", "radius", "objective", "param",
-                       "indefinite"])  # fmt: skip
+    what = rng.choice(
+        ["scale all", "scale one", "dual", "radius", "objective", "param", "indefinite"]
+    )
     factor = float(rng.choice([0.5, 0.9, 0.999, 1.001, 1.1, 2.0]))
     if what == "scale all":
         for n in _forms(est):
             value = getattr(est, n)
             power = 1.0 if n == "W_" else 0.5
-            setattr(est, n, [factor**power * v for v in value] if isinstance(value, list)
-                    else factor**power * value)  # fmt: skip
+            setattr(
+                est,
+                n,
+                [factor**power * v for v in value]
+                if isinstance(value, list)
+                else factor**power * value,
+            )
     elif what == "scale one":
         n = str(rng.choice(_forms(est)))
         value = getattr(est, n)
@@ -180,8 +207,13 @@ def saved_poe(tmp_path_factory):
 def _edit_saved(src, dst, rng):
     """A copy of the saved model with one random file edited; what was edited."""
     shutil.copytree(src, dst)
-    arrays = ["components.npy", "W.npy", "fitted__W_.npy", "fitted__components_.npy",
-              "certificate__lam.npy"]  # fmt: skip
+    arrays = [
+        "components.npy",
+        "W.npy",
+        "fitted__W_.npy",
+        "fitted__components_.npy",
+        "certificate__lam.npy",
+    ]
     choice = str(rng.choice([*arrays, "beta", "radius", "objective", "tol"]))
     factor = float(rng.choice([0.5, 0.99, 1.01, 2.0]))
     if choice.endswith(".npy"):
@@ -209,8 +241,9 @@ def test_tampered_saved_models_are_verified_only_when_true(saved_poe, tmp_path):
     rng = np.random.default_rng(630)
     for k in range(16):
         what = _edit_saved(src, tmp_path / f"m{k}", rng)
-        r = CliRunner().invoke(main, ["verify", "--model", str(tmp_path / f"m{k}"), *data,
-                                      "--json"])  # fmt: skip
+        r = CliRunner().invoke(
+            main, ["verify", "--model", str(tmp_path / f"m{k}"), *data, "--json"]
+        )
         if r.exit_code != 0:
             continue
         rep = json.loads(r.output)

@@ -18,11 +18,11 @@ linear problem over ``B = ΦᵀWΦ ⪰ 0`` with the rows of ``Φ`` as points and
 ``tr B`` (POE) or ``‖B‖`` (Maurer): the problems of :mod:`.poe` and :mod:`.maurer` are
 posed there, ``Φ`` (a float matrix, computed here and never read from the fit) being
 their data. A kernel with an eigenvalue below ``−NEGATIVE_RTOL·λ_max`` is not numerically
-PSD at all, and is refused rather than truncated. Directions dropped by the truncation are not part of the problem; a model
-that uses them is caught because its *applied* map, evaluated on the kernel rows
-themselves, no longer has the objective of its point in ``Φ`` (both are computed and
-must agree within the objective's resolution). The kernels themselves are the float64
-values of their formulas below (the problem's data).
+PSD at all, and is refused rather than truncated. Directions dropped by the truncation
+are not part of the problem; a model that uses them is caught because its *applied*
+map, evaluated on the kernel rows themselves, no longer has the objective of its point
+in ``Φ`` (both are computed and must agree within the objective's resolution). The
+kernels themselves are the float64 values of their formulas below (the problem's data).
 """
 
 from __future__ import annotations

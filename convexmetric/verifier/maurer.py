@@ -105,8 +105,10 @@ def _params(p):
         "kernel": p.get("kernel"),
     }
     if out["regularizer"] not in ("hs", "trace"):
-        raise VerificationError("The 'regularizer' parameter of OperatorSimilarity must be "
-                                f"'hs' or 'trace'; got {out['regularizer']!r}.")  # fmt: skip
+        raise VerificationError(
+            "The 'regularizer' parameter of OperatorSimilarity must be "
+            f"'hs' or 'trace'; got {out['regularizer']!r}."
+        )
     k = out["kernel"]
     if not (k is None or callable(k) or (isinstance(k, str) and k in ("linear", "maurer"))):
         raise VerificationError(f"kernel {k!r} is not one the verifier knows.")
@@ -158,8 +160,9 @@ def _pairs(p, X, y, draw):
         points, i, j = np.asarray(X.points, float), np.asarray(X.i), np.asarray(X.j)
         r = np.asarray(X.r, dtype=float)
         if not (i.shape == j.shape == r.shape and i.ndim == 1 and np.isin(r, (-1.0, 1.0)).all()):
-            raise VerificationError("the pairs must be index arrays i, j and labels r = ±1 "
-                                    "of one length.")  # fmt: skip
+            raise VerificationError(
+                "the pairs must be index arrays i, j and labels r = ±1 of one length."
+            )
     elif y is None:
         raise VerificationError("OperatorSimilarity verification needs X, y or a Pairs object.")
     else:
@@ -277,8 +280,15 @@ def check(fitted, X, y=None, *, tol=None, n_pairs=None, oracle=None, random_stat
     problem = _problem(cert, p["regularizer"])
     alpha, why = T.box(cert.get("alpha"), len(r)) if not problem else (None, "")
     if problem or why:
-        return refused("maurer", f, tol, fitted.objective, t0,
-                       f"infeasible certificate: {problem or why}", **numbers)  # fmt: skip
+        return refused(
+            "maurer",
+            f,
+            tol,
+            fitted.objective,
+            t0,
+            f"infeasible certificate: {problem or why}",
+            **numbers,
+        )
     radius = max(float(cert["radius"]), float(np.nextafter(np.nextafter(f + res, np.inf), np.inf)))
     nu = T.violation_upper(alpha, P, (i, j), c, p["regularizer"])
     lb = T.lower_bound(T.value_lower(alpha, c), nu, mu, radius)

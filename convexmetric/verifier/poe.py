@@ -119,8 +119,9 @@ def _params(fitted):
         out[name] = bool(v)
     out["kernel"] = p.get("kernel") if owner == "POE" else "mkpoe"
     if owner == "POE" and out["kernel"] not in KERNELS:
-        raise VerificationError(f"The 'kernel' parameter of POE must be one of {KERNELS}; "
-                                f"got {out['kernel']!r}.")  # fmt: skip
+        raise VerificationError(
+            f"The 'kernel' parameter of POE must be one of {KERNELS}; got {out['kernel']!r}."
+        )
     out["gamma"] = _number(p, "gamma", owner, optional=True) if owner == "POE" else None
     seed = p.get("random_state")
     replay = isinstance(seed, (int, np.integer)) and not isinstance(seed, bool)
@@ -132,7 +133,10 @@ def _blocks(fitted, items, p):
     """The problem's blocks from the fit's items (module docstring)."""
     if p["kernel"] == "mkpoe":
         ks = [items] if isinstance(items, np.ndarray) and items.ndim == 2 else list(items)
-        return [Block(K, K) for K in map(_square, ks)]
+        ks = [_square(K) for K in ks]
+        if not ks or len({len(K) for K in ks}) != 1:
+            raise VerificationError("MKPOE's kernels must be square matrices over the same items.")
+        return [Block(K, K) for K in ks]
     X = np.asarray(items, dtype=float)
     if X.ndim != 2 or not np.isfinite(X).all():
         raise VerificationError(f"the items X must be a finite 2-d array; got shape {X.shape}.")
@@ -150,8 +154,9 @@ def _blocks(fitted, items, p):
         width = _kernels.rbf_width(X, p["gamma"])
         applied = fitted.attrs.get("gamma_")
         if applied is not None and float(applied) != width:
-            raise Refused(f"the model applies gamma_ = {applied!r}, the problem's rbf width is "
-                          f"{width!r}")  # fmt: skip
+            raise Refused(
+                f"the model applies gamma_ = {applied!r}, the problem's rbf width is {width!r}"
+            )
         K = _kernels.rbf(X, width)
     return [Block(K, K)]
 
@@ -167,8 +172,11 @@ def _kept(cert, C_in, p):
     """``(kept input indices or None, problem)`` (module docstring)."""
     kept = cert.get("comparisons")
     if not p["filter_graph"]:
-        return None, ("the certificate names filtered comparisons without filter_graph"
-                      if kept is not None else "")  # fmt: skip
+        return None, (
+            "the certificate names filtered comparisons without filter_graph"
+            if kept is not None
+            else ""
+        )
     if kept is None:
         return None, "filter_graph=True but the certificate names no kept comparisons"
     kept = np.asarray(kept)
@@ -177,8 +185,10 @@ def _kept(cert, C_in, p):
     if p["seed"] is not None:
         mine = _graph.filtered(C_in, p["seed"])
         if not np.array_equal(kept, mine):
-            return None, (f"the kept comparisons are not the filter's with random_state="
-                          f"{p['seed']} ({len(mine)} recomputed, {len(kept)} claimed)")  # fmt: skip
+            return None, (
+                f"the kept comparisons are not the filter's with random_state="
+                f"{p['seed']} ({len(mine)} recomputed, {len(kept)} claimed)"
+            )
         return mine, ""
     if len(kept) and (np.any(np.diff(kept) <= 0) or kept.max() >= len(C_in)):
         return None, "'comparisons' must be increasing indices of the input comparisons"
@@ -251,8 +261,9 @@ def check(fitted, comparisons, items=None, *, tol=None, **kwargs):
     lam, why = B.box(cert.get("lam"), p["beta"], len(C)) if not problem else (None, "")
     problem = problem or why
     if problem:
-        return refused("poe", f, tol, fitted.objective, t0, f"infeasible certificate: {problem}",
-                       **numbers)  # fmt: skip
+        return refused(
+            "poe", f, tol, fitted.objective, t0, f"infeasible certificate: {problem}", **numbers
+        )
     radius = max(float(cert["radius"]), B.above(f + res))  # f(map) ≤ f + res, and f⋆ ≤ f(map)
     if p["diagonal"]:
         mu = B.mu_diagonal(lam, [b.rows for b in blocks], [b.reg(True) for b in blocks], C)
