@@ -17,8 +17,9 @@ semidefinite Gram matrix. The problem over ``W ⪰ 0`` with kernel ``ΦΦᵀ`` i
 linear problem over ``B = ΦᵀWΦ ⪰ 0`` with the rows of ``Φ`` as points and regulariser
 ``tr B`` (POE) or ``‖B‖`` (Maurer): the problems of :mod:`.poe` and :mod:`.maurer` are
 posed there, ``Φ`` (a float matrix, computed here and never read from the fit) being
-their data. A kernel with an eigenvalue below ``−NEGATIVE_RTOL·λ_max`` is not numerically
-PSD at all, and is refused rather than truncated. Directions dropped by the truncation
+their data. A kernel with an eigenvalue below ``−NEGATIVE_TOL·max(1, max|K|)`` (the
+estimators' rule for a precomputed kernel) is not numerically PSD at all, and is refused
+rather than truncated. Directions dropped by the truncation
 are not part of the problem; a model that uses them is caught because its *applied*
 map, evaluated on the kernel rows themselves, no longer has the objective of its point
 in ``Φ`` (both are computed and must agree within the objective's resolution). The
@@ -34,9 +35,11 @@ from ._report import VerificationError
 #: eigenvalues of the kernel at most this share of the largest are not part of the
 #: kernel problems (module docstring); below the solvers' own cut (1e-10)
 RANK_RTOL = 1e-12
-#: a kernel with an eigenvalue below ``−NEGATIVE_RTOL·λ_max`` is no kernel: refused (the
-#: estimators' own check refuses ``−1e-8·max(1, max|K|)``; rounding gives ``~1e-15``)
-NEGATIVE_RTOL = 1e-8
+#: a kernel with an eigenvalue below ``−NEGATIVE_TOL·max(1, max|K|)`` is no kernel, and
+#: refused: the estimators' documented acceptance rule for a precomputed kernel, restated
+#: here so that every kernel they fit on is one the verifier poses a problem for
+#: (rounding gives ``~1e-16·λ_max``)
+NEGATIVE_TOL = 1e-8
 
 
 def symmetric(K):
@@ -72,11 +75,11 @@ def maurer(X):
 def features(K):
     """``Φ`` of the module docstring (``n × r``; ``r = 0`` for a kernel with no positive
     eigenvalue); :class:`VerificationError` for a kernel that is not even numerically
-    positive semidefinite (``λ_min < −`` :data:`NEGATIVE_RTOL` ``·λ_max``): its problem is
-    not the positive part's, and may be unbounded below."""
+    positive semidefinite (``λ_min < −`` :data:`NEGATIVE_TOL` ``·max(1, max|K|)``): its
+    problem is not the positive part's, and may be unbounded below."""
     w, V = np.linalg.eigh(K)
     top = float(w[-1]) if len(w) else 0.0
-    if len(w) and w[0] < -NEGATIVE_RTOL * max(top, 0.0):
+    if len(w) and w[0] < -NEGATIVE_TOL * max(1.0, float(np.abs(K).max())):
         raise VerificationError(
             f"the kernel is not positive semidefinite (λ_min = {w[0]:.3g}, λ_max = {top:.3g}): "
             "the kernel problem over W ⪰ 0 may be unbounded below; nothing to verify."
