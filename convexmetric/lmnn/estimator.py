@@ -146,6 +146,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     targets_ : ndarray (n, ``k_``), target neighbours used, nearest first; a point with
         fewer (its class has ``k`` members or fewer) fills its last slots with itself
         (padding, no target: :func:`convexmetric.neighbors.target_neighbors`)
+    passes_ : list of dict, the passes before the last (``n_passes > 1``, §5.1), oldest
+        first: ``components`` (whose nearest neighbours are the next pass's targets),
+        ``targets``, ``certificate``, ``objective``, ``status`` (what
+        :func:`convexmetric.verify` checks in turn); empty for one pass
     k_ : int, target slots per row (``k``, or the columns of the given ``targets``)
     predict_k_ : int, the k of :meth:`predict`
     classes_ : ndarray
@@ -240,7 +244,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         mu = float(self.mu)
         left = clock.remaining()  # (spent already: the solver returns its start, evaluated)
         with logging_to_stderr(logger, self.verbose):
-            res, T = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
+            res, T, earlier = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
                                 T.shape[1], self.n_passes, self.max_iter,
                                 None if left is None else max(left, 1e-9))  # fmt: skip
             log_summary(logger, self.verbose, type(self).__name__, res)
@@ -248,6 +252,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             warn_unconverged(self, res)
         res = self._set_metric(res, X, y_enc, T, axes)
         self.result_, self.n_iter_, self.targets_ = res, res.iterations, T
+        self.passes_ = earlier
         self._X, self._y = X_raw, y_enc
         self.X_fit_, self.y_fit_ = X_raw, y_enc  # public, for saved models (model_kinds)
         return self

@@ -12,7 +12,6 @@ from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._renamed import DEPRECATED
 from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .._verbose import log_summary, logging_to_stderr, progress_callback
-from ..linalg import components_from_metric
 from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
 from . import kernel_solver as SK
@@ -137,8 +136,8 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if self.solver == "subgradient":
             warn_unconverged(self, res)
         self.n_iter_ = res.iterations
-        self.A_ = 0.5 * (res.matrix + res.matrix.T)
-        self.components_ = components_from_metric(self.A_)
+        self.components_ = res.info["components"]  # the solver's own factor, A = LᵀL
+        self.A_ = self.components_.T @ self.components_
         self.objective_, self.result_, self.targets_ = float(res.objective), res, T
         self._X, self._K, self._y = X, K, y
         self.X_fit_, self.y_fit_ = X, y  # public, for saved models (model_kinds)
