@@ -37,7 +37,7 @@ def assert_verified(res, name, diagonal, tol=1e-4, comparisons=C, beta=BETA):
               "filter_graph": False}  # fmt: skip
     W = res.matrices if est == "MKPOE" else res.matrix
     fitted = Fitted(est, params, {"W_": W}, res.certificate, res.objective)
-    v = verify_fitted(fitted, comparisons, items if comparisons is C else X_HAND)
+    v = verify_fitted(fitted, comparisons, items if comparisons is C else X_HAND, tol=tol)
     assert v.verified, v.reason
     return v
 

@@ -35,6 +35,7 @@ from .blocks.device import DeviceExecutor, check_device
 from .blocks.local import check_lanes
 from .exact import solve_working_set
 from .passes import run_passes
+from .proof import applied
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
 
@@ -297,6 +298,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         """``components_``, ``metric_``, ``objective_`` from ``M``; the result to record."""
         M = 0.5 * (res.matrix + res.matrix.T)
         Lc = P.components_from_metric(M)
+        if axes is None and self.n_components is None:  # the objective of what is applied
+            res = applied(res, X, y_enc, T, float(self.mu), float(self.tol), Lc)
         self.objective_ = float(res.objective)
         if self.n_components is not None:
             Lc = leading_components(M, self.n_components)
@@ -327,9 +330,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
-            executor=executor_for(self.backend, owner=type(self).__name__,
-                                  device=getattr(self, "device", None),
-                                  n_jobs=getattr(self, "n_jobs", None)),
+            executor=executor_for(
+                self.backend,
+                owner=type(self).__name__,
+                device=getattr(self, "device", None),
+                n_jobs=getattr(self, "n_jobs", None),
+            ),
         )
 
     def _mahalanobis_matrix(self):
@@ -359,5 +365,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _executor(self):
         """With ``backend="dask"``, predict and energy_predict run by blocks of test rows
         on the Dask workers."""
-        return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__,
-                            n_jobs=getattr(self, "n_jobs", None))
+        return executor_for(
+            getattr(self, "backend", "local"),
+            owner=type(self).__name__,
+            n_jobs=getattr(self, "n_jobs", None),
+        )

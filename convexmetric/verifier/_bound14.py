@@ -16,6 +16,16 @@ Only exact structure is used: a coordinate in which no target pair of the block 
 there only if no impostor difference with a multiplier is nonzero in it — else the dual
 point proves nothing and the bound is the trivial 0.
 
+Where the pull is singular on those coordinates, one more exact structure is used:
+columns whose differences are exactly proportional over every target pair of the block
+(a duplicated feature; pixels that only one point of the block lights, each pair's
+differences there ``±c`` for one vector ``c``). With ``u_q = (c_q/c_p)u_p`` for every
+pair, ``v = e_q − (c_q/c_p)e_p`` is an exact null vector of ``P_h``; if every impostor
+difference with a multiplier satisfies the same relation exactly (tested by error-free
+products: Dekker's splitting), ``H_h(κ)v = 0`` and ``H_h(κ) ⪰ 0`` iff its submatrix
+without row and column ``q`` is — so ``q`` is dropped, exactly. A pull still singular
+after that proves nothing (bound 0).
+
 On the other coordinates the pull is whitened by any nonsingular ``W`` from the
 computed ``P_h`` (``WᵀP̂_hW ≈ I``), the whitened differences ``z = ũW`` (``ũ = fl(x_a −
 x_b)``, exact to ``u`` componentwise) are scattered in float64 with a rigorous error
@@ -33,6 +43,10 @@ from scipy.linalg import eigh
 
 from ._rigor import BLOCK, SAFETY, UNIT, Scatter, certainly_psd, gamma, sum_lower
 
+#: a pull matrix with eigenvalues below this share of the largest is looked at for exact
+#: structure (proportional columns) before it is whitened; a share, not a tolerance: the
+#: proof's own test decides, this only chooses when to look
+SINGULAR = 1e-12
 #: relative raises of the estimated ``κ`` tried, in order, until the PSD test succeeds
 #: (each costs one Cholesky factorisation of the block's size; the first that passes
 #: loses that share of the bound's hinge part, the last ones only on ill-conditioned data)
@@ -145,20 +159,83 @@ def block_kappa(X, mu, pull, plus, minus):
     active = _varying(X, pa, pb)
     if (_varying(X, minus[0], minus[1]) & ~active).any():
         return np.inf  # an impostor direction that no target pair of the block spans
-    Xa = X[:, active]
-    P = np.zeros((Xa.shape[1],) * 2)
-    for s in range(0, len(pa), BLOCK):
-        U = Xa[pa[s : s + BLOCK]] - Xa[pb[s : s + BLOCK]]
-        P += (U.T * count[s : s + BLOCK]) @ U
-    w, V = np.linalg.eigh(0.5 * (P + P.T))
+    w, V = _pull_spectrum(X[:, active], pa, pb, count)
+    if not (np.isfinite(w).all() and w[0] > SINGULAR * w[-1]):
+        kept = _proportional(X, np.flatnonzero(active), (pa, pb), (minus[0], minus[1]))
+        if kept is None:
+            return np.inf
+        active = np.zeros(X.shape[1], bool)
+        active[kept] = True
+        w, V = _pull_spectrum(X[:, active], pa, pb, count)
     if not (np.isfinite(w).all() and w[0] > 0):
         return np.inf  # the pull is singular on the varying coordinates
+    Xa = X[:, active]
     W = V / np.sqrt(w)
     shrink = gamma(Xa.shape[1] + 2) * float(np.sqrt((W * W).sum())) * SAFETY
     H0 = _whitened(Xa, W, pa, pb, (1 - mu) * count, gamma(3) * (1 - mu) * count, shrink)
     ca, cb, cw, comega = _pairs(n, plus, (minus[0], minus[1], -minus[2]))
     G = _whitened(Xa, W, ca, cb, mu * cw, mu * comega + gamma(2) * mu * np.abs(cw), shrink)
     return _least_kappa(H0, G)
+
+
+def _pull_spectrum(Xa, a, b, count):
+    """Eigenvalues and vectors of the pull ``Σ count·(x_a − x_b)(x_a − x_b)ᵀ`` on ``Xa``."""
+    P = np.zeros((Xa.shape[1],) * 2)
+    for s in range(0, len(a), BLOCK):
+        U = Xa[a[s : s + BLOCK]] - Xa[b[s : s + BLOCK]]
+        P += (U.T * count[s : s + BLOCK]) @ U
+    return np.linalg.eigh(0.5 * (P + P.T))
+
+
+def _proportional(X, cols, pull, others):
+    """The coordinates ``cols`` less those whose differences are exactly proportional to
+    an earlier kept one's over every pair of ``pull`` and of ``others`` (module
+    docstring); ``None`` when ``others`` break a relation the pull pairs hold."""
+    pa, pb = pull
+    U = X[np.ix_(pa, cols)] - X[np.ix_(pb, cols)]
+    first = np.argmax(U != 0, axis=0)  # each column's first nonzero row (active: one exists)
+    ref = U[first, np.arange(len(cols))]
+    dropped = np.zeros(len(cols), bool)
+    groups = {}
+    for q in range(len(cols)):
+        key = (int(first[q]), np.round(U[:, q] / ref[q], 12).tobytes())
+        groups.setdefault(key, []).append(q)
+    Uo = X[np.ix_(others[0], cols)] - X[np.ix_(others[1], cols)]
+    for members in groups.values():
+        p = members[0]
+        for q in members[1:]:
+            if not _same_products(U[:, q], ref[p], U[:, p], ref[q]):
+                continue  # proportional to twelve digits only: not an exact relation
+            if not _same_products(Uo[:, q], ref[p], Uo[:, p], ref[q]):
+                return None  # an impostor leaves the exact null direction
+            dropped[q] = True
+    return cols[~dropped]
+
+
+def _same_products(a, s, b, t):
+    """Whether ``a·s == b·t`` exactly, elementwise, for float64 ``a, b`` and scalars
+    ``s, t`` (Dekker's error-free products: equal products have equal rounded parts and
+    equal errors); ``False`` where that cannot be decided (overflow, underflow)."""
+    hi1, lo1 = _two_product(a, s)
+    hi2, lo2 = _two_product(b, t)
+    big = np.abs(np.r_[hi1, hi2])
+    if not np.isfinite(big).all() or np.any((big > 0) & (big < 2.0**-900)):
+        return False
+    return bool(np.all(hi1 == hi2) and np.all(lo1 == lo2))
+
+
+def _two_product(a, s):
+    """``(fl(a·s), a·s − fl(a·s))``, the second exact (Dekker 1971, Veltkamp's split)."""
+    hi = a * s
+    a1, a2 = _split(np.asarray(a, dtype=np.float64))
+    s1, s2 = _split(np.float64(s))
+    return hi, ((a1 * s1 - hi) + a1 * s2 + a2 * s1) + a2 * s2
+
+
+def _split(a):
+    c = 134217729.0 * a  # 2**27 + 1
+    hi = c - (c - a)
+    return hi, a - hi
 
 
 def _whitened(Xa, W, a, b, weights, omega, shrink):

@@ -237,7 +237,7 @@ def report(
     allowed = tol * max(f - res, floor)
     if not reasons and not (f + res - b <= allowed):
         hint = ""
-        if model_tol is not None and model_tol > tol:
+        if model_tol is not None and tol < model_tol < 1 and gap <= model_tol:
             hint = f" (the model was fitted with tol={model_tol:g}: pass tol= to verify that)"
         known = f", the objective known to ±{res:.3g}" if res > 1e-3 * abs(f - b) else ""
         reasons.append(f"certified gap {gap:.3g} above tol {tol:g}{known}{hint}")

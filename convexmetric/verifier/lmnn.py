@@ -32,10 +32,14 @@ inequality per cluster, ``ν`` the least.
   ``m ≤ k`` points gives its points the ``m − 1`` others (padding: the point itself);
 * the clusters (``MultiMetricLMNN``): the classes with ``n_clusters=None``, else checked
   to be a k-means partition (:func:`._problem14.clusters`);
-* the kernel (``KernelLMNN``): recomputed from ``X`` and the parameters, its empirical
-  features ``Φ`` (``K = ΦΦᵀ``) over the eigenvalues above :data:`KERNEL_RTOL`
-  ``·λ_max`` — the problem's documented definition, computed here —, the map on them
-  ``LΦ`` (``transform`` applies ``L`` to kernel rows ``k(x) = Φφ(x)``).
+* the kernel (``KernelLMNN``): recomputed from ``X`` and the parameters. The objective
+  is that of the map applied, ``L`` on the kernel rows (what ``transform`` does). The
+  bound is proved over the problem's documented features, computed here: the
+  empirical map ``Φ`` of the centred kernel ``HKH`` (``HKH = ΦΦᵀ``; distances do not
+  move) over its eigenvalues above :data:`KERNEL_RTOL` ``·λ_max``. "Verified" then
+  says that no map on those features does better than ``tol`` (relative) below the
+  model's — the kernel at its numerical rank is the problem, to the rounding of its
+  eigendecomposition.
 
 **Resolution.** The objective's float64 error is bounded rigorously from the quantities
 computed (:mod:`._eq14`: componentwise in ``|x̃||L|``, so a direction in which the data
@@ -133,18 +137,15 @@ def check_kernel(fitted, X, y, *, tol=None):
     tol = check_tol(tol, DEFAULT_TOL)
     K = _kernel(fitted.params, X)
     T = _targets(fitted, P.kernel_distances(K), y, k)
-    w, V = np.linalg.eigh(0.5 * (K + K.T))
-    keep = w > KERNEL_RTOL * max(float(w[-1]), 1e-300)
-    Phi = V[:, keep] * np.sqrt(w[keep])  # the empirical kernel map, K ≈ ΦΦᵀ
     L = P.applied_map(fitted, K.shape[0], "A_")
-    # z = L k(x) = (LΦ)φ(x) on the kernel rows k(x) = Φφ(x): the map on Φ's rows
-    return _check("lmnn_kernel", fitted, (Phi, y, T, mu, tol), [L @ Phi],
-                  np.zeros(len(y), np.int64), t0)  # fmt: skip
+    return _check("lmnn_kernel", fitted, (K, y, T, mu, tol), [L], np.zeros(len(y), np.int64),
+                  t0, bound_features=_features(K))  # fmt: skip
 
 
-def _check(kind, fitted, problem, Ls, g, t0):
+def _check(kind, fitted, problem, Ls, g, t0, bound_features=None):
     """Eq. (14) at the maps ``Ls`` (pair ``(a, b)`` under ``Ls[g[b]]``) and the
-    certificate's bound; ``problem = (X, y, T, mu, tol)``."""
+    certificate's bound; ``problem = (X, y, T, mu, tol)``; ``bound_features``: the
+    points the bound is proved on, when not ``X`` (a kernel's features)."""
     X, y, T, mu, tol = problem
     Xc = X - X.mean(axis=0)  # distances do not move; the error scale shrinks to the spread
     maps = [Mapped(Xc, L) for L in Ls]
@@ -152,7 +153,9 @@ def _check(kind, fitted, problem, Ls, g, t0):
     numbers = {"resolution": resolution, "zero_value": zero_value(y, T, mu),
                "model_tol": model_tol(fitted.params)}  # fmt: skip
     try:
-        bound = B.bound(X, y, T, mu, fitted.certificate, sum_upper(f + resolution, 2), g, len(Ls))
+        F = sum_upper(f + resolution, 2)
+        Xb = X if bound_features is None else bound_features
+        bound = B.bound(Xb, y, T, mu, fitted.certificate, F, g, len(Ls))
     except B.Infeasible as exc:
         return refused(kind, f, tol, fitted.objective, t0, str(exc), **numbers)
     return report(kind, f, bound, tol, fitted.objective, t0, **numbers)
@@ -183,6 +186,17 @@ def _targets(fitted, dist, y, k, given=None):
     return P.targets(dist, y, k, T)
 
 
+def _features(K):
+    """The problem's features of a kernel: the empirical map of the centred kernel
+    ``HKH`` (distances unchanged; a feature common to every point leaves) over its
+    eigenvalues above :data:`KERNEL_RTOL` ``·λ_max``."""
+    row = K.mean(axis=0)
+    Kc = K - row[None] - row[:, None] + row.mean()
+    w, V = np.linalg.eigh(0.5 * (Kc + Kc.T))
+    keep = w > KERNEL_RTOL * max(float(w[-1]), 1e-300)
+    return V[:, keep] * np.sqrt(w[keep])
+
+
 def _data(X, y):
     X = np.asarray(X, dtype=np.float64)
     y = np.asarray(y).ravel()
@@ -197,9 +211,10 @@ def _kernel(params, X):
     """The training kernel as :class:`KernelLMNN` defines it."""
     kind = params.get("kernel", "rbf")
     if kind == "precomputed":
-        if X.shape[0] != X.shape[1] or not np.array_equal(X, X.T):
+        scale = float(np.abs(X).max(initial=0.0))
+        if X.shape[0] != X.shape[1] or float(np.abs(X - X.T).max(initial=0.0)) > 1e-8 * scale:
             raise VerificationError("a precomputed kernel must be a symmetric (n, n) matrix.")
-        return X
+        return 0.5 * (X + X.T)
     if kind == "linear":
         return X @ X.T
     if kind != "rbf":
