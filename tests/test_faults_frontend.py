@@ -109,3 +109,85 @@ def test_file_outputs_never_overwrite_their_inputs(tmp_path):
     before = comparisons.read_bytes()
     line = one_line_failure(run("filter", comparisons, "--out", comparisons))
     assert comparisons.read_bytes() == before and "--out" in line
+
+
+# ---- 2. columns checked by name, as scikit-learn does ---------------------------------
+
+
+def _estimators():
+    from convexmetric import (
+        LMNN,
+        OASIS,
+        SSNE,
+        DiagonalAROMA,
+        KernelLMNN,
+        MultiMetricLMNN,
+        OperatorSimilarity,
+    )
+    from convexmetric.preprocessing import DiameterScaler
+
+    return [
+        (LMNN(max_iter=30), "predict"),
+        (KernelLMNN(max_iter=20), "transform"),
+        (MultiMetricLMNN(max_iter=4), "predict"),
+        (OperatorSimilarity(max_iter=50, n_pairs=100, random_state=0), "transform"),
+        (SSNE(max_iter=2, random_state=0), "transform"),
+        (OASIS(max_iter=100, random_state=0), "similarity"),
+        (DiagonalAROMA(max_iter=100, random_state=0), "similarity"),
+        (DiameterScaler(), "transform"),
+    ]
+
+
+@pytest.fixture(scope="module")
+def wine_frame():
+    pd = pytest.importorskip("pandas")
+    from convexmetric import datasets
+
+    X, y = datasets.load("wine")
+    X = (X - X.mean(0)) / X.std(0)
+    return pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])]), y
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize(
+    "est, method", _estimators(), ids=[type(e).__name__ for e, _ in _estimators()]
+)
+def test_reordered_or_renamed_columns_raise(wine_frame, est, method):
+    import warnings
+
+    X, y = wine_frame
+    cols = list(X.columns)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")  # none at fit
+        est.fit(X, y)
+    assert est.feature_names_in_.dtype == object
+    np.testing.assert_array_equal(est.feature_names_in_, cols)
+    assert est.n_features_in_ == len(cols)
+    apply = getattr(est, method)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*feature names")
+        np.testing.assert_array_equal(apply(X), apply(X.to_numpy()))  # same columns: fine
+    with pytest.raises(ValueError, match="another order"):
+        apply(X[cols[::-1]])
+    with pytest.raises(ValueError, match="unseen at fit: 'g0'"):
+        apply(X.rename(columns={"f0": "g0"}))
+    if hasattr(est, "score"):
+        with pytest.raises(ValueError, match="another order"):
+            est.score(X[cols[::-1]], y)
+    est.fit(X.to_numpy(), y)
+    assert not hasattr(est, "feature_names_in_")  # an array fit forgets earlier names
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        apply(X)
+
+
+def test_poe_records_item_names(wine_frame):
+    from convexmetric import POE
+    from convexmetric.comparisons import Comparisons
+
+    X, _ = wine_frame
+    X = X.iloc[:12, :4]
+    C = Comparisons.from_array(np.array([[0, 1, 0, 2], [1, 2, 0, 3], [3, 4, 0, 5]]), n_items=12)
+    m = POE(max_iter=50).fit(C, X)
+    np.testing.assert_array_equal(m.feature_names_in_, list(X.columns))
+    with pytest.raises(ValueError, match="another order"):
+        m.transform(X[list(X.columns)[::-1]])

@@ -184,7 +184,7 @@ class OperatorSimilarity(_PairOperator):
             The fitted estimator.
         """
         p = self._check_params()
-        pairs = self._pairs(X, y)
+        pairs = self._pairs(X, y, fitting=True)
         self._setup(pairs)
         with logging_to_stderr(logger, self.verbose):
             res, coef, K = self._solve(p, pairs)
