@@ -244,3 +244,91 @@ def test_sgd_step_is_tables_on_the_papers_scale():
     X = X / (2 * np.linalg.norm(X - X.mean(0), axis=1).max())
     m = OperatorSimilarity(random_state=0, max_iter=2000).fit(X, y)
     assert m.result_.info["step_size"] == m.learning_rate
+
+
+# ---- 5. BLAS thread limits: shared by concurrent fits, never leaked ---------------------
+
+
+def _blas_threads():
+    from threadpoolctl import threadpool_info
+
+    return sorted({i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"})
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_concurrent_fits_keep_their_limit_and_restore_the_process(digits_standardised):
+    import threading
+
+    pytest.importorskip("threadpoolctl")
+    from threadpoolctl import threadpool_limits
+
+    from convexmetric import LMNN
+    from convexmetric.progress import observe
+
+    X, y = digits_standardised
+    X, y = X[:600], y[:600]
+
+    def fit():
+        return LMNN(max_iter=40, tol=1e-9).fit(X, y).metric_
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        outside = _blas_threads()
+        if outside in ([], [1]):
+            pytest.skip("no BLAS library that takes two threads")
+        alone = fit()
+        a_running, b_running, a_done = threading.Event(), threading.Event(), threading.Event()
+        out, seen = {}, []
+
+        def first():
+            def hold(*_):  # stay inside the fit until the second one has started
+                a_running.set()
+                b_running.wait(30)
+
+            with observe(hold):
+                out["a"] = fit()
+            a_done.set()
+
+        def second():
+            def watch(*_):  # from its first iteration on, while the first fit ends
+                b_running.set()
+                a_done.wait(30)
+                seen.append(_blas_threads())
+
+            a_running.wait(30)
+            with observe(watch):
+                out["b"] = fit()
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        assert a_done.is_set() and seen
+        assert all(s == [1] for s in seen), seen  # one BLAS thread to its end
+        np.testing.assert_array_equal(out["a"], alone)
+        np.testing.assert_array_equal(out["b"], alone)
+        assert _blas_threads() == outside  # the process's limit is back
+
+
+def test_a_fit_with_another_limit_waits_for_the_lease():
+    import threading
+
+    pytest.importorskip("threadpoolctl")
+    import convexmetric
+    from convexmetric._threads import one_blas_thread
+
+    inside, order = threading.Event(), []
+
+    def other():
+        inside.wait(30)
+        with convexmetric.config_context(blas_threads=None), one_blas_thread():
+            order.append("None")
+
+    t = threading.Thread(target=other)
+    t.start()
+    with one_blas_thread():
+        inside.set()
+        t.join(0.3)  # it cannot enter while this limit holds
+        order.append("1")
+    t.join(30)
+    assert order == ["1", "None"]
