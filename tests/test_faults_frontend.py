@@ -332,3 +332,67 @@ def test_a_fit_with_another_limit_waits_for_the_lease():
         order.append("1")
     t.join(30)
     assert order == ["1", "None"]
+
+
+# ---- 11. an .npy header that claims more than the file holds ---------------------------
+
+
+def _lying_npy(path, shape=(10**6, 10**6)):
+    with open(path, "wb") as fh:
+        header = {"descr": "<f8", "fortran_order": False, "shape": shape}
+        np.lib.format.write_array_header_1_0(fh, header)
+        fh.write(np.zeros(4).tobytes())
+
+
+def test_huge_npy_header_as_features_is_refused(tmp_path):
+    x, y = tmp_path / "x.npy", tmp_path / "y.csv"
+    _lying_npy(x)
+    y.write_text("0\n1\n")
+    for cmd in (["solve", "lmnn"], ["validate", "lmnn"]):
+        line = one_line_failure(run(*cmd, "--features", x, "--labels", y))
+        assert str(x) in line and "(1000000, 1000000)" in line and "truncated" in line
+    import zipfile
+
+    with zipfile.ZipFile(tmp_path / "lie.npz", "w") as zf:  # the same lie inside an .npz
+        zf.writestr("X.npy", x.read_bytes())
+    line = one_line_failure(run("solve", "lmnn", "--features", tmp_path / "lie.npz", "--labels", y))
+    assert "lie.npz" in line and "truncated" in line
+
+
+def test_huge_npy_header_in_a_model_is_refused(tmp_path):
+    from convexmetric.model_io import load_model
+
+    d = tmp_path / "m"
+    assert run("solve", "lmnn", "--dataset", "iris", "--max-iter", "5", "--out", d).exit_code == 0
+    _lying_npy(d / "metric.npy")
+    with pytest.raises(ValueError, match=r"metric\.npy.*\(1000000, 1000000\).*truncated"):
+        load_model(d)
+    new = tmp_path / "new.csv"
+    np.savetxt(new, np.ones((2, 4)), delimiter=",")
+    line = one_line_failure(run("transform", "--model", d, new, "--out", tmp_path / "z.csv"))
+    assert "metric.npy" in line and "truncated" in line
+    _lying_npy(tmp_path / "q.npy")
+    d2 = tmp_path / "m2"
+    assert run("solve", "lmnn", "--dataset", "iris", "--max-iter", "5", "--out", d2).exit_code == 0
+    line = one_line_failure(run("predict", "--model", d2, tmp_path / "q.npy"))
+    assert "q.npy" in line and "truncated" in line
+
+
+def test_npy_larger_than_memory_is_refused(tmp_path):
+    """A consistent file (sparse on disk) whose array exceeds the machine's memory."""
+    from convexmetric._npy import _memory, load_npy
+
+    memory = _memory()
+    if memory is None:
+        pytest.skip("the platform does not report its memory")
+    rows = 2 * memory // (8 * 1024) + 1
+    path = tmp_path / "big.npy"
+    with open(path, "wb") as fh:
+        header = {"descr": "<f8", "fortran_order": False, "shape": (rows, 1024)}
+        np.lib.format.write_array_header_1_0(fh, header)
+        try:
+            fh.truncate(fh.tell() + rows * 1024 * 8)
+        except OSError:
+            pytest.skip("no sparse file that large here")
+    with pytest.raises(ValueError, match="more than this machine's"):
+        load_npy(path, f"file {str(path)!r}")

@@ -71,8 +71,9 @@ class OperatorSimilarity(_PairOperator):
         SGD settings (θ = 0.01, 10⁵ steps, blocks of 50, regulariser gradient refreshed
         every 500 steps). θ is Table 1's step for inputs of diameter 1; on pairs whose
         mean ``‖x − x'‖²`` is ``s² > 1`` the step is ``θ/s²`` (see
-        :mod:`convexmetric.maurer.sgd`). A run that diverges raises a ValueError. ``max_iter`` also bounds ``solver="subgradient"``: its
-        subgradient steps (at most 3000) and refinement iterations together.
+        :mod:`convexmetric.maurer.sgd`). A run that diverges raises a ValueError.
+        ``max_iter`` also bounds ``solver="subgradient"``: its subgradient steps (at most
+        3000) and refinement iterations together.
     tol : float or None, default None
         The certified relative gap ``(objective − lower bound)/|objective|`` that status
         "optimal" means; ``solver="subgradient"`` runs until it (or ``max_iter``,
