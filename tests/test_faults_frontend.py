@@ -396,3 +396,109 @@ def test_npy_larger_than_memory_is_refused(tmp_path):
             pytest.skip("no sparse file that large here")
     with pytest.raises(ValueError, match="more than this machine's"):
         load_npy(path, f"file {str(path)!r}")
+
+
+# ---- 12. Ctrl-C: KeyboardInterrupt in Python, one line and 130 on the command line -----
+
+
+def _ctrl_c_at(n):
+    """A progress observer pressing Ctrl-C at the solvers' ``n``-th iteration report."""
+    seen = [0]
+
+    def observer(*_):
+        seen[0] += 1
+        if seen[0] == n:
+            raise KeyboardInterrupt
+
+    return observer
+
+
+def _interruptible():
+    from convexmetric import LMNN, SSNE, KernelLMNN, MultiMetricLMNN, OperatorSimilarity
+
+    return [
+        LMNN(),
+        KernelLMNN(),
+        MultiMetricLMNN(),
+        OperatorSimilarity(random_state=0),
+        OperatorSimilarity(solver="subgradient", random_state=0),
+        SSNE(random_state=0),
+    ]
+
+
+@pytest.mark.parametrize("n", [1, 5])
+@pytest.mark.parametrize(
+    "est", _interruptible(), ids=["LMNN", "KernelLMNN", "MultiMetric", "SGD", "subgradient", "SSNE"]
+)
+def test_ctrl_c_during_a_fit_raises(wine_frame, est, n):
+    from convexmetric.progress import observe
+
+    X, y = wine_frame
+    with pytest.raises(KeyboardInterrupt), observe(_ctrl_c_at(n)):
+        est.fit(X.to_numpy(), y)
+    assert not hasattr(est, "result_")  # no half-fitted estimator
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_ctrl_c_stops_cross_val_score(wine_frame):
+    from sklearn.model_selection import cross_val_score
+
+    from convexmetric import LMNN
+    from convexmetric.progress import observe
+
+    X, y = wine_frame
+    with pytest.raises(KeyboardInterrupt), observe(_ctrl_c_at(40)):  # in a later fold
+        cross_val_score(LMNN(max_iter=30), X.to_numpy(), y, cv=3)
+
+
+def test_a_real_sigint_during_a_fit_raises(digits_standardised):
+    import signal
+    import threading
+
+    from convexmetric import LMNN
+    from convexmetric.progress import observe
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals reach the main thread only")
+    X, y = digits_standardised
+    started = threading.Event()
+    timer = threading.Timer(0.05, lambda: started.wait(30) and signal.raise_signal(signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt), observe(lambda *_: started.set()):
+            LMNN(max_iter=100_000, tol=1e-12).fit(X, y)
+    finally:
+        timer.cancel()
+
+
+def test_import_convexmetric_is_light():
+    """The console script takes Ctrl-C from its start because this import is light."""
+    import subprocess
+    import sys
+
+    code = "import sys, convexmetric; print('sklearn' in sys.modules, 'scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+@pytest.mark.parametrize("delay", [0.3, 0.8])
+def test_ctrl_c_in_the_first_second_prints_one_line(tmp_path, delay):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = [sys.executable, "-m", "convexmetric", "solve", "lmnn", "--dataset", "digits"]
+    proc = subprocess.Popen(
+        [*args, "--out", str(tmp_path / "m")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+    )
+    time.sleep(delay)  # importing numpy, scipy, scikit-learn and the commands
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err.decode()
+    assert err.decode().strip() == "Error: interrupted (Ctrl-C).", err.decode()
+    assert out == b"" and os.listdir(tmp_path) == []

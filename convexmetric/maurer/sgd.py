@@ -312,18 +312,15 @@ class _Run:
         """Blocks of steps until ``max_iter``, the time limit or the callback; the status."""
         s, t0 = self.s, time.perf_counter()
         next_eval = self.eval_every
-        try:
-            while self.step < s.max_iter:
-                self._block(min(s.block_size, s.max_iter - self.step))
-                if self.step >= next_eval or self.step >= s.max_iter:
-                    next_eval += self.eval_every
-                    status = self._evaluate()
-                    if status is not None:
-                        return status
-                if s.time_limit is not None and time.perf_counter() - t0 > s.time_limit:
-                    return "user_limit"
-        except KeyboardInterrupt:
-            return "user_limit"
+        while self.step < s.max_iter:
+            self._block(min(s.block_size, s.max_iter - self.step))
+            if self.step >= next_eval or self.step >= s.max_iter:
+                next_eval += self.eval_every
+                status = self._evaluate()
+                if status is not None:
+                    return status
+            if s.time_limit is not None and time.perf_counter() - t0 > s.time_limit:
+                return "user_limit"
         return "completed"
 
     def _block(self, B):
