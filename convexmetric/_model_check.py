@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from ._npy import load_npy
 from .model_kinds import KINDS, NAMED_KERNELS, n_features
 
 FORMAT = "convexmetric-model"
@@ -108,14 +109,8 @@ def load_array(directory, name, rec):
     with open(path, "rb") as fh:
         if fh.read(6) != b"\x93NUMPY":
             fail(directory, f"{rec['file']} is not a readable .npy file (no .npy header).")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
-            fail(directory, f"{rec['file']} holds pickled Python objects; refusing to load it.")
-        fail(directory, f"{rec['file']} is not a readable .npy file ({exc}).")
-    except (OSError, EOFError) as exc:
-        fail(directory, f"{rec['file']} is not a readable .npy file ({exc}).")
+    # the header is checked first: a shape it cannot hold is refused, never allocated
+    arr = load_npy(path, f"model directory {directory!r}: {rec['file']}")
     if list(arr.shape) != shape:
         fail(directory, f"{rec['file']} has shape {tuple(arr.shape)} but {MODEL_FILE} records "
                         f"{tuple(shape)}.")  # fmt: skip

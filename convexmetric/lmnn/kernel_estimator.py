@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import kernels
 from .._convergence import warn_unconverged
+from .._feature_names import check_feature_names
 from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._renamed import DEPRECATED
 from .._validation import check_choice, check_matrix, check_new_data, check_scalar
@@ -158,6 +159,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         """
         check_is_fitted(self, "A_")
         if self.kernel == "precomputed":
+            check_feature_names(self, X)
             K = check_matrix(X, "X")
             n = self._K.shape[0]
             if K.shape[1] != n:
@@ -167,7 +169,6 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
                 )
             return K
         X = check_new_data(self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._kernel(X, self._X)
 
     def _mahalanobis_matrix(self):
