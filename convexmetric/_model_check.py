@@ -90,7 +90,7 @@ def _check_sections(directory, kind, meta):
         if k["name"] == "rbf" and (not _is_real(k.get("gamma")) or k["gamma"] <= 0):
             fail(directory, f"the rbf kernel needs a positive gamma; got {k.get('gamma')!r}.")
     prep = meta.get("preprocessing")
-    if prep is not None and prep != "standardize":
+    if prep not in (None, "none", "standardize"):
         fail(directory, f"unknown preprocessing {prep!r}.")
 
 
@@ -140,7 +140,7 @@ def check_consistent(directory, kind, meta, a):
     if kind in ("linear", "kernel", "multi_metric", "ssne") and n_features(kind, a) != n_in:
         fail(directory, f"the arrays expect {n_features(kind, a)} input features but "
                         f"{MODEL_FILE} says n_features_in = {n_in}.")  # fmt: skip
-    if meta.get("preprocessing") is not None:
+    if meta.get("preprocessing") == "standardize":
         mean, scale = a.get("input_mean"), a.get("input_scale")
         if mean is None or scale is None or mean.shape != (n_in,) or scale.shape != (n_in,):
             fail(directory, "input_mean.npy and input_scale.npy must hold one value per feature.")

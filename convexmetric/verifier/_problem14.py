@@ -194,3 +194,35 @@ def _check_kmeans(X, g, centres):
         if np.any(own > (D + err).min(axis=1)):
             raise VerificationError("clusters_ put a point in a cluster whose centre is "
                                     "not its nearest.")  # fmt: skip
+
+
+def saved_arrays(fitted, X, y, base=None, L=None):
+    """A saved model's own arrays checked against the data (:data:`._report.PREDICTS`):
+    its training points are the user's ``X``, its labels ``y``, and the embedding it
+    predicts with is ``base Lᵀ`` (``base``: the points, or their kernel rows) to the
+    rounding of that product — else the model predicts with a map that is not the one
+    verified."""
+    a = fitted.attrs
+    for name in ("saved:train_points", "saved:kernel_points"):
+        if name in a and not _close(a[name], X, 1e-12):
+            raise VerificationError(f"the saved model's {name[6:]} are not the data given.")
+    if "saved:train_labels" in a:
+        codes = np.unique(y, return_inverse=True)[1].ravel()
+        if not np.array_equal(np.asarray(a["saved:train_labels"]), codes):
+            raise VerificationError("the saved model's train_labels are not the labels given.")
+    if "saved:train_embedding" in a and L is not None:
+        E = np.asarray(a["saved:train_embedding"], dtype=np.float64)
+        if E.shape != (base.shape[0], L.shape[0]):
+            raise VerificationError(f"the saved train_embedding has shape {E.shape}.")
+        err = 2 * gamma(base.shape[1] + 1) * (np.abs(base) @ np.abs(L).T) * 1.01 + 1e-300
+        if not np.all(np.abs(E - base @ L.T) <= err):
+            raise VerificationError(
+                "the saved model predicts with a train_embedding that is not its training "
+                "points under components: two different maps."
+            )
+
+
+def _close(A, B, rtol):
+    A, B = np.asarray(A, dtype=np.float64), np.asarray(B, dtype=np.float64)
+    scale = max(float(np.abs(B).max(initial=0.0)), 1e-300)
+    return A.shape == B.shape and float(np.abs(A - B).max(initial=0.0)) <= rtol * scale

@@ -84,13 +84,50 @@ class Fitted:
                 f"the saved {meta.get('estimator', 'model')} carries no certificate: "
                 "nothing to verify (only certified fits keep one)."
             )
+        if meta.get("preprocessing") not in ("none", "standardize"):
+            raise VerificationError(
+                "the saved model does not say how new points are preprocessed (model.json "
+                'has no \'preprocessing\' "none" or "standardize"): what it applies is '
+                "unknown; save it again with this version."
+            )
         name, params = meta.get("estimator", ""), dict(proof["params"])
         previous = None
         for p, record in enumerate(proof.get("passes", ())):
             cert, attrs = _saved_parts(record, arrays, f"pass{p}__")
             previous = cls(name, params, attrs, cert, float(record["objective"]), previous)
         cert, attrs = _saved_parts(proof, arrays, "")
+        attrs.update(_applied(meta, arrays, attrs))
         return cls(name, params, attrs, cert, float(proof["objective"]), previous)
+
+
+#: a saved model's arrays that it applies, and the fitted attribute each must equal
+APPLIED = {"components": "components_", "metric": "metric_", "targets": "targets_",
+           "clusters": "clusters_", "cluster_centers": "cluster_centers_"}  # fmt: skip
+#: the arrays a saved classifier predicts with: checked against the data by the verifier
+PREDICTS = ("train_points", "kernel_points", "train_embedding", "train_labels")
+
+
+def _applied(meta, arrays, attrs):
+    """What a saved model applies (``components.npy``, ...), as the attributes the verifier
+    checks: each must equal its verified copy (``fitted__*``) exactly, and the arrays it
+    predicts with are handed on (``saved:<name>``) to be checked against the data."""
+    out = {}
+    for name, attr in APPLIED.items():
+        if name not in arrays:
+            continue
+        if attr in attrs and not np.array_equal(np.asarray(attrs[attr]), arrays[name]):
+            raise VerificationError(
+                f"the saved model applies {name}.npy, which differs from the certified "
+                f"fit's {attr}: two different maps (the one applied is the one verified)."
+            )
+        out[attr] = arrays[name]
+    for name in PREDICTS:
+        if name in arrays:
+            out[f"saved:{name}"] = arrays[name]
+    kernel = meta.get("kernel")
+    if isinstance(kernel, dict) and kernel.get("gamma") is not None:
+        out["saved:kernel_gamma"] = float(kernel["gamma"])
+    return out
 
 
 def _saved_parts(record, arrays, prefix):

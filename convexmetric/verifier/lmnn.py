@@ -103,6 +103,7 @@ def check_lmnn(fitted, X, y, targets=None, *, tol=None):
     if why:
         return refused("lmnn", np.nan, tol, fitted.objective, t0, why)
     T = _targets(fitted, base, y, k, targets)
+    P.saved_arrays(fitted, X, y, X, L)
     return _check("lmnn", fitted, (X, y, T, mu, tol), [L], np.zeros(len(y), np.int64), t0)
 
 
@@ -126,6 +127,7 @@ def check_multi(fitted, X, y, targets=None, *, tol=None):
         for M, Lc in zip(Ms, Ls):
             P.same_copy("metrics_", M, Lc)
     T = _targets(fitted, P.euclidean(X), y, k, targets)
+    P.saved_arrays(fitted, X, y)
     return _check("lmnn_multi", fitted, (X, y, T, mu, tol), list(Ls), g, t0)
 
 
@@ -135,9 +137,13 @@ def check_kernel(fitted, X, y, *, tol=None):
     X, y = _data(X, y)
     k, mu = P.problem_params(fitted.params)
     tol = check_tol(tol, DEFAULT_TOL)
-    K = _kernel(fitted.params, X)
+    K, gamma = _kernel(fitted.params, X)
+    saved = fitted.attrs.get("saved:kernel_gamma")
+    if saved is not None and not abs(saved - gamma) <= 1e-12 * gamma:
+        raise VerificationError(f"the saved model applies gamma={saved!r}; the data: {gamma!r}.")
     T = _targets(fitted, P.kernel_distances(K), y, k)
     L = P.applied_map(fitted, K.shape[0], "A_")
+    P.saved_arrays(fitted, X, y, K, L)
     return _check("lmnn_kernel", fitted, (K, y, T, mu, tol), [L], np.zeros(len(y), np.int64),
                   t0, bound_features=_features(K))  # fmt: skip
 
@@ -208,15 +214,15 @@ def _data(X, y):
 
 
 def _kernel(params, X):
-    """The training kernel as :class:`KernelLMNN` defines it."""
+    """The training kernel as :class:`KernelLMNN` defines it, and the RBF width (or None)."""
     kind = params.get("kernel", "rbf")
     if kind == "precomputed":
         scale = float(np.abs(X).max(initial=0.0))
         if X.shape[0] != X.shape[1] or float(np.abs(X - X.T).max(initial=0.0)) > 1e-8 * scale:
             raise VerificationError("a precomputed kernel must be a symmetric (n, n) matrix.")
-        return 0.5 * (X + X.T)
+        return 0.5 * (X + X.T), None
     if kind == "linear":
-        return X @ X.T
+        return X @ X.T, None
     if kind != "rbf":
         raise VerificationError(f"unknown kernel {kind!r}.")
     gamma = params.get("gamma")
@@ -225,7 +231,7 @@ def _kernel(params, X):
     var = float(X.var())
     gamma = gamma or (1.0 / (X.shape[1] * var) if var > 0 else 1.0)
     sq = np.einsum("ij,ij->i", X, X)
-    return np.exp(-gamma * np.maximum(sq[:, None] + sq[None] - 2.0 * X @ X.T, 0.0))
+    return np.exp(-gamma * np.maximum(sq[:, None] + sq[None] - 2.0 * X @ X.T, 0.0)), float(gamma)
 
 
 KINDS = {"lmnn": check_lmnn, "lmnn_multi": check_multi, "lmnn_kernel": check_kernel}
