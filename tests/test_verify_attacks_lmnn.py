@@ -203,7 +203,7 @@ def test_10_the_tolerance_is_the_callers(wine, tol):
 
 
 def test_11_the_map_applied_is_the_one_verified(wine, tmp_path):
-    est, X, y, Xte, yte = wine
+    est, X, y, _, _ = wine
     f = Fitted.from_estimator(est)
     other = np.random.default_rng(0).normal(size=est.components_.shape)
     ok, why = _refused(lambda: verify_fitted(dataclasses.replace(
