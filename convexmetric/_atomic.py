@@ -10,7 +10,7 @@ Users' files are never deleted: every directory written here carries a marker,
 replaced only if it is empty or holds nothing but the files its marker lists (or, for a
 model written before the marker existed, the files its ``model.json`` lists). Anything
 else, a file of the same name as one of ours included, makes the write refuse before it
-starts (:func:`check_replaceable`).
+starts (``check_replaceable``).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def _sigint_held():
 def atomic_directory(directory):
     """Yield a temporary directory; on success it replaces ``directory`` as a whole.
 
-    ``directory`` must be new, empty or a previous output (:func:`check_replaceable`);
+    ``directory`` must be new, empty or a previous output (``check_replaceable``);
     the marker listing the files written into the temporary directory is added last.
     On any exception (KeyboardInterrupt included) the temporary directory is removed
     and ``directory`` is left as it was.

@@ -126,9 +126,11 @@ class SolveResult:
 
     @property
     def certified_gap(self) -> float:
-        """The certified relative gap (:func:`certified_gap`, with ``info["zero_value"]``,
-        the objective at the zero point, where the solver recorded it); ``inf`` without a
-        bound."""
+        """The certified relative gap (:func:`certified_gap`); ``inf`` without a bound.
+
+        With ``info["zero_value"]`` (the objective at the zero point) where the solver
+        recorded it.
+        """
         return certified_gap(self.objective, self.lower_bound, self.info.get("zero_value", 0.0))
 
     @property

@@ -155,7 +155,7 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
             res.matrix = S @ res.matrix @ S.T
             res.matrices = [res.matrix]
             res.info["preconditioned"] = True
-    return prove(res, X, y, targets, mu, s.tol)
+        return prove(res, X, y, targets, mu, s.tol)
 
 
 def _on_varying(X, y, targets, mu, s, M0, keep):

@@ -71,7 +71,7 @@ class OperatorSimilarity(_PairOperator):
         SGD settings (θ = 0.01, 10⁵ steps, blocks of 50, regulariser gradient refreshed
         every 500 steps). θ is Table 1's step for inputs of diameter 1; on pairs whose
         mean ``‖x − x'‖²`` is ``s² > 1`` the step is ``θ/s²`` (see
-        :mod:`convexmetric.maurer.sgd`). A run that diverges raises a ValueError.
+        ``convexmetric.maurer.sgd``). A run that diverges raises a ValueError.
         ``max_iter`` also bounds ``solver="subgradient"``: its subgradient steps (at most
         3000) and refinement iterations together.
     tol : float or None, default None

@@ -32,8 +32,8 @@ def certified_gap(objective, lower_bound, zero_value=0.0) -> float:
     ``inf`` without a bound (``None`` or ``-inf``) or with a non-finite objective. The
     floor of the denominator certifies an objective of 0 with a bound of 0, and, given the
     objective at the zero point (``zero_value``), an objective within a millionth of that
-    scale to an absolute gap (:data:`FLOOR_SHARE`). Nothing is
-    clipped: a bound above the objective by at most :data:`ROUNDING` (relative) gives a
+    scale to an absolute gap (``FLOOR_SHARE``). Nothing is
+    clipped: a bound above the objective by at most ``ROUNDING`` (relative) gives a
     gap just below 0; beyond that the bound is broken and :class:`CertificateError` is
     raised.
 
@@ -56,4 +56,4 @@ def certified_gap(objective, lower_bound, zero_value=0.0) -> float:
     return (f - lb) / scale
 
 
-__all__ = ["ROUNDING", "CertificateError", "certified_gap"]
+__all__ = ["FLOOR_SHARE", "ROUNDING", "CertificateError", "certified_gap"]

@@ -176,7 +176,7 @@ class Verification:
         refused (``reason`` says why), ``0`` when nothing better can be proved.
     certified_gap : float
         ``(objective − lower_bound)/max(|objective|, FLOOR_SHARE·zero_value)``
-        (:func:`._gap.certified_gap`); ``inf`` without a bound.
+        (:func:`convexmetric.result.certified_gap`); ``inf`` without a bound.
     tol : float
         The tolerance verified against: the caller's (``verify(..., tol=)``), else the
         formulation's documented default; never the model's own.
@@ -185,8 +185,8 @@ class Verification:
     verified : bool
         The claim holds: with the objective known to ``± resolution``,
         ``objective + resolution − lower_bound ≤ tol·max(objective − resolution,``
-        :data:`._gap.FLOOR_SHARE` ``· zero_value)``, and the stored objective equal to the
-        recomputed one (to :data:`OBJECTIVE_RTOL` and the resolution).
+        ``FLOOR_SHARE · zero_value)``, and the stored objective equal to the
+        recomputed one (to ``OBJECTIVE_RTOL`` and the resolution).
     reason : str
         Why not verified ("" when verified).
     seconds : float

@@ -103,8 +103,8 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
     settle_heap()  # see convexmetric._memory
     with one_blas_thread():  # d×d blocks and gathers: threads cost, and change the rounding
         res = _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
-    c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
-    return prove(res, X, y, targets, mu, s.tol, clusters, c)
+        c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
+        return prove(res, X, y, targets, mu, s.tol, clusters, c)
 
 
 def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
