@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 
 import click
 import numpy as np
@@ -92,6 +93,37 @@ def library_errors():
         raise
     except (ValueError, TypeError, RuntimeError, OSError, KeyError, ArithmeticError) as exc:
         raise CLIError(" ".join(str(exc).split())) from None  # always one line
+
+
+def _path_params(ctx):
+    """``(option, path)`` for every string-valued parameter of the running command."""
+    while ctx is not None:
+        for name, value in ctx.params.items():
+            for v in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(v, str) and v:
+                    yield name, v
+        ctx = ctx.parent
+
+
+def check_output_file(out, option="--out"):
+    """Refuse an output file that is one of the command's inputs, or lies in an input
+    directory (a model): writing it would destroy what the command reads. Any other
+    existing file named by the user is replaced (atomically), as asked."""
+    ctx = click.get_current_context(silent=True)
+    target = os.path.realpath(out)
+    own = option.lstrip("-").replace("-", "_")
+    for name, path in _path_params(ctx):
+        if name == own or not os.path.exists(path):
+            continue
+        if os.path.isdir(path) and os.path.dirname(target) == os.path.realpath(path):
+            raise ValueError(
+                f"{option} {out!r} lies in the input directory {path!r}; write it elsewhere."
+            )
+        if os.path.exists(out) and os.path.samefile(path, out):
+            raise ValueError(
+                f"{option} {out!r} is the input file {path!r}; refusing to overwrite it. "
+                "Give another file name."
+            )
 
 
 def write_outputs(out_dir, arrays, report, *, model=None):

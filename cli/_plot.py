@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from ..validation.report import Recorder
-from ._common import CLIError
+from ._common import CLIError, check_output_file
 
 #: the ``--plot`` option of every validate command
 plot_option = click.option(
@@ -76,6 +76,10 @@ def write_validate_plot(path, report, runs=None, traces=None, title=None):
     """
     if path is None:
         return None
+    try:
+        check_output_file(path, "--plot")
+    except ValueError as exc:
+        raise CLIError(str(exc)) from None
     try:
         from ..plotting import plot_convergence, save_figure
     except ImportError as exc:  # pragma: no cover - only without matplotlib

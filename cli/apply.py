@@ -18,7 +18,7 @@ import numpy as np
 
 from .._atomic import atomic_file
 from ..model_io import load_model
-from ._common import HEADER_OPTION, emit, library_errors
+from ._common import HEADER_OPTION, check_output_file, emit, library_errors
 from .inputs import read
 from .options import JSON_OPTION
 
@@ -62,6 +62,7 @@ def _output_format(out):
         raise ValueError(f"--out {out!r}: directory {parent!r} does not exist.")
     if os.path.isdir(out):
         raise ValueError(f"--out {out!r} is a directory; give a file name.")
+    check_output_file(out)
     return ext
 
 

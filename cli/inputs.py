@@ -19,6 +19,7 @@ import click
 import numpy as np
 
 from .. import datasets
+from .._npy import load_npz, npz_names
 from .._validation import check_labels, check_matrix
 from .reader import read_table
 from .session import command_state
@@ -177,10 +178,11 @@ def check_label_counts(y_train, k):
 def _load_files(features, labels):
     if labels is None:
         if features.endswith(".npz"):
-            with np.load(features, allow_pickle=False) as z:
-                if "X" in z and "y" in z:
-                    read(features, "features")  # records the file
-                    return z["X"], z["y"]
+            what = f"features file {features!r}"
+            if {"X", "y"} <= set(npz_names(features, what)):
+                read(features, "features")  # records the file
+                z = load_npz(features, what, names={"X", "y"})
+                return z["X"], z["y"]
             raise ValueError("--labels is required (or an .npz with arrays X and y).")
         raise ValueError("--labels is required with --features.")
     return load_features(features), load_labels(labels)

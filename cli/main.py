@@ -25,7 +25,15 @@ METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe", "verify"]
 
 
 class _Main(click.Group):
-    """The top-level group: Ctrl-C anywhere ends in one clean line and exit status 130."""
+    """The top-level group: Ctrl-C anywhere ends in one clean line and exit status 130
+    (before the group runs, while its modules are imported: :mod:`.launch`)."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        # parsing (and --help, --version) runs before invoke's guard
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
 
     def invoke(self, ctx):
         # the reports carry every solver's status: a ConvergenceWarning would only repeat

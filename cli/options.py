@@ -25,14 +25,30 @@ SEED_OPTION = click.option(
     help="Seed of every random choice of the command (data drawn, split, solver).",
 )
 
+
+def _replaceable_out(ctx, param, value):
+    """Refuse, before any work, an ``--out`` directory that holds the user's files."""
+    if value is not None:
+        from .._atomic import check_replaceable
+
+        try:
+            check_replaceable(value, option="--out")
+        except ValueError as exc:  # one clean line, as every library error
+            raise click.ClickException(str(exc)) from None
+    return value
+
+
 #: ``--out DIR`` of the commands that write results
 OUT_DIR_OPTION = click.option(
     "--out",
     type=click.Path(file_okay=False),
     default=None,
+    callback=_replaceable_out,
     help="Directory for report.json, the learned arrays (.npy) and, where the method has "
     "one, a model (model.json) for `convexmetric transform` / `predict`; written "
-    "atomically (a previous output is replaced only at the end).",
+    "atomically. It must be new, empty or a previous output (its files listed in "
+    "convexmetric-output.json): a directory holding other files is refused, never "
+    "replaced.",
 )
 
 #: ``--conic-solver`` of the exact side (CVXPY)

@@ -17,6 +17,7 @@ from ..poe.graph import filter_comparisons
 from ..validation.poe import default_data
 from ._common import (
     HEADER_OPTION,
+    check_output_file,
     emit,
     library_errors,
     load_comparisons,
@@ -201,6 +202,8 @@ def FILTER(comparisons, out, seed, as_json):
         1,2,0,3
     """
     with library_errors():
+        if out:
+            check_output_file(out)
         C = load_comparisons(comparisons)
         t0 = time.perf_counter()
         rep = filter_comparisons(C, random_state=seed)

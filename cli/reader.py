@@ -23,6 +23,8 @@ import os
 
 import numpy as np
 
+from .._npy import load_npy, load_npz, npz_names
+
 #: cell values read as a missing value (an error everywhere: nothing is imputed)
 MISSING = frozenset({"", "na", "n/a", "nan", "null", "none", "?", "-"})
 CSV_EXTENSIONS = (".csv", ".txt")
@@ -211,33 +213,17 @@ def read_table(path, role, *, header=None):
 
 
 def _load_npy(path, role):
-    try:
-        return np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
-            raise ValueError(
-                f"{role} file {path!r} holds pickled Python objects; refusing to load it."
-            ) from None
-        raise ValueError(f"{role} file {path!r} is not a readable .npy file ({exc}).") from None
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"{role} file {path!r} cannot be read: {exc}") from None
+    """The array of a .npy file, its header checked before any allocation."""
+    return load_npy(path, f"{role} file {path!r}")
 
 
 def _load_npz(path, role):
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            keys = list(z.keys())
-            if not keys:
-                raise ValueError(f"{role} file {path!r} holds no arrays.")
-            return z[keys[0]]
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
-            raise ValueError(
-                f"{role} file {path!r} holds pickled Python objects; refusing to load it."
-            ) from None
-        raise
-    except (OSError, EOFError) as exc:
-        raise ValueError(f"{role} file {path!r} cannot be read: {exc}") from None
+    """The first array of a .npz file, every header checked before any allocation."""
+    what = f"{role} file {path!r}"
+    names = npz_names(path, what)
+    if not names:
+        raise ValueError(f"{what} holds no arrays.")
+    return load_npz(path, what, names={names[0]})[names[0]]
 
 
 def _csv_rows(path, role):

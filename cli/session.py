@@ -122,11 +122,10 @@ _command_state = contextvars.ContextVar("convexmetric_command", default=None)
 def interrupt_guard():
     """Per-command state: Ctrl-C (and the standardisation recorded by :func:`load_xy`).
 
-    The solvers catch ``KeyboardInterrupt`` and return their best iterate (a library
-    feature); the command line must not write or print that as a result. SIGINT still
-    raises ``KeyboardInterrupt`` (so the solver stops at once) and is remembered;
-    :func:`check_interrupted` (called by :func:`write_outputs` and :func:`emit`) then
-    aborts the command.
+    SIGINT raises ``KeyboardInterrupt``, which the solvers let through (after their
+    cleanup), and is remembered: should anything between the solver and the output
+    catch it, :func:`check_interrupted` (called by :func:`write_outputs` and
+    :func:`emit`) still aborts the command, so nothing partial is written or printed.
     """
     state = {"hit": False}
     token = _command_state.set(state)

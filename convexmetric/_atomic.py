@@ -1,10 +1,16 @@
 """Atomic outputs: a directory or a file appears whole, or not at all.
 
 A directory is written into a temporary sibling and renamed into place at the end; an
-existing one is replaced only then (SIGINT/SIGTERM held back during the two renames),
-and only if it is empty or a previous convexmetric output (it holds ``model.json`` or
-``report.json``), so an interrupted run leaves the previous contents or nothing. A file
-is written to a temporary file in its directory and renamed over the target.
+existing one is replaced only then (SIGINT/SIGTERM held back during the two renames), so
+an interrupted run leaves the previous contents or nothing. A file is written to a
+temporary file in its directory and renamed over the target.
+
+Users' files are never deleted: every directory written here carries a marker,
+``convexmetric-output.json``, listing the files it wrote, and an existing directory is
+replaced only if it is empty or holds nothing but the files its marker lists (or, for a
+model written before the marker existed, the files its ``model.json`` lists). Anything
+else, a file of the same name as one of ours included, makes the write refuse before it
+starts (``check_replaceable``).
 """
 
 from __future__ import annotations
@@ -20,8 +26,9 @@ import uuid
 
 import numpy as np
 
-#: files whose presence marks a directory as a previous convexmetric output (replaceable)
-OUTPUT_MARKERS = ("model.json", "report.json")
+#: the marker of a directory written here: ``{"format": ..., "files": [names]}``
+MARKER = "convexmetric-output.json"
+_MARKER_FORMAT = "convexmetric-output"
 
 
 def _jsonable(o):
@@ -47,20 +54,51 @@ def write_directory(directory, files):
                     np.save(fh, np.asarray(content), allow_pickle=False)
 
 
-def _check_replaceable(directory):
+def _read_json(path):
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _our_files(directory):
+    """The names convexmetric wrote in ``directory`` (its marker; or the model.json of a
+    model saved before markers existed); an empty set when it is none of ours."""
+    marker = _read_json(os.path.join(directory, MARKER))
+    if marker.get("format") == _MARKER_FORMAT and isinstance(marker.get("files"), list):
+        return {MARKER, *(str(f) for f in marker["files"])}
+    meta = _read_json(os.path.join(directory, "model.json"))
+    if meta.get("format") == "convexmetric-model" and isinstance(meta.get("arrays"), dict):
+        arrays = meta["arrays"].values()
+        return {"model.json", "report.json", *(str(a.get("file")) for a in arrays)}
+    return set()
+
+
+def check_replaceable(directory, option="output directory"):
+    """Raise ValueError unless writing ``directory`` as a whole loses none of the user's
+    files: it does not exist, is empty, or holds only files convexmetric wrote there.
+
+    ``option`` names the directory in the message (the CLI passes ``"--out"``).
+    """
     if os.path.abspath(directory) == os.path.abspath(os.getcwd()):
         raise ValueError(
-            f"output {directory!r} is the working directory; give a new subdirectory name."
+            f"{option} {directory!r} is the working directory; give a new subdirectory name."
         )
     if not os.path.lexists(directory):
         return
     if not os.path.isdir(directory) or os.path.islink(directory):
-        raise ValueError(f"output {directory!r} exists and is not a directory.")
-    entries = os.listdir(directory)
-    if entries and not any(m in entries for m in OUTPUT_MARKERS):
+        raise ValueError(f"{option} {directory!r} exists and is not a directory.")
+    foreign = sorted(set(os.listdir(directory)) - _our_files(directory))
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (
+            f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        )
         raise ValueError(
-            f"output directory {directory!r} is not empty and holds no model.json or "
-            "report.json; refusing to replace it (choose a new directory)."
+            f"{option} {directory!r} holds files convexmetric did not write ({shown}); "
+            "refusing to replace it, which would delete them. Give a new or empty "
+            "directory, or one a previous `--out` wrote."
         )
 
 
@@ -83,16 +121,23 @@ def _sigint_held():
 def atomic_directory(directory):
     """Yield a temporary directory; on success it replaces ``directory`` as a whole.
 
+    ``directory`` must be new, empty or a previous output (``check_replaceable``);
+    the marker listing the files written into the temporary directory is added last.
     On any exception (KeyboardInterrupt included) the temporary directory is removed
     and ``directory`` is left as it was.
     """
     directory = os.path.abspath(directory)
     parent, base = os.path.split(directory)
     os.makedirs(parent, exist_ok=True)
-    _check_replaceable(directory)
+    check_replaceable(directory)
     tmp = tempfile.mkdtemp(dir=parent, prefix=f".{base}.partial-")
     try:
         yield tmp
+        with open(os.path.join(tmp, MARKER), "w", encoding="utf-8") as fh:
+            files = sorted(set(os.listdir(tmp)) - {MARKER})
+            json.dump({"format": _MARKER_FORMAT, "files": files}, fh, indent=2)
+        # files may have appeared since the first check (another process, the user)
+        check_replaceable(directory)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -112,6 +157,16 @@ def atomic_directory(directory):
             shutil.rmtree(old, ignore_errors=True)
 
 
+def _file_mode(path):
+    """The mode a replaced file keeps, or a new file's (0666 less the umask)."""
+    try:
+        return os.stat(path).st_mode & 0o777
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 @contextlib.contextmanager
 def atomic_file(path, mode="wb"):
     """Yield a file object; on success it replaces ``path``, on any exception it vanishes.
@@ -124,6 +179,7 @@ def atomic_file(path, mode="wb"):
     try:
         with os.fdopen(fd, mode, **text) as fh:
             yield fh
+        os.chmod(tmp, _file_mode(path))  # mkstemp's 0600 would hide the output from others
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -131,4 +187,4 @@ def atomic_file(path, mode="wb"):
         raise
 
 
-__all__ = ["OUTPUT_MARKERS", "atomic_directory", "atomic_file", "write_directory"]
+__all__ = ["MARKER", "atomic_directory", "atomic_file", "check_replaceable", "write_directory"]

@@ -15,6 +15,7 @@ import os
 
 import numpy as np
 
+from ._npy import load_npy
 from .model_kinds import KINDS, NAMED_KERNELS, n_features
 
 FORMAT = "convexmetric-model"
@@ -89,7 +90,7 @@ def _check_sections(directory, kind, meta):
         if k["name"] == "rbf" and (not _is_real(k.get("gamma")) or k["gamma"] <= 0):
             fail(directory, f"the rbf kernel needs a positive gamma; got {k.get('gamma')!r}.")
     prep = meta.get("preprocessing")
-    if prep is not None and prep != "standardize":
+    if prep not in (None, "none", "standardize"):
         fail(directory, f"unknown preprocessing {prep!r}.")
 
 
@@ -108,14 +109,8 @@ def load_array(directory, name, rec):
     with open(path, "rb") as fh:
         if fh.read(6) != b"\x93NUMPY":
             fail(directory, f"{rec['file']} is not a readable .npy file (no .npy header).")
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        if "pickle" in str(exc).lower():
-            fail(directory, f"{rec['file']} holds pickled Python objects; refusing to load it.")
-        fail(directory, f"{rec['file']} is not a readable .npy file ({exc}).")
-    except (OSError, EOFError) as exc:
-        fail(directory, f"{rec['file']} is not a readable .npy file ({exc}).")
+    # the header is checked first: a shape it cannot hold is refused, never allocated
+    arr = load_npy(path, f"model directory {directory!r}: {rec['file']}")
     if list(arr.shape) != shape:
         fail(directory, f"{rec['file']} has shape {tuple(arr.shape)} but {MODEL_FILE} records "
                         f"{tuple(shape)}.")  # fmt: skip
@@ -145,7 +140,7 @@ def check_consistent(directory, kind, meta, a):
     if kind in ("linear", "kernel", "multi_metric", "ssne") and n_features(kind, a) != n_in:
         fail(directory, f"the arrays expect {n_features(kind, a)} input features but "
                         f"{MODEL_FILE} says n_features_in = {n_in}.")  # fmt: skip
-    if meta.get("preprocessing") is not None:
+    if meta.get("preprocessing") == "standardize":
         mean, scale = a.get("input_mean"), a.get("input_scale")
         if mean is None or scale is None or mean.shape != (n_in,) or scale.shape != (n_in,):
             fail(directory, "input_mean.npy and input_scale.npy must hold one value per feature.")

@@ -16,6 +16,17 @@ hundred features, more threads can pay)::
 which costs as much as a small solve; one :class:`ThreadpoolController`, created on first
 use and reused, makes the switch cost microseconds.
 
+**Fits in several threads.** A BLAS limit is the process's, not a thread's: a limit set
+and restored by each fit on its own lets the first fit to end restore the original
+limit under a fit still running (whose last digits then change), and the last to end
+leave the process at its own limit. So the limit is one lease shared by the fits that
+run at once: the first fit in sets it, fits asking for the same limit join, the last
+one out restores the process's limit; a fit asking for another limit (``None``, no
+limit, included) waits until the lease is free, so every fit runs under its own limit
+from start to end and gives the result it gives alone. A fit nested in another, in the
+same thread, runs under the outer one's limit. Code outside convexmetric that runs
+BLAS in other threads meanwhile sees the lease's limit.
+
 >>> get_config()["blas_threads"]
 1
 >>> with config_context(blas_threads=2):
@@ -31,6 +42,7 @@ import threading
 from ._validation import check_scalar
 
 _CONTROLLER = []
+_CONTROLLER_LOCK = threading.Lock()
 #: the settings of each thread (as scikit-learn's: a thread starts from the defaults)
 _LOCAL = threading.local()
 _DEFAULTS = {"blas_threads": 1}
@@ -89,14 +101,80 @@ def config_context(*, blas_threads=1):
         _config().update(old)
 
 
-def one_blas_thread():
-    """A context manager limiting BLAS to ``blas_threads`` threads (1 by default)."""
-    n = _config()["blas_threads"]
-    if n is None:
-        return contextlib.nullcontext()
-    if not _CONTROLLER:
-        import scipy.linalg  # noqa: F401  (load scipy's BLAS before the snapshot)
-        from threadpoolctl import ThreadpoolController
+class _Lease:
+    """The process's BLAS limit, held by the fits that run at once (module doc)."""
 
-        _CONTROLLER.append(ThreadpoolController())
-    return _CONTROLLER[0].limit(limits=n, user_api="blas")
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._limit = None  # the limit of the fits holding the lease
+        self._holders = {}  # thread id -> depth of its nested holds
+        self._limiter = None  # threadpoolctl's, to restore the original limits
+
+    @contextlib.contextmanager
+    def hold(self, n):
+        me = threading.get_ident()
+        with self._cond:
+            if me not in self._holders:
+                self._cond.wait_for(lambda: not self._holders or self._limit == n)
+                if not self._holders:
+                    self._limit = n
+                    if n is not None:
+                        with _in_control():
+                            self._limiter = _controller().limit(limits=n, user_api="blas")
+            self._holders[me] = self._holders.get(me, 0) + 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._holders[me] -= 1
+                if not self._holders[me]:
+                    del self._holders[me]
+                if not self._holders:
+                    if self._limiter is not None:
+                        with _in_control():
+                            self._limiter.restore_original_limits()
+                    self._limiter = None
+                    self._cond.notify_all()
+
+
+_LEASE = _Lease()
+
+
+@contextlib.contextmanager
+def _in_control():
+    """Make this thread the one allowed to change a process-wide OpenBLAS, for one change.
+
+    threadpoolctl (from 3.8) lets only a "controlling" thread, the first to set a limit,
+    change an OpenBLAS without OpenMP; the others' calls silently do nothing, so a fit
+    in any thread but that one would run under no limit, and the last fit out could not
+    restore the process's. The lease serialises convexmetric's changes: take control
+    for the change, then give it back to whoever sets a limit next.
+    """
+    import threadpoolctl
+
+    openblas = getattr(threadpoolctl, "OpenBLASController", None)
+    clear = getattr(openblas, "clear_controlling_thread", None)
+    if clear is None:  # before 3.8: any thread may change the limit
+        yield
+        return
+    clear(force=True)
+    try:
+        yield
+    finally:
+        clear()
+
+
+def _controller():
+    with _CONTROLLER_LOCK:
+        if not _CONTROLLER:
+            import scipy.linalg  # noqa: F401  (load scipy's BLAS before the snapshot)
+            from threadpoolctl import ThreadpoolController
+
+            _CONTROLLER.append(ThreadpoolController())
+    return _CONTROLLER[0]
+
+
+def one_blas_thread():
+    """A context manager running its block under ``blas_threads`` BLAS threads (1 by
+    default; ``None``: the process's own), shared with the fits of other threads."""
+    return _LEASE.hold(_config()["blas_threads"])

@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+from ._feature_names import check_feature_names
+
 
 def _range_text(min_val, max_val, closed):
     lo = "-inf" if min_val is None else repr(min_val)
@@ -130,7 +132,9 @@ def check_matrix(
 
 
 def check_new_data(est, X, name="X"):
-    """``X`` given to a fitted estimator: a finite real 2-d array with the fitted width."""
+    """``X`` given to a fitted estimator: a finite real 2-d array with the fitted width
+    and, for a DataFrame, the fitted columns by name (:mod:`._feature_names`)."""
+    check_feature_names(est, X, name)
     X = check_matrix(X, name)
     n = getattr(est, "n_features_in_", None)
     if n is not None and X.shape[1] != n:

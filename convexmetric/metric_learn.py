@@ -50,6 +50,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._feature_names import record_feature_names
 from ._mahalanobis import MahalanobisMixin
 from ._validation import check_bool, check_scalar
 from .lmnn.estimator import LMNN as _LMNN
@@ -172,6 +173,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         self.components_ = np.array(self.lmnn_.components_)
         self.n_iter_ = self.lmnn_.n_iter_
         self.n_features_in_ = self.lmnn_.n_features_in_
+        record_feature_names(self, X)  # the inner LMNN checks them at transform
         return self
 
     def _check_init(self, init):

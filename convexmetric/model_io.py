@@ -96,18 +96,15 @@ _TRAINING_DATA = ("X_fit_", "y_fit_")
 def _verification(est):
     """``(meta, arrays)`` that let the verifier check a saved model: the certificate (its
     scalars in JSON, its arrays as ``certificate__<key>``), the public fitted attributes
-    (``fitted__<name>`` arrays, scalars in JSON) and the stored objective; ``({}, {})``
-    for a model without a certificate."""
+    (``fitted__<name>`` arrays, scalars in JSON), the stored objective and, for a
+    multi-pass LMNN, each earlier pass (``passes`` in JSON, ``pass<p>__*`` arrays);
+    ``({}, {})`` for a model without a certificate."""
     res = getattr(est, "result_", None)
     cert = getattr(res, "certificate", None)
     if not cert:
         return {}, {}
-    arrays, scalars, attrs = {}, {}, {}
-    for key, v in cert.items():
-        if isinstance(v, np.ndarray):
-            arrays[f"certificate__{key}"] = v
-        else:
-            scalars[key] = _scalar(v)
+    scalars, arrays = _certificate_parts(cert, "")
+    attrs = {}
     for name, v in vars(est).items():
         if not name.endswith("_") or name.startswith("_") or name in _TRAINING_DATA:
             continue
@@ -115,10 +112,28 @@ def _verification(est):
             arrays[f"fitted__{name}"] = v
         elif _is_scalar(v):
             attrs[name] = _scalar(v)
+    passes = []
+    for p, e in enumerate(getattr(est, "passes_", None) or ()):
+        pass_scalars, pass_arrays = _certificate_parts(e["certificate"] or {}, f"pass{p}__")
+        arrays.update(pass_arrays)
+        arrays[f"pass{p}__fitted__components_"] = np.asarray(e["components"], dtype=float)
+        arrays[f"pass{p}__fitted__targets_"] = np.asarray(e["targets"], dtype=np.int64)
+        passes.append({"objective": float(e["objective"]), "certificate": pass_scalars})
     params = {k: _scalar(v) for k, v in est.get_params(deep=False).items() if _is_scalar(v)}
     meta = {"objective": float(res.objective), "certificate": scalars, "attrs": attrs,
-            "params": params}  # fmt: skip
+            "params": params, "passes": passes}  # fmt: skip
     return {"verification": meta}, arrays
+
+
+def _certificate_parts(cert, prefix):
+    """A certificate as ``(JSON scalars, {prefix + "certificate__" + key: array})``."""
+    scalars, arrays = {}, {}
+    for key, v in cert.items():
+        if isinstance(v, np.ndarray):
+            arrays[f"{prefix}certificate__{key}"] = v
+        else:
+            scalars[key] = _scalar(v)
+    return scalars, arrays
 
 
 def save_model(
@@ -162,6 +177,8 @@ def save_model(
         arrays["input_mean"], arrays["input_scale"] = affine(steps, d)
         meta["preprocessing"] = "standardize"
         meta["preprocessing_steps"] = [_step_name(s) for s in steps]
+    elif kind not in ("bilinear", "result"):
+        meta["preprocessing"] = "none"  # said, not left out: a verifier refuses a silent model
     meta = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
+from ._feature_names import check_feature_names, record_feature_names
 from ._validation import check_matrix
 
 
@@ -52,6 +53,7 @@ class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         DiameterScaler
             The fitted scaler.
         """
+        record_feature_names(self, X)
         X = check_matrix(X, "X")
         r = float(np.linalg.norm(X - X.mean(0), axis=1).max())
         self.diameter_ = 2.0 * r if r > 0 else 1.0
@@ -72,6 +74,7 @@ class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
             ``X / diameter_``.
         """
         check_is_fitted(self, "diameter_")
+        check_feature_names(self, X)
         X = check_matrix(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(

@@ -16,7 +16,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .verifier._gap import ROUNDING, CertificateError, certified_gap
+from .verifier._gap import FLOOR_SHARE, ROUNDING, CertificateError, certified_gap
+
+__all__ = [
+    "ACCEPTABLE",
+    "FLOOR_SHARE",
+    "ROUNDING",
+    "STATUS_MESSAGES",
+    "CertificateError",
+    "SolveResult",
+    "certified_gap",
+    "certified_status",
+]
 
 #: Status words and what they mean for an iterative solver (cf. ``scipy.optimize``).
 STATUS_MESSAGES = {
@@ -38,6 +49,7 @@ STATUS_MESSAGES = {
 
 #: the statuses whose point may be used: a finished run of any learner
 ACCEPTABLE = ("optimal", "optimal_inaccurate", "converged", "completed", "iteration_limit")
+
 
 @dataclass
 class SolveResult:
@@ -114,8 +126,12 @@ class SolveResult:
 
     @property
     def certified_gap(self) -> float:
-        """The certified relative gap (:func:`certified_gap`); ``inf`` without a bound."""
-        return certified_gap(self.objective, self.lower_bound)
+        """The certified relative gap (:func:`certified_gap`); ``inf`` without a bound.
+
+        With ``info["zero_value"]`` (the objective at the zero point) where the solver
+        recorded it.
+        """
+        return certified_gap(self.objective, self.lower_bound, self.info.get("zero_value", 0.0))
 
     @property
     def message(self) -> str:
@@ -148,15 +164,16 @@ class SolveResult:
         return out
 
 
-def certified_status(objective, lower_bound, tol, stopped=None) -> str:
+def certified_status(objective, lower_bound, tol, stopped=None, zero_value=0.0) -> str:
     """The status of a convex solver's answer: "optimal" iff :func:`certified_gap` ≤
-    ``tol``; otherwise ``stopped`` (e.g. "user_limit") when given, else
+    ``tol`` (``zero_value``: the objective at the zero point, the floor of the gap's
+    denominator); otherwise ``stopped`` (e.g. "user_limit") when given, else
     "optimal_inaccurate". The one place the rule is written.
 
     >>> certified_status(100.0, 99.995, 1e-4), certified_status(1.0, None, 1e-4)
     ('optimal', 'optimal_inaccurate')
     """
-    if certified_gap(objective, lower_bound) <= tol:
+    if certified_gap(objective, lower_bound, zero_value) <= tol:
         return "optimal"
     return stopped or "optimal_inaccurate"
 

@@ -1,5 +1,6 @@
 """The independent verifier on a bare LMNN solver result (no estimator at hand)."""
 
+from convexmetric.linalg import components_from_metric
 from convexmetric.verifier import Fitted, verify_fitted
 
 
@@ -7,8 +8,10 @@ def lmnn_report(res, X, y, T, mu=0.5, tol=1e-4):
     """The verifier's report on ``res`` (``convexmetric.lmnn.solver.solve`` on ``X, y, T``)
     read as an ``LMNN`` fit."""
     params = {"k": T.shape[1], "mu": mu, "tol": tol, "n_passes": 1}
-    attrs = {"metric_": 0.5 * (res.matrix + res.matrix.T), "targets_": T}
-    return verify_fitted(Fitted("LMNN", params, attrs, res.certificate, res.objective), X, y)
+    M = 0.5 * (res.matrix + res.matrix.T)
+    attrs = {"metric_": M, "components_": components_from_metric(M), "targets_": T}
+    fitted = Fitted("LMNN", params, attrs, res.certificate, res.objective)
+    return verify_fitted(fitted, X, y, tol=tol)
 
 
 def verified_solve(res, X, y, T, mu=0.5, tol=1e-4):
@@ -22,9 +25,9 @@ def kernel_report(res, K, y, T, mu=0.5, tol=1e-4):
     """The verifier's report on ``res`` (``convexmetric.lmnn.kernel_solver.solve`` on the
     kernel ``K``) read as a ``KernelLMNN(kernel="precomputed")`` fit."""
     params = {"k": T.shape[1], "mu": mu, "tol": tol, "kernel": "precomputed"}
-    attrs = {"A_": 0.5 * (res.matrix + res.matrix.T), "targets_": T}
+    attrs = {"components_": res.info["components"], "targets_": T}
     fitted = Fitted("KernelLMNN", params, attrs, res.certificate, res.objective)
-    return verify_fitted(fitted, K, y)
+    return verify_fitted(fitted, K, y, tol=tol)
 
 
 def certified_kernel_solve(res, K, y, T, mu=0.5, tol=1e-4, stored_rtol=1e-6):
@@ -47,8 +50,9 @@ def verified_multi_solve(res, X, y, T, clusters, mu=0.5, tol=1e-4, matrices=None
 
     params = {"k": T.shape[1], "mu": mu, "tol": tol, "n_clusters": None}
     Ms = np.stack([0.5 * (M + M.T) for M in (res.matrices if matrices is None else matrices)])
-    attrs = {"metrics_": Ms, "clusters_": clusters, "targets_": T}
+    Ls = np.stack([components_from_metric(M) for M in Ms])
+    attrs = {"metrics_": Ms, "components_": Ls, "clusters_": clusters, "targets_": T}
     fitted = Fitted("MultiMetricLMNN", params, attrs, res.certificate, res.objective)
-    report = verify_fitted(fitted, X, y, T)
+    report = verify_fitted(fitted, X, y, T, tol=tol)
     assert report.verified, report.reason
     return report

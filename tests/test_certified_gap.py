@@ -108,6 +108,6 @@ def test_verify_rejects_bad_input_naming_it(wine_fit, bad):
     else:
         y = y[:-1]
     words = {"nan": "'X' contains NaN", "inf": "'X' contains NaN or infinite",
-             "columns": "metric_ has shape", "rows": "n labels"}[bad]  # fmt: skip
+             "columns": "components_ has shape", "rows": "n labels"}[bad]  # fmt: skip
     with pytest.raises(VerificationError, match=words):
         verify(m, X, y)

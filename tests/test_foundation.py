@@ -73,17 +73,24 @@ def test_subgradient_driver_respects_the_cone():
     assert np.all(res.matrix >= 0) and res.objective == pytest.approx(2.0, abs=1e-6)
 
 
-def test_keyboard_interrupt_returns_best_iterate():
-    calls = []
+def test_time_up_returns_best_iterate_and_ctrl_c_propagates():
+    from convexmetric.optim.deadline import TimeUp
 
-    def oracle(x):
-        calls.append(1)
-        if len(calls) > 5:
-            raise KeyboardInterrupt
-        return _l1(x)
+    def oracle_raising(exc):
+        calls = []
 
-    res = projected_subgradient(oracle, np.zeros(3), NonnegativeOrthant())
+        def oracle(x):
+            calls.append(1)
+            if len(calls) > 5:
+                raise exc
+            return _l1(x)
+
+        return oracle
+
+    res = projected_subgradient(oracle_raising(TimeUp("limit")), np.zeros(3), NonnegativeOrthant())
     assert res.status == "user_limit" and res.objective <= 6.0
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C is no time limit: the caller gets it
+        projected_subgradient(oracle_raising(KeyboardInterrupt), np.zeros(3), NonnegativeOrthant())
 
 
 def test_time_limit_and_callback_stop():

@@ -14,7 +14,10 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
+
+from convexmetric.model_io import write_directory
 
 pty = pytest.importorskip("pty")
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX signals and ptys")
@@ -84,9 +87,7 @@ def _snapshot(d):
 
 def test_sigint_keeps_the_previous_output(tmp_path):
     out = tmp_path / "model"
-    out.mkdir()
-    (out / "report.json").write_text('{"previous": true}')
-    (out / "metric.npy").write_bytes(b"previous bytes")
+    write_directory(out, {"report.json": {"previous": True}, "metric.npy": np.eye(2)})
     before = _snapshot(out)
     code, stdout, stderr = _interrupt_solve(tmp_path, out)
     assert code == 130, (stdout, stderr)

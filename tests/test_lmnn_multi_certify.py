@@ -51,7 +51,8 @@ def test_solve_certifies_and_bound_is_valid(exact, precondition):
     assert r.lower_bound <= value * (1 + 1e-7)
     assert r.status == "optimal"
     report = verified_multi_solve(r, X, y, T, y, tol=1e-5)
-    assert r.info["certified_gap"] == pytest.approx(report.certified_gap, rel=1e-6)
+    # the verifier's bound may lie below the solver's by its proof's raise of κ (≤ 1e-10)
+    assert r.info["certified_gap"] == pytest.approx(report.certified_gap, rel=1e-6, abs=1e-9)
     # tol plus CLARABEL's accuracy ("optimal_inaccurate" on this SDP: ~1e-6)
     assert abs(r.objective - value) <= (1e-5 + 1e-6) * value
 

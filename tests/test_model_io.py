@@ -25,7 +25,7 @@ from convexmetric import (
     OperatorSimilarity,
     datasets,
 )
-from convexmetric.model_io import atomic_directory, load_model, save_model
+from convexmetric.model_io import atomic_directory, load_model, save_model, write_directory
 
 
 @pytest.fixture(scope="module")
@@ -302,11 +302,16 @@ def test_interrupted_write_keeps_previous_contents(tmp_path, lmnn):
 
 def test_replaces_previous_output_but_not_foreign_directories(tmp_path, lmnn):
     d = tmp_path / "m"
-    d.mkdir()
-    (d / "stale.npy").write_bytes(b"x")
-    (d / "report.json").write_text("{}")
+    write_directory(d, {"stale.npy": np.zeros(1), "report.json": {}})
     save_model(lmnn, d)
-    assert "stale.npy" not in os.listdir(d)  # replaced as a whole
+    assert "stale.npy" not in os.listdir(d)  # a previous output: replaced as a whole
+    lookalike = tmp_path / "mine"
+    lookalike.mkdir()
+    (lookalike / "stale.npy").write_bytes(b"x")
+    (lookalike / "report.json").write_text("{}")  # one of our names, not ours
+    with pytest.raises(ValueError, match="refusing to replace"):
+        save_model(lmnn, lookalike)
+    assert (lookalike / "report.json").read_text() == "{}"
     foreign = tmp_path / "home"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")

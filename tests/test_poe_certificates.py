@@ -48,8 +48,9 @@ def verification(res, name, diagonal, tol=1e-4):
     params = {"beta": BETA, "diagonal": diagonal, "kernel": kernel, "tol": tol,
               "filter_graph": False}  # fmt: skip
     W = res.matrices if est == "MKPOE" else res.matrix
-    fitted = Fitted(est, params, {"W_": W}, res.certificate, res.objective)
-    v = verify_fitted(fitted, C, items, tol=tol)  # the test is the user: its tol
+    v = verify_fitted(
+        Fitted(est, params, {"W_": W}, res.certificate, res.objective), C, items, tol=tol
+    )
     assert v.lower_bound == pytest.approx(res.lower_bound, rel=1e-9)  # the reported bound's
     return v
 

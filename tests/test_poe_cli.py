@@ -54,7 +54,7 @@ def test_solve_multi_from_files(tmp_path):
     rep = json.loads(res.output)
     assert rep["training_gauc"] == 1.0 and len(rep["kernel_weights"]) == 2
     assert sorted(p.name for p in out.iterdir()) == [
-        "W0.npy", "W1.npy", "embedding.npy", "report.json"
+        "W0.npy", "W1.npy", "convexmetric-output.json", "embedding.npy", "report.json"
     ]  # fmt: skip
 
 

@@ -1,6 +1,7 @@
 """The independent verifier on the LMNN family: every certified fit verifies, its objective
 is eq. (14) as written here, and a changed metric or a tampered certificate does not."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -111,7 +112,7 @@ def _scaled(fitted, factor=1.01):
             attrs[key] = attrs[key] * factor
     if "components_" in attrs:
         attrs["components_"] = attrs["components_"] * np.sqrt(factor)
-    return Fitted(fitted.estimator, fitted.params, attrs, fitted.certificate, fitted.objective)
+    return dataclasses.replace(fitted, attrs=attrs)
 
 
 def test_metric_scaled_after_the_fit_is_not_verified(case):
@@ -143,9 +144,9 @@ def _tampered(fitted, how, y):
         cert["j"][t] = i[t]
     elif how == "twice":
         cert = {key: np.r_[v, v[:1]] if isinstance(v, np.ndarray) else v for key, v in cert.items()}
-        return Fitted(fitted.estimator, fitted.params, fitted.attrs, cert, fitted.objective)
+        return dataclasses.replace(fitted, certificate=cert)
     cert.update(lam=lam, i=i, l=l)
-    return Fitted(fitted.estimator, fitted.params, fitted.attrs, cert, fitted.objective)
+    return dataclasses.replace(fitted, certificate=cert)
 
 
 @pytest.mark.parametrize(
@@ -194,22 +195,24 @@ def test_uncertified_fit_has_nothing_to_verify():
         verify(est, X, y)
 
 
-def test_an_optimum_at_zero_is_verified_to_its_resolution():
+def test_an_optimum_at_zero_is_verified_to_an_absolute_gap():
     # unscaled wine under the RBF kernel: a metric separates the classes with no target
-    # distance left, so f* = 0, attained by a metric of norm ~1e9 whose float64 objective
-    # is rounding (eq14 by loops gives a few 1e-6 of either sign): the relative gap is 1
+    # distance left, so f* = 0, approached by metrics of norm ~1e8: no relative gap can
+    # be met, and the gap's denominator is floored at FLOOR_SHARE of the objective at the
+    # zero point (the problem's scale), so the claim is f − f* ≤ tol·1e-6·f(0)
+    from convexmetric.result import FLOOR_SHARE
+
     X, y = _split("wine")
     est = KernelLMNN(kernel="rbf").fit(X, y)
     report = verify(est, X, y)
     assert est.result_.status == "optimal" and report.verified, report.reason
-    assert report.certified_gap > est.tol  # the relative gap says nothing here
-    assert 0 <= report.objective - report.lower_bound <= report.resolution
-    loops = eq14(est._K, y, est.targets_, est.mu, lambda b: est.A_)
-    assert abs(loops - report.objective) <= report.resolution
     at_zero = eq14(est._K, y, est.targets_, est.mu, lambda b: 0 * est.A_)
-    assert report.resolution < 1e-6 * at_zero  # absolute, and tiny on the problem's scale
-    # the margins are met with room (a millionth of the metric is optimal too), not 1e-7
-    assert verify_fitted(_scaled(Fitted.from_estimator(est), 1e-6), X, y).verified
+    assert report.zero_value == pytest.approx(at_zero, rel=1e-12)
+    assert 0 < report.objective <= est.tol * FLOOR_SHARE * at_zero
+    assert report.resolution < 1e-3 * report.objective  # rigorous, and far below it
+    # the stored objective is the applied map's (from its factor, not from A_ = LᵀL)
+    assert report.reported_objective == pytest.approx(report.objective, rel=1e-6)
+    # a metric 1e-7 the size no longer separates the classes with room: not verified
     shrunk = verify_fitted(_scaled(Fitted.from_estimator(est), 1e-7), X, y)
     assert not shrunk.verified and "certified gap" in shrunk.reason
     assert shrunk.objective > 1e3 * shrunk.resolution
@@ -217,10 +220,11 @@ def test_an_optimum_at_zero_is_verified_to_its_resolution():
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_resolution_bounds_the_float64_error_of_eq14(seed):
-    # classes apart along one direction only, a metric of norm 1e8 along it (1e-6
-    # elsewhere), uncentred points: f is a few 1e-4, all of it pull, and its float64
-    # recomputation errs by about 1e-6; the same sums in extended precision must be within
-    # `resolution` of the verifier's, and `resolution` within 1e-6 of the problem's scale
+    # classes apart along one direction only, a metric of norm 1e8 along it (`small`
+    # elsewhere), uncentred points: f is a few 1e-4·small/1e-6, all of it pull; the same
+    # sums in extended precision must be within the rigorous `resolution` of the
+    # verifier's, and `resolution` far below f (it is componentwise in the data: the
+    # large direction, along which no target pair differs, adds nothing)
     rng = np.random.default_rng(seed)
     n, d = 60, 5
     Q = np.linalg.qr(rng.normal(size=(d, d)))[0]
@@ -228,17 +232,27 @@ def test_resolution_bounds_the_float64_error_of_eq14(seed):
     Z = rng.normal(size=(n, d))
     Z[:, 0] = 3.0 * y
     X = Z @ Q.T + 30.0
-    M = (Q * np.r_[1e8, np.full(d - 1, 1e-6)]) @ Q.T
-    T = np.array([np.flatnonzero((y == y[i]) & (np.arange(n) != i))[:2] for i in range(n)])
-    params = {**LMNN(k=2).get_params(), "n_passes": 2}  # (targets checked, not re-derived)
+    T = np.array([_nearest_two(Z, y, i) for i in range(n)])
+    params = LMNN(k=2).get_params()
     cert = {"kind": "lmnn", "F": np.nan, "lam": np.zeros(0)}
     cert.update({key: np.zeros(0, np.int64) for key in "ijl"})
-    fitted = Fitted("LMNN", params, {"metric_": 0.5 * (M + M.T), "targets_": T}, cert, 0.0)
-    report = verify_fitted(fitted, X, y)
-    Ml = (0.5 * (M + M.T)).astype(np.longdouble)
-    exact = float(eq14(X.astype(np.longdouble), y, T, np.longdouble(0.5), lambda b: Ml))
-    assert 1e-4 < exact < 1e-3
-    assert abs(report.objective - exact) <= report.resolution
-    scale = eq14(X, y, T, 0.5, lambda b: 0 * M)  # f(0): every hinge at its margin
-    assert report.resolution < 1e-6 * scale
-    assert report.verified  # f* = 0 (the 1e-6 directions at 0): within the resolution
+    at_zero = eq14(X, y, T, 0.5, lambda b: np.zeros((d, d)))  # f(0): every hinge at 1
+    for small, verified in ((1e-6, False), (1e-16, True)):
+        L = (Q * np.sqrt(np.r_[1e8, np.full(d - 1, small)])).T
+        M = L.T @ L
+        # the exact objective at the map L (not at M = fl(LᵀL), which rounds by u‖L‖²)
+        Xl = X.astype(np.longdouble) @ L.T.astype(np.longdouble)
+        exact = float(eq14(Xl, y, T, np.longdouble(0.5), lambda b: np.eye(d, dtype=np.longdouble)))
+        attrs = {"metric_": M, "components_": L, "targets_": T}
+        report = verify_fitted(Fitted("LMNN", params, attrs, cert, exact), X, y)
+        assert abs(report.objective - exact) <= report.resolution
+        assert report.resolution < 1e-2 * exact and report.resolution < 1e-14 * at_zero
+        assert report.zero_value == pytest.approx(at_zero)
+        # f* = 0 (the `small` directions at 0): an absolute gap of f; verified only where
+        # f ≤ tol·FLOOR_SHARE·f(0) (f ≈ 5e-4 is not: 2e-7 of f(0), above 1e-10 of it)
+        assert report.verified is verified, report.reason
+
+
+def _nearest_two(Z, y, i):
+    same = np.flatnonzero((y == y[i]) & (np.arange(len(y)) != i))
+    return same[np.argsort(((Z[same] - Z[i]) ** 2).sum(1), kind="stable")[:2]]

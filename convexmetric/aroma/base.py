@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.exceptions import NotFittedError
 
 from .. import bilinear
+from .._feature_names import check_feature_names, record_feature_names
 from .._validation import check_labels, check_matrix, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr
 from ..metrics import precision_at_k
@@ -113,9 +114,10 @@ class _OnlineBilinear(BaseEstimator):
                 FutureWarning,
                 stacklevel=2,
             )
-        X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
+        X_in, X = X, check_matrix(X, "X", allow_sparse=True, min_rows=2)
         y = check_labels(y, X.shape[0])
         self._start(X.shape[1], X.shape[1])
+        record_feature_names(self, X_in)
         return self._fit_triplets(X, y, max_iter, self.random_state)
 
     def partial_fit(self, X, y, max_iter=None):
@@ -140,10 +142,13 @@ class _OnlineBilinear(BaseEstimator):
         self
             The updated estimator.
         """
-        X = check_matrix(X, "X", allow_sparse=True, min_rows=2)
+        X_in, X = X, check_matrix(X, "X", allow_sparse=True, min_rows=2)
         y = check_labels(y, X.shape[0])
         if not hasattr(self, "W_"):
             self._start(X.shape[1], X.shape[1])
+            record_feature_names(self, X_in)
+        else:
+            check_feature_names(self, X_in)
         self._check_dims(X, "X", X, "X")
         return self._fit_triplets(X, y, max_iter, self._rng)
 
@@ -187,6 +192,7 @@ class _OnlineBilinear(BaseEstimator):
             )
         if not hasattr(self, "W_"):
             self._start(Q.shape[1], Pp.shape[1])
+            record_feature_names(self, None)  # rows of triplets: no columns by name
         self._check_dims(Q, "q", Pp, "p_pos")
         self._run(Q, Pp - Pn)
         return self
@@ -210,6 +216,8 @@ class _OnlineBilinear(BaseEstimator):
 
     def _checked(self, Q, P):
         self._check_fitted()
+        check_feature_names(self, Q, "Q")
+        check_feature_names(self, P, "P")
         Q = _rows(Q, "Q")
         P = Q if P is None else _rows(P, "P")
         self._check_dims(Q, "Q", P, "P")
@@ -287,6 +295,7 @@ class _OnlineBilinear(BaseEstimator):
             The mean precision@k over the queries.
         """
         self._check_fitted()
+        check_feature_names(self, X)
         X = _rows(X, "X")
         self._check_dims(X, "X", X, "X")
         return precision_at_k(self.similarity(X), y, k)

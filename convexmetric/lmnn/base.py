@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._feature_names import record_feature_names
 from .._renamed import renamed
 from .._validation import check_choice, check_labels, check_matrix, check_new_data, check_scalar
 from .._verbose import check_verbose
@@ -123,9 +124,10 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
         n_y = len(y) if hasattr(y, "__len__") else None
         if n_x is not None and n_y is not None and n_x != n_y:
             raise ValueError(f"'y' has {n_y} labels but 'X' has {n_x} rows; they must match.")
-        X = check_matrix(X, "X", min_rows=2)
+        X_in, X = X, check_matrix(X, "X", min_rows=2)
         y = check_labels(y, X.shape[0], column_ok=True)
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
+        record_feature_names(self, X_in)
         check_classification_targets(y)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
@@ -154,8 +156,7 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
 
     def _queries(self, X):
         check_is_fitted(self, "targets_")
-        X = check_new_data(self, X)
-        return validate_data(self, X, reset=False, dtype=np.float64)
+        return check_new_data(self, X)
 
     def _distances(self, Q):
         """Squared learned distances of the queries ``Q`` to every training point."""

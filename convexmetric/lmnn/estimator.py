@@ -35,6 +35,7 @@ from .blocks.device import DeviceExecutor, check_device
 from .blocks.local import check_lanes
 from .exact import solve_working_set
 from .passes import run_passes
+from .proof import applied
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
 
@@ -146,6 +147,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     targets_ : ndarray (n, ``k_``), target neighbours used, nearest first; a point with
         fewer (its class has ``k`` members or fewer) fills its last slots with itself
         (padding, no target: :func:`convexmetric.neighbors.target_neighbors`)
+    passes_ : list of dict, the passes before the last (``n_passes > 1``, §5.1), oldest
+        first: ``components`` (whose nearest neighbours are the next pass's targets),
+        ``targets``, ``certificate``, ``objective``, ``status`` (what
+        :func:`convexmetric.verify` checks in turn); empty for one pass
     k_ : int, target slots per row (``k``, or the columns of the given ``targets``)
     predict_k_ : int, the k of :meth:`predict`
     classes_ : ndarray
@@ -240,7 +245,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         mu = float(self.mu)
         left = clock.remaining()  # (spent already: the solver returns its start, evaluated)
         with logging_to_stderr(logger, self.verbose):
-            res, T = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
+            res, T, earlier = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
                                 T.shape[1], self.n_passes, self.max_iter,
                                 None if left is None else max(left, 1e-9))  # fmt: skip
             log_summary(logger, self.verbose, type(self).__name__, res)
@@ -248,6 +253,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             warn_unconverged(self, res)
         res = self._set_metric(res, X, y_enc, T, axes)
         self.result_, self.n_iter_, self.targets_ = res, res.iterations, T
+        self.passes_ = earlier
         self._X, self._y = X_raw, y_enc
         self.X_fit_, self.y_fit_ = X_raw, y_enc  # public, for saved models (model_kinds)
         return self
@@ -292,6 +298,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         """``components_``, ``metric_``, ``objective_`` from ``M``; the result to record."""
         M = 0.5 * (res.matrix + res.matrix.T)
         Lc = P.components_from_metric(M)
+        if axes is None and self.n_components is None:  # the objective of what is applied
+            res = applied(res, X, y_enc, T, float(self.mu), float(self.tol), Lc)
         self.objective_ = float(res.objective)
         if self.n_components is not None:
             Lc = leading_components(M, self.n_components)
@@ -322,9 +330,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
-            executor=executor_for(self.backend, owner=type(self).__name__,
-                                  device=getattr(self, "device", None),
-                                  n_jobs=getattr(self, "n_jobs", None)),
+            executor=executor_for(
+                self.backend,
+                owner=type(self).__name__,
+                device=getattr(self, "device", None),
+                n_jobs=getattr(self, "n_jobs", None),
+            ),
         )
 
     def _mahalanobis_matrix(self):
@@ -354,5 +365,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _executor(self):
         """With ``backend="dask"``, predict and energy_predict run by blocks of test rows
         on the Dask workers."""
-        return executor_for(getattr(self, "backend", "local"), owner=type(self).__name__,
-                            n_jobs=getattr(self, "n_jobs", None))
+        return executor_for(
+            getattr(self, "backend", "local"),
+            owner=type(self).__name__,
+            n_jobs=getattr(self, "n_jobs", None),
+        )

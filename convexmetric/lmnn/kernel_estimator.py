@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from .. import kernels
 from .._convergence import warn_unconverged
+from .._feature_names import check_feature_names
 from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._renamed import DEPRECATED
 from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .._verbose import log_summary, logging_to_stderr, progress_callback
-from ..linalg import components_from_metric
 from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
 from . import kernel_solver as SK
@@ -137,8 +137,8 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if self.solver == "subgradient":
             warn_unconverged(self, res)
         self.n_iter_ = res.iterations
-        self.A_ = 0.5 * (res.matrix + res.matrix.T)
-        self.components_ = components_from_metric(self.A_)
+        self.components_ = res.info["components"]  # the solver's own factor, A = LᵀL
+        self.A_ = self.components_.T @ self.components_
         self.objective_, self.result_, self.targets_ = float(res.objective), res, T
         self._X, self._K, self._y = X, K, y
         self.X_fit_, self.y_fit_ = X, y  # public, for saved models (model_kinds)
@@ -159,6 +159,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         """
         check_is_fitted(self, "A_")
         if self.kernel == "precomputed":
+            check_feature_names(self, X)
             K = check_matrix(X, "X")
             n = self._K.shape[0]
             if K.shape[1] != n:
@@ -168,7 +169,6 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
                 )
             return K
         X = check_new_data(self, X)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._kernel(X, self._X)
 
     def _mahalanobis_matrix(self):

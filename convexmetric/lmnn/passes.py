@@ -35,24 +35,34 @@ def run_passes(solve_pass, X, y_enc, T, k, n_passes, max_iter, time_limit):
 
     Returns
     -------
-    (SolveResult, ndarray)
+    (SolveResult, ndarray, list)
         The last pass's result, with ``iterations`` and ``seconds`` over all passes,
         ``info["pass_iterations"]`` per pass and ``info["passes"]`` the passes run (a
         budget spent before ``n_passes`` makes the status "user_limit" for the time,
-        "optimal_inaccurate" for ``max_iter``); and the targets the result is for.
+        "optimal_inaccurate" for ``max_iter``; an earlier pass left uncertified makes it
+        "optimal_inaccurate": the last pass's targets come from that pass's metric);
+        the targets the result is for; and the earlier passes, oldest first, each a dict
+        ``components`` (the map whose nearest neighbours are the next pass's targets),
+        ``targets``, ``certificate``, ``objective`` and ``status``: the chain the
+        verifier checks in turn.
     """
-    clock, res, counts = Deadline(time_limit), None, []
+    clock, res, counts, earlier = Deadline(time_limit), None, [], []
     for p in range(n_passes):
         left, remaining = max_iter - sum(counts), clock.remaining()
         if p > 0 and (left <= 0 or (remaining is not None and remaining <= 0)):
             res.status = "optimal_inaccurate" if left <= 0 else "user_limit"
             break
         if p > 0:  # §5.1: re-select targets under the metric of the previous pass
-            T = target_neighbors(X @ components_from_metric(res.matrix).T, y_enc, k)
+            L = components_from_metric(0.5 * (res.matrix + res.matrix.T))
+            earlier.append({"components": L, "targets": T, "certificate": res.certificate,
+                            "objective": float(res.objective), "status": res.status})  # fmt: skip
+            T = target_neighbors(X @ L.T, y_enc, k)
         res = solve_pass(T, None if res is None else res.matrix, left, remaining)
         counts.append(int(res.iterations))
         if res.status == "user_limit":
             break
     res.iterations, res.seconds = sum(counts), clock.elapsed()
     res.info.update(pass_iterations=counts, passes=len(counts))
-    return res, T
+    if res.status == "optimal" and any(e["status"] != "optimal" for e in earlier):
+        res.status = "optimal_inaccurate"
+    return res, T, earlier

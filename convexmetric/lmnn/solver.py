@@ -61,6 +61,7 @@ from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.lmnn import pull_matrix
 from ..result import SolveResult, certified_status
 from .oracle import ActiveSetOracle
+from .proof import prove
 from .refinement import GapClosing, refine, refine_settings
 from .time_limit import stopped
 
@@ -146,14 +147,15 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     settle_heap()  # temporaries from the heap, whatever the process freed before
     with one_blas_thread():  # d×d and gather-sized products: threads only cost
         if not s.precondition:
-            return _solve(X, y, targets, mu, M0, s)
-        S, S_inv = pull_whitening(X, targets)
-        M0 = np.eye(X.shape[1]) if M0 is None else np.asarray(M0, dtype=float)
-        res = _solve(X @ S, y, targets, mu, S_inv @ M0 @ S_inv.T, s)
-        res.matrix = S @ res.matrix @ S.T
-        res.matrices = [res.matrix]
-        res.info["preconditioned"] = True
-    return res
+            res = _solve(X, y, targets, mu, M0, s)
+        else:
+            S, S_inv = pull_whitening(X, targets)
+            M0 = np.eye(X.shape[1]) if M0 is None else np.asarray(M0, dtype=float)
+            res = _solve(X @ S, y, targets, mu, S_inv @ M0 @ S_inv.T, s)
+            res.matrix = S @ res.matrix @ S.T
+            res.matrices = [res.matrix]
+            res.info["preconditioned"] = True
+        return prove(res, X, y, targets, mu, s.tol)
 
 
 def _on_varying(X, y, targets, mu, s, M0, keep):

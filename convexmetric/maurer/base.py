@@ -9,6 +9,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.metrics import roc_auc_score
 
 from .. import kernels as _kernels
+from .._feature_names import check_feature_names, record_feature_names
 from .._output import OutputNamesMixin, plain_transform
 from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .pairs import Pairs, balanced_pairs, label_pairs
@@ -28,8 +29,14 @@ class _PairOperator(OutputNamesMixin, TransformerMixin, BaseEstimator):
             raise AttributeError("not fitted")
         return self.coef_.shape[1]
 
-    def _pairs(self, X, y):
+    def _pairs(self, X, y, *, fitting=False):
+        """The pairs of ``Pairs`` or drawn from ``X, y``; at fit (``fitting``) ``X``'s
+        column names are recorded, afterwards checked (:mod:`.._feature_names`)."""
         name = type(self).__name__
+        if fitting:
+            record_feature_names(self, X)
+        else:
+            check_feature_names(self, X)
         if isinstance(X, Pairs):
             if y is not None:
                 raise ValueError(f"{name}.fit takes either a Pairs object or X, y; not both.")

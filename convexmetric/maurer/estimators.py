@@ -35,6 +35,18 @@ from .base import KERNELS, ORACLES, _PairOperator, logger  # noqa: F401
 from .hpca import HyperbolicPCA  # noqa: F401
 
 
+def _diverged(res):
+    """The message of an SGD run that blew up (its best point is the start's)."""
+    info = res.info
+    return (
+        f"OperatorSimilarity's SGD diverged: its objective overflowed by step "
+        f"{info['diverged_at']} (learning_rate={info['learning_rate']!r}, a step of "
+        f"{info['step_size']:.3g} on pairs of mean squared difference "
+        f"{info['data_scale']:.4g}), so no operator was learned. Lower 'learning_rate' "
+        f"(for example to {info['learning_rate'] / 10:g}), or use solver='subgradient'."
+    )
+
+
 class OperatorSimilarity(_PairOperator):
     """Learn ``T`` minimising Λ(T) = Ω(T*T) of eq. (5) (Maurer 2008, §3).
 
@@ -57,8 +69,11 @@ class OperatorSimilarity(_PairOperator):
         ``d`` vectors of the SGD (``min(m, 100)``).
     learning_rate, max_iter, block_size, reg_every : float, int, int, int
         SGD settings (θ = 0.01, 10⁵ steps, blocks of 50, regulariser gradient refreshed
-        every 500 steps). ``max_iter`` also bounds ``solver="subgradient"``: its
-        subgradient steps (at most 3000) and refinement iterations together.
+        every 500 steps). θ is Table 1's step for inputs of diameter 1; on pairs whose
+        mean ``‖x − x'‖²`` is ``s² > 1`` the step is ``θ/s²`` (see
+        ``convexmetric.maurer.sgd``). A run that diverges raises a ValueError.
+        ``max_iter`` also bounds ``solver="subgradient"``: its subgradient steps (at most
+        3000) and refinement iterations together.
     tol : float or None, default None
         The certified relative gap ``(objective − lower bound)/|objective|`` that status
         "optimal" means; ``solver="subgradient"`` runs until it (or ``max_iter``,
@@ -184,13 +199,15 @@ class OperatorSimilarity(_PairOperator):
             The fitted estimator.
         """
         p = self._check_params()
-        pairs = self._pairs(X, y)
+        pairs = self._pairs(X, y, fitting=True)
         self._setup(pairs)
         with logging_to_stderr(logger, self.verbose):
             res, coef, K = self._solve(p, pairs)
             log_summary(logger, self.verbose, "OperatorSimilarity", res)
         if self.solver == "subgradient":
             warn_unconverged(self, res, tol=self._tol())
+        if res.info.get("diverged_at") is not None:
+            raise ValueError(_diverged(res))
         self._finish(coef, coef.T @ coef if K is None else coef.T @ K @ coef)
         self.result_, self.n_iter_ = res, res.iterations
         d2 = self.pair_distances(pairs)

@@ -83,7 +83,7 @@ class HyperbolicPCA(_PairOperator):
         d = check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
         check_verbose(self.verbose, own)
         t0 = time.perf_counter()
-        pairs = self._pairs(X, y)
+        pairs = self._pairs(X, y, fitting=True)
         self._setup(pairs)
         if self.kernel_fn_ is None:
             F, basis = pairs.points, None

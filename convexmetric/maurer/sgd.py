@@ -25,12 +25,24 @@ differences' coefficients ``α`` of §3.3 aggregated through the pair incidence
 matrix, so that ``v_i`` stays in the span ``M`` of the differences); ``Kβ`` is kept
 up to date so that ``a = (Kβ)[x] − (Kβ)[x']`` costs ``O(d)`` per pair.
 
+**The step.** Table 1's constant θ (0.01 in §6) is a step for inputs of diameter at
+most 1 (Assumption 2; the paper's pixel vectors are normalised to unity). Along ``u``,
+an active similar pair multiplies ``a`` by ``1 − 2θ‖u‖²/γ``, so a step is stable only
+while ``θ‖u‖² < γ``: on standardised data (digits: mean ``‖u‖² ≈ 105``) θ = 0.01
+overshoots every such pair and the iterates blow up. The step taken is therefore
+``θ / s²`` with ``s² = max(1, mean ‖u‖²)`` over the pairs: on data of the paper's scale
+it is θ itself, and on larger data the iterates are exactly Table 1's on the inputs
+divided by ``s`` (``V`` scaled by ``s``) for the same objective, eq. (5) being
+covariant under ``x ↦ x/s``, ``A ↦ s²A``, ``λ ↦ λ/s²``. A run whose objective still
+overflows (a ``learning_rate`` set too large) stops at once with status
+"solver_error" and ``info["diverged_at"]``, the step at which it was seen.
+
 The returned point is certified by the dual of eq. (5) (:mod:`.certificate`): in the
 kernel case through an empirical kernel map ``K = LLᵀ`` (one eigendecomposition of
 ``K``), in which ``A = (Lᵀβ)(Lᵀβ)ᵀ``. SGD is a stochastic learner: the status is
 "optimal" only when the certified relative gap is ≤ ``tol`` and the result carries the
 dual point that proves it (``result.certificate``); otherwise "completed" (all steps
-made), "user_limit" or "solver_error".
+made), "user_limit" or "solver_error" (diverged).
 """
 
 from __future__ import annotations
@@ -80,6 +92,10 @@ class LinearBackend:
     def all_inner(self, P):
         return self.U @ P.T
 
+    def sq_norms(self):
+        """``‖x − x'‖²`` of every pair."""
+        return np.einsum("ij,ij->i", self.U, self.U)
+
     def certificate_data(self, P):
         """``(U, A)``: pair differences and ``A = VᵀV`` in feature coordinates."""
         return self.U, P.T @ P
@@ -127,6 +143,11 @@ class KernelBackend:
     def all_inner(self, P):
         return P[1][self.i] - P[1][self.j]
 
+    def sq_norms(self):
+        """``‖φ(x) − φ(x')‖²`` of every pair."""
+        K, i, j = self.K, self.i, self.j
+        return K[i, i] + K[j, j] - 2.0 * K[i, j]
+
     def certificate_data(self, P):
         """``(U, A)`` through the empirical kernel map ``K = LLᵀ``: ``A = (Lᵀβ)(Lᵀβ)ᵀ``."""
         w, E = np.linalg.eigh(0.5 * (self.K + self.K.T))
@@ -161,7 +182,7 @@ class SGDSettings:
     """Settings of :func:`sgd` (documented defaults)."""
 
     n_components: int | None = None  #: rows ``d`` of ``V`` (default ``min(m, 100)``)
-    learning_rate: float = 0.01  #: the step θ
+    learning_rate: float = 0.01  #: θ, for inputs of diameter 1 (module doc: the step)
     max_iter: int = 100_000  #: steps (pair draws) at most
     block_size: int = 50  #: consecutive draws evaluated together (module doc)
     reg_every: int = 500  #: steps between refreshes of the regulariser's gradient
@@ -188,6 +209,8 @@ class _Problem:
     def __post_init__(self):
         self.g = margins(self.r, self.gamma, self.gamma_neg)
         self.lam_m = self.lam / np.sqrt(len(self.r))
+        #: s² of the module doc: θ is divided by it
+        self.scale = max(1.0, float(np.mean(self.backend.sq_norms())))
 
     def objective(self, P):
         return _objective(self.backend, P, self.r, self.g, self.lam_m, self.regularizer)
@@ -210,7 +233,8 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
     with one_blas_thread():
         t0 = time.perf_counter()
         run = _Run(prob, s)
-        status = run.loop()
+        with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported, below
+            status = run.loop()
         lower, info, cert = None, {}, None
         if s.certify and status != "solver_error":
             lower, info, cert = _certify_best(prob, run.best_P, run.best_f)
@@ -231,6 +255,9 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
             **info,
             "n_components": run.d,
             "learning_rate": s.learning_rate,
+            "step_size": run.theta,
+            "data_scale": prob.scale,
+            "diverged_at": run.diverged_at,
             "block_size": s.block_size,
             "reg_every": run.reg_every,
             "flag_corrections": run.flips,
@@ -269,6 +296,7 @@ class _Run:
         self.best_f = prob.objective(self.P)
         self.best_P, self.history = _copy(self.P), [self.best_f]
         self.step, self.flips, self.W = 0, 0, None
+        self.theta, self.diverged_at = s.learning_rate / prob.scale, None
         self.steps_k = np.arange(s.block_size, dtype=float)
 
     def _start(self, m):
@@ -284,23 +312,20 @@ class _Run:
         """Blocks of steps until ``max_iter``, the time limit or the callback; the status."""
         s, t0 = self.s, time.perf_counter()
         next_eval = self.eval_every
-        try:
-            while self.step < s.max_iter:
-                self._block(min(s.block_size, s.max_iter - self.step))
-                if self.step >= next_eval or self.step >= s.max_iter:
-                    next_eval += self.eval_every
-                    status = self._evaluate()
-                    if status is not None:
-                        return status
-                if s.time_limit is not None and time.perf_counter() - t0 > s.time_limit:
-                    return "user_limit"
-        except KeyboardInterrupt:
-            return "user_limit"
+        while self.step < s.max_iter:
+            self._block(min(s.block_size, s.max_iter - self.step))
+            if self.step >= next_eval or self.step >= s.max_iter:
+                next_eval += self.eval_every
+                status = self._evaluate()
+                if status is not None:
+                    return status
+            if s.time_limit is not None and time.perf_counter() - t0 > s.time_limit:
+                return "user_limit"
         return "completed"
 
     def _block(self, B):
         """``B`` consecutive steps evaluated together (the module doc's triangular system)."""
-        prob, P, theta = self.prob, self.P, self.s.learning_rate
+        prob, P, theta = self.prob, self.P, self.theta
         backend = prob.backend
         if self.step % self.reg_every == 0 or self.W is None:
             self.W = backend.matmul(P, _reg_matrix(backend.vvt(P), prob.regularizer))
@@ -326,14 +351,16 @@ class _Run:
     def _evaluate(self):
         """The full objective at the iterate; a status if the run must end."""
         f = self.prob.objective(self.P)
-        if not np.isfinite(f):
+        # a million times the start's objective: blowing up, not learning
+        if not np.isfinite(f) or f > 1e6 * max(self.history[0], 1.0):
+            self.diverged_at = self.step
             return "solver_error"
         self.history.append(f)
         if f < self.best_f:
             self.best_f, self.best_P = f, _copy(self.P)
         notify(self.step, f)
         cb = self.s.callback
-        if cb is not None and cb(self.step, f, self.s.learning_rate):
+        if cb is not None and cb(self.step, f, self.theta):
             return "user_limit"
         return None
 

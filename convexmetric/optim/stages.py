@@ -62,7 +62,7 @@ from .._validation import check_scalar
 from ..progress import notify
 from ..result import SolveResult, certified_gap
 from . import vectors
-from .deadline import Deadline
+from .deadline import Deadline, TimeUp
 from .oracle import Stage, hooks_of
 
 
@@ -153,7 +153,7 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
     try:
         while status is None:
             status = run.stage()
-    except KeyboardInterrupt:
+    except TimeUp:  # the time limit inside a long step; Ctrl-C propagates (after finish)
         status = "user_limit"
     finally:
         hooks.finish()

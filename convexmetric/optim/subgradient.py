@@ -28,7 +28,9 @@ only an active set between full checks); if it has a method ``check(x) -> bool``
 driver calls it at apparent convergence, and when it returns ``False`` (new
 violations were found, the oracle updated itself) the run continues from the best
 iterate: the "final check ... restarts" of App. A.1. A ``KeyboardInterrupt`` returns
-the best iterate with status ``"user_limit"``.
+the best iterate with status ``"user_limit"`` when it is the time limit's
+(:class:`.deadline.TimeUp`, raised inside a long step); a real ``KeyboardInterrupt``
+(Ctrl-C) propagates, as in scikit-learn: a fit the user stopped is no result.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 from ..progress import notify
 from ..result import SolveResult
 from . import vectors
-from .deadline import Deadline
+from .deadline import Deadline, TimeUp
 from .oracle import Oracle
 
 
@@ -167,8 +169,8 @@ class _Run:
                 if self.clock.expired():
                     self.stop = "time_limit"
                     return "user_limit"
-        except KeyboardInterrupt:
-            self.stop = "interrupt"
+        except TimeUp:  # the time limit inside a long step; Ctrl-C propagates
+            self.stop = "time_limit"
             return "user_limit"
         self.stop = "max_iter"
         return "optimal_inaccurate"

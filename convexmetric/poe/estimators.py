@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._feature_names import check_feature_names, record_feature_names
 from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._validation import check_choice, check_matrix, check_scalar
 from ..kernels import check_kernel, linear_kernel, rbf_kernel
@@ -154,6 +155,7 @@ class POE(MahalanobisMixin, _POEBase):
             The fitted estimator.
         """
         comparisons, X = unbundle(comparisons, X, "POE", "X")
+        record_feature_names(self, X)
         self._check_common()
         check_choice(self.kernel, "kernel", [None, "linear", "rbf", "precomputed"], owner="POE")
         if self.gamma is not None:
@@ -219,6 +221,7 @@ class POE(MahalanobisMixin, _POEBase):
             Their embedding, one row per item.
         """
         self._check_fitted()
+        check_feature_names(self, X)
         X = check_matrix(X, "X")
         if X.shape[1] != self.n_features_in_:
             raise ValueError(

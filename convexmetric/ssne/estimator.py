@@ -38,6 +38,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._convergence import warn_unconverged
+from .._feature_names import record_feature_names
 from .._output import OutputNamesMixin, plain_transform
 from .._renamed import DEPRECATED, renamed
 from .._validation import (
@@ -216,6 +217,7 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
             raise ValueError(
                 "'y' is missing: SSNE needs supervision, fit(X, y) with labels or fit(pairs, s)."
             )
+        record_feature_names(self, X)
         if pairs is not None:
             X = check_matrix(X, "X")
             idx = check_indices(pairs, X.shape[0], "pairs")

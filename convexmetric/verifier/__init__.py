@@ -47,12 +47,14 @@ def verify(estimator, *fit_args, tol=None, **fit_kwargs):
     estimator : a fitted certified estimator
         ``LMNN``, ``MultiMetricLMNN``, ``KernelLMNN``, ``POE``, ``MKPOE`` or
         ``OperatorSimilarity`` (convex solver), with ``result_.certificate``.
-    *fit_args, **fit_kwargs
+    *fit_args
         The same arguments as its ``fit`` (``X, y``; ``comparisons``; pairs ...).
     tol : float in (0, 1), optional
         The certified relative gap to verify: yours. By default the formulation's
         documented default (``1e-4``; Maurer's projected solver ``1e-6``), never the
         model's own ``tol``, which is reported (``model_tol``) but not trusted.
+    **fit_kwargs
+        ``fit``'s keyword arguments (``targets=`` ...).
 
     Returns
     -------

@@ -9,6 +9,11 @@ import numpy as np
 #: a lower bound may exceed the objective by this much (relative) through rounding;
 #: beyond it the certificate is broken and :func:`certified_gap` raises
 ROUNDING = 1e-9
+#: at an optimum of 0 no relative gap can be met (an objective of any positive size is
+#: all gap): the gap's denominator is at least ``FLOOR_SHARE·zero_value``, the objective
+#: at the zero point (every hinge at its margin) being the problem's own scale; an
+#: objective below a millionth of that scale is then certified to an absolute gap
+FLOOR_SHARE = 1e-6
 
 
 class CertificateError(ArithmeticError):
@@ -19,13 +24,16 @@ class CertificateError(ArithmeticError):
     """
 
 
-def certified_gap(objective, lower_bound) -> float:
-    """``(objective − lower_bound) / max(|objective|, 1e-12)``: the relative error that a
-    lower bound certifies, the one definition every solver, estimator and report uses.
+def certified_gap(objective, lower_bound, zero_value=0.0) -> float:
+    """``(objective − lower_bound) / max(|objective|, FLOOR_SHARE·zero_value, 1e-12)``: the
+    relative error that a lower bound certifies, the one definition every solver,
+    estimator, report and the verifier use.
 
     ``inf`` without a bound (``None`` or ``-inf``) or with a non-finite objective. The
-    floor of the denominator certifies an objective of 0 with a bound of 0. Nothing is
-    clipped: a bound above the objective by at most :data:`ROUNDING` (relative) gives a
+    floor of the denominator certifies an objective of 0 with a bound of 0, and, given the
+    objective at the zero point (``zero_value``), an objective within a millionth of that
+    scale to an absolute gap (``FLOOR_SHARE``). Nothing is
+    clipped: a bound above the objective by at most ``ROUNDING`` (relative) gives a
     gap just below 0; beyond that the bound is broken and :class:`CertificateError` is
     raised.
 
@@ -39,7 +47,7 @@ def certified_gap(objective, lower_bound) -> float:
     if lower_bound is None or not np.isfinite(lower_bound) or not np.isfinite(objective):
         return float("inf")
     f, lb = float(objective), float(lower_bound)
-    scale = max(abs(f), 1e-12)
+    scale = max(abs(f), FLOOR_SHARE * float(zero_value), 1e-12)
     if lb - f > ROUNDING * max(scale, abs(lb)):
         raise CertificateError(
             f"lower bound {lb!r} exceeds the objective {f!r} by {lb - f:.3g} (more than "
@@ -48,4 +56,4 @@ def certified_gap(objective, lower_bound) -> float:
     return (f - lb) / scale
 
 
-__all__ = ["ROUNDING", "CertificateError", "certified_gap"]
+__all__ = ["FLOOR_SHARE", "ROUNDING", "CertificateError", "certified_gap"]

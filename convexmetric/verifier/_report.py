@@ -7,17 +7,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from ._gap import FLOOR_SHARE
 from ._rigor import SAFETY
 
 #: the stored objective may differ from the recomputed one by this much (relative),
 #: beyond the recomputation's resolution: the solvers evaluate the same sums in another
 #: order and precision
 OBJECTIVE_RTOL = 1e-8
-#: at an optimum of 0 no relative gap can be met: there the absolute gap allowed is
-#: ``tol·FLOOR_SHARE·zero_value`` (the objective at the zero point, every hinge at its
-#: margin, is the problem's own scale), so an objective below a millionth of that scale
-#: is verified to an absolute, not a relative, gap
-FLOOR_SHARE = 1e-6
 
 
 @dataclass
@@ -38,6 +34,9 @@ class Fitted:
         ``result_.certificate``: ``"kind"`` and the dual point.
     objective : float
         ``result_.objective`` as stored.
+    previous : Fitted or None
+        The pass before this one (multi-pass LMNN, §5.1): its map chose this pass's
+        target neighbours, so it is verified first.
     """
 
     estimator: str
@@ -45,6 +44,7 @@ class Fitted:
     attrs: dict
     certificate: dict
     objective: float
+    previous: Fitted | None = None
 
     @classmethod
     def from_estimator(cls, est):
@@ -57,32 +57,92 @@ class Fitted:
                 f"{type(est).__name__}'s result carries no certificate (solver "
                 f"{result.solver!r}, status {result.status!r}): nothing to verify."
             )
+        kinds = (np.ndarray, int, float, list, tuple)
         attrs = {k: v for k, v in vars(est).items()
-                 if k.endswith("_") and not k.startswith("_")
-                 and isinstance(v, (np.ndarray, int, float, list, tuple))}  # fmt: skip
-        return cls(type(est).__name__, est.get_params(deep=False), attrs, dict(cert),
-                   float(result.objective))  # fmt: skip
+                 if k.endswith("_") and not k.startswith("_") and k != "passes_"
+                 and isinstance(v, kinds)}  # fmt: skip
+        name, params = type(est).__name__, est.get_params(deep=False)
+        previous = None
+        for e in getattr(est, "passes_", None) or ():
+            if not e.get("certificate"):
+                raise VerificationError(
+                    f"an earlier pass of this {name} carries no certificate: nothing to verify."
+                )
+            pass_attrs = {"components_": e["components"], "targets_": e["targets"]}
+            previous = cls(name, params, pass_attrs, dict(e["certificate"]),
+                           float(e["objective"]), previous)  # fmt: skip
+        return cls(name, params, attrs, dict(cert), float(result.objective), previous)
 
     @classmethod
     def from_saved(cls, meta, arrays):
         """From a saved model's ``model.json`` (``meta``) and arrays (``name -> ndarray``):
-        the ``verification`` section and the ``certificate__*``/``fitted__*`` arrays."""
+        the ``verification`` section and its ``certificate__*``, ``fitted__*`` arrays (and
+        ``pass<p>__*`` for the earlier passes of a multi-pass fit)."""
         proof = meta.get("verification")
         if not proof:
             raise VerificationError(
                 f"the saved {meta.get('estimator', 'model')} carries no certificate: "
                 "nothing to verify (only certified fits keep one)."
             )
-        cert = dict(proof["certificate"])
-        attrs = dict(proof["attrs"])
-        for name, a in arrays.items():
-            head, _, key = name.partition("__")
-            if head == "certificate" and key:
-                cert[key] = a
-            elif head == "fitted" and key:
-                attrs[key] = a
-        return cls(meta.get("estimator", ""), dict(proof["params"]), attrs, cert,
-                   float(proof["objective"]))  # fmt: skip
+        if meta.get("preprocessing") not in ("none", "standardize"):
+            raise VerificationError(
+                "the saved model does not say how new points are preprocessed (model.json "
+                'has no \'preprocessing\' "none" or "standardize"): what it applies is '
+                "unknown; save it again with this version."
+            )
+        name, params = meta.get("estimator", ""), dict(proof["params"])
+        previous = None
+        for p, record in enumerate(proof.get("passes", ())):
+            cert, attrs = _saved_parts(record, arrays, f"pass{p}__")
+            previous = cls(name, params, attrs, cert, float(record["objective"]), previous)
+        cert, attrs = _saved_parts(proof, arrays, "")
+        attrs.update(_applied(meta, arrays, attrs))
+        return cls(name, params, attrs, cert, float(proof["objective"]), previous)
+
+
+#: a saved model's arrays that it applies, and the fitted attribute each must equal
+APPLIED = {"components": "components_", "metric": "metric_", "targets": "targets_",
+           "clusters": "clusters_", "cluster_centers": "cluster_centers_"}  # fmt: skip
+#: the arrays a saved classifier predicts with: checked against the data by the verifier
+PREDICTS = ("train_points", "kernel_points", "train_embedding", "train_labels")
+
+
+def _applied(meta, arrays, attrs):
+    """What a saved model applies (``components.npy``, ...), as the attributes the verifier
+    checks: each must equal its verified copy (``fitted__*``) exactly, and the arrays it
+    predicts with are handed on (``saved:<name>``) to be checked against the data."""
+    out = {}
+    for name, attr in APPLIED.items():
+        if name not in arrays:
+            continue
+        if attr in attrs and not np.array_equal(np.asarray(attrs[attr]), arrays[name]):
+            raise VerificationError(
+                f"the saved model applies {name}.npy, which differs from the certified "
+                f"fit's {attr}: two different maps (the one applied is the one verified)."
+            )
+        out[attr] = arrays[name]
+    for name in PREDICTS:
+        if name in arrays:
+            out[f"saved:{name}"] = arrays[name]
+    kernel = meta.get("kernel")
+    if isinstance(kernel, dict) and kernel.get("gamma") is not None:
+        out["saved:kernel_gamma"] = float(kernel["gamma"])
+    return out
+
+
+def _saved_parts(record, arrays, prefix):
+    """``(certificate, attrs)`` of one saved pass: JSON scalars and the arrays named
+    ``<prefix>certificate__<key>`` and ``<prefix>fitted__<name>``."""
+    cert, attrs = dict(record["certificate"]), dict(record.get("attrs", {}))
+    for name, a in arrays.items():
+        if not name.startswith(prefix) or (prefix == "" and name.startswith("pass")):
+            continue
+        head, _, key = name[len(prefix) :].partition("__")
+        if head == "certificate" and key:
+            cert[key] = a
+        elif head == "fitted" and key:
+            attrs[key] = a
+    return cert, attrs
 
 
 class VerificationError(ValueError):
@@ -115,8 +175,8 @@ class Verification:
         its own float64 rounding is accounted for; ``-inf`` when the dual point is
         refused (``reason`` says why), ``0`` when nothing better can be proved.
     certified_gap : float
-        ``(objective − lower_bound)/|objective|`` (:func:`._gap.certified_gap`); ``inf``
-        without a bound.
+        ``(objective − lower_bound)/max(|objective|, FLOOR_SHARE·zero_value)``
+        (:func:`convexmetric.result.certified_gap`); ``inf`` without a bound.
     tol : float
         The tolerance verified against: the caller's (``verify(..., tol=)``), else the
         formulation's documented default; never the model's own.
@@ -125,8 +185,8 @@ class Verification:
     verified : bool
         The claim holds: with the objective known to ``± resolution``,
         ``objective + resolution − lower_bound ≤ tol·max(objective − resolution,``
-        :data:`FLOOR_SHARE` ``· zero_value)``, and the stored objective equal to the
-        recomputed one (to :data:`OBJECTIVE_RTOL` and the resolution).
+        ``FLOOR_SHARE · zero_value)``, and the stored objective equal to the
+        recomputed one (to ``OBJECTIVE_RTOL`` and the resolution).
     reason : str
         Why not verified ("" when verified).
     seconds : float
@@ -185,8 +245,19 @@ def model_tol(params):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def report(kind, objective, lower_bound, tol, reported, t0, *, resolution=0.0, zero_value=0.0,
-           model_tol=None, objective_rtol=OBJECTIVE_RTOL):
+def report(
+    kind,
+    objective,
+    lower_bound,
+    tol,
+    reported,
+    t0,
+    *,
+    resolution=0.0,
+    zero_value=0.0,
+    model_tol=None,
+    objective_rtol=OBJECTIVE_RTOL,
+):
     """A :class:`Verification` from the recomputed numbers (``t0``: ``perf_counter`` at
     start; ``resolution``: the objective's rigorous absolute error; ``zero_value``: the
     objective at the zero point; ``objective_rtol``: how far the stored objective may be
@@ -198,19 +269,32 @@ def report(kind, objective, lower_bound, tol, reported, t0, *, resolution=0.0, z
     if np.isfinite(b) and b > (f + res) * SAFETY + res:
         # a rigorous bound lies below f* ≤ f(map) ≤ objective + resolution
         reasons.append(f"broken certificate: lower bound {b!r} exceeds the objective {f!r}")
-    gap = (f - b) / max(abs(f), 1e-12) if np.isfinite(b) and np.isfinite(f) else float("inf")
-    allowed = tol * max(f - res, FLOOR_SHARE * float(zero_value))
+    floor = max(FLOOR_SHARE * float(zero_value), 1e-12)
+    gap = (f - b) / max(abs(f), floor) if np.isfinite(b) and np.isfinite(f) else float("inf")
+    allowed = tol * max(f - res, floor)
     if not reasons and not (f + res - b <= allowed):
         hint = ""
-        if model_tol is not None and model_tol > tol:
+        if model_tol is not None and tol < model_tol < 1 and gap <= model_tol:
             hint = f" (the model was fitted with tol={model_tol:g}: pass tol= to verify that)"
         known = f", the objective known to ±{res:.3g}" if res > 1e-3 * abs(f - b) else ""
         reasons.append(f"certified gap {gap:.3g} above tol {tol:g}{known}{hint}")
     stored = float(reported)
-    if not abs(stored - f) <= objective_rtol * abs(f) + res:
+    if not abs(stored - f) <= objective_rtol * max(abs(f), floor) + res:
         reasons.append(f"stored objective {stored!r} differs from the data's {f!r}")
-    return Verification(kind, f, b, gap, float(tol), stored, not reasons, "; ".join(reasons),
-                        time.perf_counter() - t0, res, float(zero_value), model_tol)
+    return Verification(
+        kind,
+        f,
+        b,
+        gap,
+        float(tol),
+        stored,
+        not reasons,
+        "; ".join(reasons),
+        time.perf_counter() - t0,
+        res,
+        float(zero_value),
+        model_tol,
+    )
 
 
 def refused(kind, objective, tol, reported, t0, why, **numbers):

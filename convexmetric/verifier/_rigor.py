@@ -33,7 +33,8 @@ UNIT = 2.0**-53
 #: rows of a scatter's block (its products err by γ_{BLOCK+1})
 BLOCK = 4096
 #: covers the few roundings of evaluating an error bound itself (a bound computed in
-#: float64 from sums of non-negative terms errs by far less than this share)
+#: float64 from sums of non-negative terms errs by far less than this share); it scales
+#: error terms only, never a bound or an objective
 SAFETY = 1.0 + 2.0**-20
 #: below any absolute error of a quantity scaled to order 1 (underflow in the Cholesky
 #: factorisation: Rump's terms in the smallest subnormal are far smaller)
@@ -123,13 +124,13 @@ class Scatter:
 def sum_upper(total, n):
     """An upper bound on the exact sum of ``n`` non-negative float64 terms whose float64
     sum (in any order) is ``total``."""
-    return float(total) * (1.0 + gamma(max(n, 1))) * SAFETY
+    return float(total) * (1.0 + gamma(max(n, 1))) * (1.0 + 4 * UNIT)
 
 
 def sum_lower(total, n):
     """A lower bound on the exact sum of ``n`` non-negative float64 terms whose float64
     sum (in any order) is ``total``."""
-    return float(total) / (1.0 + gamma(max(n, 1))) / SAFETY
+    return float(total) / (1.0 + gamma(max(n, 1))) * (1.0 - 4 * UNIT)
 
 
 # --- spectral bounds (the POE and Maurer verifiers): built on certainly_psd above --------

@@ -11,22 +11,40 @@ and ``D(i, j) = (x_i − x_j)ᵀM(x_i − x_j)``,
 
 Every ``λ ∈ [0, 1]`` per triplet ``t = (i, j, l)`` gives ``f(M) ≥ μΣλ + ⟨S(λ), M⟩`` for
 all ``M ⪰ 0``, with ``S(λ) = (1 − μ)P + μΣλ_t(C_ij − C_il)``, ``P = Σ C_ij`` the pull
-matrix and ``C_ab = (x_a − x_b)(x_a − x_b)ᵀ``. Let ``ν`` be the smallest generalised
-eigenvalue of ``(S(λ), (1 − μ)P)`` on the range of ``P`` (valid when the impostor
-differences of the triplets with ``λ_t > 0`` lie in that range). Since
-``(1 − μ)⟨P, M*⟩ ≤ f*``, for ``ν < 0`` both ``f* ≥ μΣλ/(1 − ν)`` and
-``f* ≥ μΣλ + νF`` (any ``F ≥ f*``) hold; for ``ν ≥ 0``, ``f* ≥ μΣλ``. The verifier
-takes ``F = max(F_certificate, f(M_fitted))`` (an upper bound on ``f*`` whatever the
-certificate says) and the larger of the two bounds.
+matrix and ``C_ab = (x_a − x_b)(x_a − x_b)ᵀ``. If ``S(λ) − ν(1 − μ)P ⪰ 0`` on the whole
+space (``ν ≤ 0``), then since ``(1 − μ)⟨P, M*⟩ ≤ f*`` both ``f* ≥ μΣλ/(1 − ν)`` and
+``f* ≥ μΣλ + νF`` hold, for any ``F ≥ f*``; the verifier takes
+``F = max(F_certificate, f(M_fitted))`` rounded up and the larger bound, proving the
+matrix inequality with its rounding accounted for (:mod:`._bound14`). Several metrics
+(§5.2): the pair ``(a, b)`` under the metric ``M^{g(b)}`` of ``b``'s cluster, one such
+inequality per cluster, ``ν`` the least.
 
-**Resolution.** The objective is recomputed on centred points (distances do not move)
-with :data:`._eq14.RESOLUTION_UNITS` bounding each distance's float64 error by
-``‖M‖₂(‖x̃_a‖ + ‖x̃_b‖)²`` times ``(d + 2)`` unit roundoffs. Their sum over the target
-distances and the hinges within their error of positive is the report's ``resolution``.
-It decides where the relative gap cannot: at an optimum of 0 (a metric separating the
-classes with no target distance left, reached by a metric of large norm) the objective
-of any stored matrix is rounding, and the model is verified when ``f − bound`` and the
-stored objective's difference are within that resolution.
+**What is the user's** (never taken from the fit on trust, :mod:`._problem14`):
+
+* ``k`` and ``μ`` in their domains (``μ ∈ [0, 1)``), the tolerance the caller's;
+* the map: ``components_`` (``L``, ``M = LᵀL``: what ``transform`` and ``predict``
+  apply), every stored copy (``metric_``, ``metrics_``, ``A_``) equal to ``LᵀL``;
+* the target neighbours: ``targets_`` must be the ``k`` nearest same-class points up
+  to the rounding of their distances (a rigorous bound, relative to the data's scale),
+  in the input distance (pass 1), in the previous pass's learned distance (``n_passes >
+  1``, §5.1: that pass is stored with the model and verified first, in turn), or the
+  user's own targets given to :func:`~convexmetric.verify` as to ``fit``; a class of
+  ``m ≤ k`` points gives its points the ``m − 1`` others (padding: the point itself);
+* the clusters (``MultiMetricLMNN``): the classes with ``n_clusters=None``, else checked
+  to be a k-means partition (:func:`._problem14.clusters`);
+* the kernel (``KernelLMNN``): recomputed from ``X`` and the parameters. The objective
+  is that of the map applied, ``L`` on the kernel rows (what ``transform`` does). The
+  bound is proved over the problem's documented features, computed here: the
+  empirical map ``Φ`` of the centred kernel ``HKH`` (``HKH = ΦΦᵀ``; distances do not
+  move) over its eigenvalues above :data:`KERNEL_RTOL` ``·λ_max``. "Verified" then
+  says that no map on those features does better than ``tol`` (relative) below the
+  model's — the kernel at its numerical rank is the problem, to the rounding of its
+  eigendecomposition.
+
+**Resolution.** The objective's float64 error is bounded rigorously from the quantities
+computed (:mod:`._eq14`: componentwise in ``|x̃||L|``, so a direction in which the data
+do not vary adds nothing however large the map is there). The verdict uses it
+(:func:`._report.report`).
 
 **Certificates** (``result_.certificate``; indices int32, or int64 past 2³¹ points):
 
@@ -38,34 +56,14 @@ lmnn          ``i``       (m,) int: the triplets' points, with ``λ_t > 0`` only
               ``l``       (m,) int: an impostor candidate, ``y_l ≠ y_i``
               ``lam``     (m,) float64 in ``[0, 1]``: the multipliers ``λ_t``
               ``F``       float: the attained value of the trace bound (NaN: not used)
-lmnn_multi    (same)      the same keys, for the multi-metric objective (§5.2): pair
-                          ``(a, b)`` under the metric ``M^{g(b)}`` of ``b``'s cluster;
-                          ``S_h(λ) = (1 − μ)P_h + μΣλ(C_ij[g(j)=h] − C_il[g(l)=h])`` per
-                          cluster, ``ν`` the least over the blocks relative to ``(1 − μ)P_h``
-lmnn_kernel   (same)      the same dual point of eq. (14) over the kernel's empirical
-                          features ``Φ`` (``K = ΦΦᵀ``, eigenvalues below 1e-10·λ_max
-                          dropped), where ``D(i, j) = (k_i − k_j)ᵀA(k_i − k_j)``
+lmnn_multi    (same)      the same keys, for the multi-metric objective (§5.2)
+lmnn_kernel   (same)      the same dual point of eq. (14) over the rows of ``Φ``
 ============  ==========  ===============================================================
 
-Target neighbours: the ``k`` nearest same-class points in Euclidean input distance (for
-``KernelLMNN``, in the feature distance ``K_ii + K_jj − 2K_ij``), ties by index; a point
-of a class with ``m ≤ k`` points has the ``m − 1`` others (the sums of eq. (14) run over
-each point's own targets), and a class of one point cannot be fitted. ``targets_`` is
-``(n, k)``: a slot holding ``i`` itself is padding, no target (zero pull, no hinge term,
-and no certificate triplet ``(i, i, l)``). The fitted ``targets_`` must be those up to
-ties (distances within rounding); with ``n_passes > 1`` or targets given to ``fit``
-(§5.1: re-selected under the previous metric) they are checked to be distinct
-same-class points other than ``i`` (plus padding) only.
-
-Fitted attributes read: ``metric_`` (``LMNN``), ``metrics_`` and ``clusters_``
-(``MultiMetricLMNN``; with ``n_clusters=None`` the clusters must be the classes),
-``A_`` (``KernelLMNN``) and ``targets_``; parameters: ``k``, ``mu``, ``tol``,
-``n_passes``, ``pca``, ``n_components``, ``n_clusters``, ``kernel``, ``gamma``.
-Cost: ``O(n²(d + k))`` for the targets and the objective (float64 row blocks of
-:data:`._eq14.BLOCK_BYTES`; under one metric each differently labelled pair is formed
-once, for the hinges of both its orientations), ``O(pr²)`` for the bound's scatter over
-the ``p`` distinct pairs of the certificate's triplets (``r`` features; the multipliers
-of a pair summed first).
+Cost: ``O(n²(d + k))`` for the targets and the objective (float64 row blocks; under one
+metric each differently labelled pair is formed once, for the hinges of both its
+orientations), ``O(pd²)`` for the bound's scatters over the ``p`` distinct pairs of the
+certificate and of the targets.
 """
 
 from __future__ import annotations
@@ -74,112 +72,135 @@ import time
 
 import numpy as np
 
-from . import _eq14 as E
-from ._eq14 import RANGE_RTOL, Infeasible
-from ._report import OBJECTIVE_RTOL, VerificationError, check_tol, model_tol, report
+from . import _bound14 as B
+from . import _problem14 as P
+from ._eq14 import Mapped, objective, zero_value
+from ._report import VerificationError, check_tol, model_tol, refused, report
+from ._rigor import sum_upper
 
-#: the multi-metric certificate's range test (its oracle's): an impostor difference ``u``
-#: with a multiplier must have ``‖u‖·MULTI_RANGE_RTOL`` at most off ``range(P_{g(l)})``
-MULTI_RANGE_RTOL = 1e-6
 #: the certified gap verified when the caller gives no ``tol`` (the estimators' default)
 DEFAULT_TOL = 1e-4
-#: relative rounding allowed on the distances that order target neighbours
-TIE_RTOL = 1e-9
-#: kernel LMNN: the stored objective agrees with the recomputed one to this share of tol
-#: (its stored A_ holds the solver's metric only to rounding times the kernel's condition)
-KERNEL_OBJECTIVE_SHARE = 1e-2
+#: ``KernelLMNN``'s empirical features keep the kernel's eigenvalues above this share of
+#: the largest (the problem's definition: the kernel at its numerical rank)
+KERNEL_RTOL = 1e-10
 
 
 def check_lmnn(fitted, X, y, targets=None, *, tol=None):
-    """Verify an ``LMNN`` fit (kind ``"lmnn"``) from its training data."""
+    """Verify an ``LMNN`` fit (kind ``"lmnn"``) from its training data (``targets``:
+    the user's own, as given to ``fit``)."""
     t0 = time.perf_counter()
-    p = fitted.params
     for name in ("pca", "n_components"):
-        if p.get(name) is not None:
+        if fitted.params.get(name) is not None:
             raise VerificationError(
-                f"LMNN with {name}={p[name]!r}: the certificate is that of the reduced "
-                "problem; only full-dimensional fits are verified."
+                f"LMNN with {name}={fitted.params[name]!r}: the certificate is that of the "
+                "reduced problem; only full-dimensional fits are verified."
             )
     X, y = _data(X, y)
-    M = _attr(fitted, "metric_", (X.shape[1],) * 2)
-    sq = np.einsum("ij,ij->i", X, X)
-    T = _targets(fitted, lambda rows, cols: _sqdist(X, sq, rows, cols), y, targets)
-    return _check("lmnn", fitted, X, y, T, [M], np.zeros(len(y), np.int64), t0, tol=tol)
+    k, mu = P.problem_params(fitted.params)
+    tol = check_tol(tol, DEFAULT_TOL)
+    L = P.applied_map(fitted, X.shape[1], "metric_")
+    base, why = _pass_distance(fitted, X, y, targets, tol)
+    if why:
+        return refused("lmnn", np.nan, tol, fitted.objective, t0, why)
+    T = _targets(fitted, base, y, k, targets)
+    P.saved_arrays(fitted, X, y, X, L)
+    return _check("lmnn", fitted, (X, y, T, mu, tol), [L], np.zeros(len(y), np.int64), t0)
+
+
+def check_multi(fitted, X, y, targets=None, *, tol=None):
+    """Verify a ``MultiMetricLMNN`` fit (kind ``"lmnn_multi"``) from its training data."""
+    t0 = time.perf_counter()
+    X, y = _data(X, y)
+    k, mu = P.problem_params(fitted.params)
+    tol = check_tol(tol, DEFAULT_TOL)
+    g, c = P.clusters(fitted, X, y)
+    Ls = fitted.attrs.get("components_")
+    Ls = None if Ls is None else np.asarray(Ls, dtype=np.float64)
+    if Ls is None or Ls.ndim != 3 or Ls.shape[0] != c or Ls.shape[2] != X.shape[1]:
+        raise VerificationError(f"components_ must be ({c}, r, {X.shape[1]}): one map a cluster.")
+    if not np.isfinite(Ls).all():
+        raise VerificationError("components_ holds NaN or infinite values.")
+    if "metrics_" in fitted.attrs:
+        Ms = np.asarray(fitted.attrs["metrics_"])
+        if Ms.shape != (c, X.shape[1], X.shape[1]):
+            raise VerificationError(f"metrics_ must be ({c}, {X.shape[1]}, {X.shape[1]}).")
+        for M, Lc in zip(Ms, Ls):
+            P.same_copy("metrics_", M, Lc)
+    T = _targets(fitted, P.euclidean(X), y, k, targets)
+    P.saved_arrays(fitted, X, y)
+    return _check("lmnn_multi", fitted, (X, y, T, mu, tol), list(Ls), g, t0)
 
 
 def check_kernel(fitted, X, y, *, tol=None):
     """Verify a ``KernelLMNN`` fit (kind ``"lmnn_kernel"``) from its training data."""
     t0 = time.perf_counter()
     X, y = _data(X, y)
-    K = _kernel(fitted.params, X)
-    diag = np.diag(K).copy()
-    T = _targets(fitted, lambda r, c: diag[r, None] + diag[None, c] - 2.0 * K[np.ix_(r, c)], y)
-    w, V = np.linalg.eigh(0.5 * (K + K.T))
-    keep = w > RANGE_RTOL * max(float(w[-1]), 1e-300)
-    Phi = V[:, keep] * np.sqrt(w[keep])  # the empirical kernel map, K = ΦΦᵀ
-    # D(i, j) = (k_i − k_j)ᵀA(k_i − k_j) = (φ_i − φ_j)ᵀΦᵀAΦ(φ_i − φ_j): the metric on
-    # the rows of Φ (in the eigenbasis: no product with K's small eigenvalues' inverses)
-    A = _attr(fitted, "A_", K.shape)
-    M = V[:, keep].T @ (0.5 * (A + A.T)) @ V[:, keep]
-    M = np.sqrt(w[keep])[:, None] * M * np.sqrt(w[keep])[None]
-    M = 0.5 * (M + M.T)
-    # A_ = T M̂ Tᵀ (T = VΛ^{-1/2}) holds the solver's M̂ only to rounding times κ(K): an
-    # ill-conditioned kernel's stored objective may differ from A_'s by more than
-    # OBJECTIVE_RTOL; it must agree to KERNEL_OBJECTIVE_SHARE of tol (the gap, recomputed
-    # here at A_'s own objective, is what certifies)
-    zero = np.zeros(len(y), np.int64)
-    return _check("lmnn_kernel", fitted, Phi, y, T, [M], zero, t0, kernel=True, tol=tol)
+    k, mu = P.problem_params(fitted.params)
+    tol = check_tol(tol, DEFAULT_TOL)
+    K, gamma = _kernel(fitted.params, X)
+    saved = fitted.attrs.get("saved:kernel_gamma")
+    if saved is not None and not abs(saved - gamma) <= 1e-12 * gamma:
+        raise VerificationError(f"the saved model applies gamma={saved!r}; the data: {gamma!r}.")
+    T = _targets(fitted, P.kernel_distances(K), y, k)
+    L = P.applied_map(fitted, K.shape[0], "A_")
+    P.saved_arrays(fitted, X, y, K, L)
+    return _check("lmnn_kernel", fitted, (K, y, T, mu, tol), [L], np.zeros(len(y), np.int64),
+                  t0, bound_features=_features(K))  # fmt: skip
 
 
-def check_multi(fitted, X, y, targets=None, *, tol=None):
-    """Verify a ``MultiMetricLMNN`` fit (kind ``"lmnn_multi"``) from its training data
-    (``targets``: given ones, as to ``LMNN.fit``)."""
-    t0 = time.perf_counter()
-    X, y = _data(X, y)
-    sq = np.einsum("ij,ij->i", X, X)
-    T = _targets(fitted, lambda rows, cols: _sqdist(X, sq, rows, cols), y, targets)
-    Ms = fitted.attrs.get("metrics_")
-    Ms = None if Ms is None else np.asarray(Ms, dtype=np.float64)
-    if Ms is None or Ms.ndim != 3 or Ms.shape[1:] != (X.shape[1],) * 2:
-        raise VerificationError(f"metrics_ must be (c, {X.shape[1]}, {X.shape[1]}).")
-    g = np.asarray(fitted.attrs.get("clusters_", np.unique(y, return_inverse=True)[1]))
-    if g.shape != y.shape or not np.issubdtype(g.dtype, np.integer) or g.min() < 0:
-        raise VerificationError("clusters_ must be one cluster index per training point.")
-    if g.max() >= len(Ms):
-        raise VerificationError(f"clusters_ name {g.max() + 1} clusters; metrics_ has {len(Ms)}.")
-    if fitted.params.get("n_clusters") is None and np.any(
-        g != np.unique(y, return_inverse=True)[1]
-    ):
-        raise VerificationError("with n_clusters=None the clusters are the classes (§5.2).")
-    return _check("lmnn_multi", fitted, X, y, T, list(Ms), g, t0, MULTI_RANGE_RTOL, tol=tol)
-
-
-def _check(kind, fitted, X, y, T, Ms, g, t0, range_rtol=None, kernel=False, tol=None):
-    """Eq. (14) at the metrics ``Ms`` (pair ``(a, b)`` under ``Ms[g[b]]``) over the features
-    ``X``, and the certificate's bound."""
-    mu, tol = float(fitted.params["mu"]), check_tol(tol, DEFAULT_TOL)
+def _check(kind, fitted, problem, Ls, g, t0, bound_features=None):
+    """Eq. (14) at the maps ``Ls`` (pair ``(a, b)`` under ``Ls[g[b]]``) and the
+    certificate's bound; ``problem = (X, y, T, mu, tol)``; ``bound_features``: the
+    points the bound is proved on, when not ``X`` (a kernel's features)."""
+    X, y, T, mu, tol = problem
+    Xc = X - X.mean(axis=0)  # distances do not move; the error scale shrinks to the spread
+    maps = [Mapped(Xc, L) for L in Ls]
+    f, resolution = objective(maps, g, y, T, mu)
+    numbers = {"resolution": resolution, "zero_value": zero_value(y, T, mu),
+               "model_tol": model_tol(fitted.params)}  # fmt: skip
     try:
-        Ls = [E.factor(M) for M in Ms]
-    except Infeasible as exc:
-        return _refused(kind, np.inf, tol, fitted.objective, t0, str(exc))
-    norms = [float((L**2).sum(axis=1).max(initial=0.0)) for L in Ls]  # ‖M‖₂ = λ_max
-    Xc = X - X.mean(axis=0)  # distances do not move; their rounding shrinks to the spread's
-    xn = np.sqrt(np.einsum("ij,ij->i", Xc, Xc))
-    objective, resolution = E.objective([Xc @ L.T for L in Ls], g, y, T, mu, xn, norms)
-    try:
-        bound = E.bound(X, y, T, mu, fitted.certificate, objective, g, len(Ms), range_rtol)
-    except Infeasible as exc:
-        return _refused(kind, objective, tol, fitted.objective, t0, str(exc))
-    rtol = KERNEL_OBJECTIVE_SHARE * tol if kernel else OBJECTIVE_RTOL
-    return report(kind, objective, bound, tol, fitted.objective, t0,
-                  objective_rtol=max(rtol, OBJECTIVE_RTOL), resolution=resolution,
-                  model_tol=model_tol(fitted.params))  # fmt: skip
+        F = sum_upper(f + resolution, 2)
+        Xb = X if bound_features is None else bound_features
+        bound = B.bound(Xb, y, T, mu, fitted.certificate, F, g, len(Ls))
+    except B.Infeasible as exc:
+        return refused(kind, f, tol, fitted.objective, t0, str(exc), **numbers)
+    return report(kind, f, bound, tol, fitted.objective, t0, **numbers)
 
 
-def _refused(kind, objective, tol, reported, t0, why):
-    out = report(kind, objective, -np.inf, tol, reported, t0)
-    out.verified, out.reason = False, f"{why}; {out.reason}"
-    return out
+def _pass_distance(fitted, X, y, targets, tol):
+    """The distance whose nearest same-class points are this pass's targets, and why the
+    chain of passes is refused ("" when it holds): the input distance for the first pass,
+    the previous pass's learned one after it (that pass verified first, §5.1)."""
+    previous = getattr(fitted, "previous", None)
+    if previous is None:
+        return P.euclidean(X), ""
+    v = check_lmnn(previous, X, y, targets, tol=tol)
+    if not v.verified:
+        return None, f"the previous pass (§5.1) is not verified: {v.reason}"
+    L = P.applied_map(previous, X.shape[1])
+    return P.distances(Mapped(X - X.mean(axis=0), L)), ""
+
+
+def _targets(fitted, dist, y, k, given=None):
+    """The targets eq. (14) uses: the user's (``given``) or the fit's ``targets_``,
+    checked to be the ``k`` nearest under ``dist`` (:func:`._problem14.targets`)."""
+    if given is not None and getattr(fitted, "previous", None) is None:
+        return P.targets(dist, y, k, given, given=True)
+    T = fitted.attrs.get("targets_")
+    if T is None:
+        raise VerificationError(f"the fitted {fitted.estimator} has no 'targets_'.")
+    return P.targets(dist, y, k, T)
+
+
+def _features(K):
+    """The problem's features of a kernel: the empirical map of the centred kernel
+    ``HKH`` (distances unchanged; a feature common to every point leaves) over its
+    eigenvalues above :data:`KERNEL_RTOL` ``·λ_max``."""
+    row = K.mean(axis=0)
+    Kc = K - row[None] - row[:, None] + row.mean()
+    w, V = np.linalg.eigh(0.5 * (Kc + Kc.T))
+    keep = w > KERNEL_RTOL * max(float(w[-1]), 1e-300)
+    return V[:, keep] * np.sqrt(w[keep])
 
 
 def _data(X, y):
@@ -187,107 +208,30 @@ def _data(X, y):
     y = np.asarray(y).ravel()
     if X.ndim != 2 or len(y) != X.shape[0]:
         raise VerificationError(f"X must be (n, d) with n labels; got {X.shape} and {y.shape}.")
+    if not np.isfinite(X).all():
+        raise VerificationError("'X' contains NaN or infinite values.")
     return X, y
 
 
-def _attr(fitted, name, shape):
-    M = fitted.attrs.get(name)
-    if M is None:
-        raise VerificationError(f"the fitted {fitted.estimator} has no {name!r} to verify.")
-    M = np.asarray(M, dtype=np.float64)
-    if M.shape != tuple(shape):
-        raise VerificationError(f"{name} has shape {M.shape}; the data need {tuple(shape)}.")
-    return M
-
-
 def _kernel(params, X):
-    """The training kernel as :class:`KernelLMNN` defines it."""
+    """The training kernel as :class:`KernelLMNN` defines it, and the RBF width (or None)."""
     kind = params.get("kernel", "rbf")
     if kind == "precomputed":
-        return X
+        scale = float(np.abs(X).max(initial=0.0))
+        if X.shape[0] != X.shape[1] or float(np.abs(X - X.T).max(initial=0.0)) > 1e-8 * scale:
+            raise VerificationError("a precomputed kernel must be a symmetric (n, n) matrix.")
+        return 0.5 * (X + X.T), None
     if kind == "linear":
-        return X @ X.T
+        return X @ X.T, None
     if kind != "rbf":
         raise VerificationError(f"unknown kernel {kind!r}.")
+    gamma = params.get("gamma")
+    if gamma is not None and not (np.isfinite(gamma) and gamma > 0):
+        raise VerificationError(f"the model's 'gamma' must be a positive number; got {gamma!r}.")
     var = float(X.var())
-    gamma = params.get("gamma") or (1.0 / (X.shape[1] * var) if var > 0 else 1.0)
+    gamma = gamma or (1.0 / (X.shape[1] * var) if var > 0 else 1.0)
     sq = np.einsum("ij,ij->i", X, X)
-    return np.exp(-gamma * np.maximum(sq[:, None] + sq[None] - 2.0 * X @ X.T, 0.0))
-
-
-def _sqdist(X, sq, rows, cols):
-    """``max(0, ‖x_r‖² + ‖x_c‖² − 2x_rᵀx_c)``, in place in one block: the −2 goes into
-    the columns' copy (a power of two: ``x_rᵀ(−2x_c)`` is ``−2x_rᵀx_c`` bit for bit), so
-    the block takes its product, two additions and the clip, and no temporaries."""
-    D = X[rows] @ (-2.0 * X[cols]).T
-    D += sq[None, cols]
-    D += sq[rows, None]
-    return np.maximum(D, 0.0, out=D)
-
-
-def _targets(fitted, dist, y, given=None):
-    """The target neighbours the objective uses: the fitted ``targets_``, checked."""
-    n, k = len(y), int(fitted.params["k"])
-    T = fitted.attrs.get("targets_") if given is None else given
-    T = None if T is None else np.asarray(T)
-    classes, counts = np.unique(y, return_counts=True)
-    if counts.min() < 2:
-        raise VerificationError("a class has a single point: it has no target neighbour.")
-    if T is None:
-        return _nearest(dist, y, k)[0]
-    if T.shape != (n, k) or not np.issubdtype(T.dtype, np.integer) or T.min() < 0 or T.max() >= n:
-        raise VerificationError(f"targets must be ({n}, {k}) indices in range; got {T.shape}.")
-    pad = T == np.arange(n)[:, None]  # i itself: padding, no target
-    distinct = np.where(pad, -1 - np.arange(k), T)
-    dup = np.any(np.diff(np.sort(distinct, axis=1), axis=1) == 0) if k > 1 else False
-    if np.any(y[T] != y[:, None]) or dup or np.any(pad.all(axis=1)):
-        raise VerificationError("targets must be distinct same-class points other than i "
-                                "(i itself: padding), at least one per row.")  # fmt: skip
-    if given is None and int(fitted.params.get("n_passes", 1) or 1) == 1:
-        own = np.minimum(k, counts - 1)[np.searchsorted(classes, y)]  # min(k, class − 1)
-        if np.any(k - pad.sum(axis=1) != own):
-            raise VerificationError("targets_ must give each point min(k, class size − 1) "
-                                    "targets.")  # fmt: skip
-        _, kth, Dt = _nearest(dist, y, k, T)
-        Dt[pad] = -np.inf
-        if np.any(Dt > kth[:, None] + TIE_RTOL * np.maximum(kth, 1.0)[:, None]):
-            raise VerificationError("targets_ are not the k nearest same-class points.")
-    return T
-
-
-def _nearest(dist, y, k, T=None):
-    """``(targets, k-th distance, distances of T)``: the ``k`` nearest same-class points
-    (``m − 1`` in a class of ``m ≤ k``, the row padded with ``i`` itself; ties by index:
-    a stable sort where the last target's distance ties the next), by row blocks of each
-    class against the class (``dist(rows, cols)``: squared distances); with ``T``, its
-    distances only (``inf`` at padding)."""
-    n = len(y)
-    out, kth = np.empty((n, k), np.int64), np.empty(n)
-    Dt = None if T is None else np.empty(T.shape)
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c)
-        kc = min(k, len(idx) - 1)
-        where = np.full(n, -1)
-        where[idx] = np.arange(len(idx))
-        step = E.block_rows(len(idx))
-        for s in range(0, len(idx), step):
-            rows = idx[s : s + step]
-            D = dist(rows, idx)
-            D[np.arange(len(rows)), where[rows]] = np.inf  # not its own neighbour
-            part = np.partition(D, (kc - 1, kc), axis=1)
-            kth[rows] = part[:, kc - 1]
-            if T is not None:
-                Dt[rows] = np.take_along_axis(D, where[T[rows]], axis=1)
-                continue
-            order = np.argpartition(D, kc - 1, axis=1)[:, :kc]
-            tied = ~(part[:, kc] > part[:, kc - 1])  # the last ties the next: a stable sort
-            if tied.any():
-                order[tied] = np.argsort(D[tied], axis=1, kind="stable")[:, :kc]
-            vals = np.take_along_axis(D, order, axis=1)
-            order = np.take_along_axis(order, np.lexsort((order, vals), axis=1), axis=1)
-            out[rows, :kc] = idx[order]
-            out[rows, kc:] = rows[:, None]  # padding: no target
-    return out, kth, Dt
+    return np.exp(-gamma * np.maximum(sq[:, None] + sq[None] - 2.0 * X @ X.T, 0.0)), float(gamma)
 
 
 KINDS = {"lmnn": check_lmnn, "lmnn_multi": check_multi, "lmnn_kernel": check_kernel}

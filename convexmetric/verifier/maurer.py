@@ -53,9 +53,9 @@ called as given.
 Reads ``params`` ``reg_weight``, ``margin``, ``margin_neg`` (before 0.2: ``lam``,
 ``gamma``, ``gamma_neg``), ``regularizer``, ``kernel``, ``solver``, ``oracle``,
 ``n_pairs``, ``random_state`` (each checked in its domain) and ``attrs`` ``coef_`` (the
-applied map), ``components_`` (linear: must be ``coef_ᵀ``) and ``points_`` (kernel: must
-be the points). The default tolerance is the solver's: ``1e-6`` (``"subgradient"``),
-``1e-4`` (``"sgd"``).
+applied map), ``components_`` (where stored, or a saved model's ``components.npy``: must
+be ``coef_ᵀ``) and ``points_``/``saved:kernel_points`` (kernel: must be the points). The
+default tolerance is the solver's: ``1e-6`` (``"subgradient"``), ``1e-4`` (``"sgd"``).
 """
 
 from __future__ import annotations
@@ -205,12 +205,13 @@ def _coef(attrs, points, K):
     if coef is None or coef.ndim != 2 or coef.shape[0] != rows or not np.isfinite(coef).all():
         shape = None if coef is None else coef.shape
         raise VerificationError(f"coef_ of shape {shape} does not fit the data ({rows} rows).")
-    comp = attrs.get("components_")
-    if K is None and comp is not None and not np.array_equal(np.asarray(comp), coef.T):
+    comp = attrs.get("components_")  # a saved model's applied components.npy is coef_ᵀ
+    if comp is not None and not np.array_equal(np.asarray(comp), coef.T):
         raise Refused("components_ is not coef_ᵀ (the map transform applies)")
-    pts = attrs.get("points_")
-    if K is not None and pts is not None and not np.array_equal(np.asarray(pts), points):
-        raise Refused("points_ (where the model's kernel is evaluated) are not the pairs' points")
+    for name in ("points_", "saved:kernel_points"):
+        pts = attrs.get(name)
+        if K is not None and pts is not None and not np.array_equal(np.asarray(pts), points):
+            raise Refused(f"{name} (where the model's kernel is evaluated) are not the points")
     for name in ("metric_", "A_"):
         A = attrs.get(name)
         if K is None and A is not None:

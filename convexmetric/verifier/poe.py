@@ -56,7 +56,8 @@ some order of Alg. 1 (:func:`._graph.alg1_possible`).
 Reads ``params`` ``beta``, ``diagonal``, ``filter_graph``, ``random_state``, ``kernel``
 and ``gamma`` (POE; each checked in its domain: a problem outside it is unbounded or
 undefined, and not verified) and ``attrs`` ``components_``, ``W_`` and, where present,
-``embedding_``, ``X_fit_`` and ``gamma_`` (the kernel the model applies). The
+``embedding_``, ``X_fit_`` and ``gamma_`` (the kernel the model applies; a saved model's
+``saved:kernel_points`` and ``saved:kernel_gamma`` likewise). The
 comparisons come from the fit arguments (``Comparisons``, an ``(m, 4)``/``(m, 3)``
 array, or ``ItemComparisons`` carrying the items).
 """
@@ -145,18 +146,20 @@ def _blocks(fitted, items, p):
     if p["kernel"] == "precomputed":
         K = _square(X)
         return [Block(K, K)]
-    fit_x = fitted.attrs.get("X_fit_")
-    if fit_x is not None and not np.array_equal(np.asarray(fit_x), X):
-        raise Refused("X_fit_ (the points the model's kernel applies to) is not the items X")
+    for name in ("X_fit_", "saved:kernel_points"):  # where the applied kernel is taken
+        fit_x = fitted.attrs.get(name)
+        if fit_x is not None and not np.array_equal(np.asarray(fit_x), X):
+            raise Refused(f"{name} (the points the model's kernel applies to) is not the items X")
     if p["kernel"] == "linear":
         K = _kernels.symmetric(X @ X.T)
     else:
         width = _kernels.rbf_width(X, p["gamma"])
-        applied = fitted.attrs.get("gamma_")
-        if applied is not None and float(applied) != width:
-            raise Refused(
-                f"the model applies gamma_ = {applied!r}, the problem's rbf width is {width!r}"
-            )
+        for name in ("gamma_", "saved:kernel_gamma"):  # the width the model applies
+            applied = fitted.attrs.get(name)
+            if applied is not None and float(applied) != width:
+                raise Refused(
+                    f"the model applies {name} = {applied!r}, the problem's rbf width is {width!r}"
+                )
         K = _kernels.rbf(X, width)
     return [Block(K, K)]
 

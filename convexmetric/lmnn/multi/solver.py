@@ -47,6 +47,7 @@ from ...optim.smoothing import SmoothingSettings, smoothed_descent
 from ...optim.stages import StageSettings, run_stages
 from ...optim.subgradient import SubgradientSettings, projected_subgradient
 from ...result import SolveResult, certified_gap, certified_status
+from ..proof import prove
 from .oracle import MultiMetricOracle
 from .whitened import WhitenedOracle
 
@@ -101,7 +102,9 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
     s = replace(settings or MultiSettings(), **overrides)
     settle_heap()  # see convexmetric._memory
     with one_blas_thread():  # d×d blocks and gathers: threads cost, and change the rounding
-        return _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
+        res = _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
+        c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
+        return prove(res, X, y, targets, mu, s.tol, clusters, c)
 
 
 def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):

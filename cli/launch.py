@@ -1,0 +1,35 @@
+"""The ``convexmetric`` console script: Ctrl-C from its very start ends in one line.
+
+Importing the command line takes about a second (numpy, scipy, scikit-learn, every
+method's module); a Ctrl-C then would end in a traceback of the import. This module
+imports nothing heavy (``import convexmetric`` itself is light): it imports the
+commands inside a guard that turns ``KeyboardInterrupt`` into the commands' own one
+line, ``Error: interrupted (Ctrl-C).``, and exit status 130. From there the group
+(:class:`.main._Main`) keeps that promise while parsing and running a command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+#: what every interrupted command prints (the text of :class:`.session.Interrupted`)
+INTERRUPTED = "Error: interrupted (Ctrl-C)."
+
+
+def main():
+    """Run the ``convexmetric`` command (the console script's entry point)."""
+    try:
+        from .main import main as command
+    except KeyboardInterrupt:
+        sys.stderr.write(INTERRUPTED + "\n")
+        sys.stderr.flush()
+        # not SystemExit: CPython ends a process whose KeyboardInterrupt crossed an
+        # extension's init code by SIGINT, whatever the exit status asked; nothing is
+        # open or written yet, so nothing is lost by skipping the interpreter's shutdown
+        os._exit(130)
+    return command(prog_name="convexmetric")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
