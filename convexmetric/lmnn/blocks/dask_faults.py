@@ -23,14 +23,15 @@ workers alive. A worker that joins (a nanny's restart, a scale-up) gets the data
 next look at the cluster, or once one of its tasks reports
 :class:`~.dask_worker.WorkerDataMissing`. These are recoveries, not failures.
 
-Limits. An evaluation raises once more than ``retries`` workers were lost while it
-ran, or once it failed otherwise (data gone from a worker that held it, tasks cancelled
-by ``client.restart()``, a control call unanswered) more than ``retries`` times. With
-no running worker (all lost, or all paused above their memory threshold) it waits at
-most :data:`GRACE` seconds (or its ``timeout``, if shorter) for one. A task that Dask
-gave up on because workers kept dying while they ran it (``KilledWorker``) raises at
-once. Workers that keep dying have usually run out of memory: the errors say so, with
-the workers' memory and limits as last seen.
+Limits. An evaluation raises once the cluster lost workers more than ``retries`` times
+while it ran (all at once, as in a restart, is one loss), or once it failed otherwise
+(data gone from a worker that held it, tasks cancelled by ``client.restart()``, a
+control call unanswered) more than ``retries`` times. With no running worker (all lost,
+or all paused above their memory threshold) it waits at most :data:`GRACE` seconds (or
+its ``timeout``, if shorter) for one. A task that Dask gave up on because workers kept
+dying while they ran it (``KilledWorker``) raises at once. Workers that keep dying have
+usually run out of memory: the errors say so, with the workers' memory and limits as
+last seen.
 
 Client and scheduler. A Client closed during the fit, or a lost connection to the
 scheduler (killed, restarted, unreachable: the Client is "connecting"), raises at
@@ -45,6 +46,7 @@ So a fit that recovers is the same, bit for bit, as one without faults.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import time
 
@@ -69,7 +71,12 @@ class DaskBackendError(RuntimeError):
 
 
 class Stranded(RuntimeError):
-    """Tasks bound to workers that left: Dask would keep them waiting."""
+    """Tasks bound to workers that left (Dask would keep them waiting), or a call to a
+    worker that left (it would wait for the address to answer)."""
+
+
+class _Abandoned(Exception):
+    """A control call given up on: what it waited for went away."""
 
 
 def is_fault(exc):
@@ -99,6 +106,7 @@ class Cluster:
         self.seen = {}  #: the same, at the last look that saw workers
         self.stale = True  #: look at the cluster before the next attempt
         self.lost = 0  #: workers that left while this executor used the cluster
+        self.losses = 0  #: looks that found workers gone (a restart of all: one loss)
 
     def put(self, token, key, value):
         """Keep ``value`` under ``key`` on every worker (sent by :meth:`ensure`)."""
@@ -139,20 +147,36 @@ class Cluster:
                 "use backend='local'."
             )
 
-    def call(self, fn, *args, seconds, **kwargs):
-        """``fn(*args, **kwargs)`` through the Client, answered within ``seconds``."""
+    def call(self, fn, *args, seconds, abandon=None, **kwargs):
+        """``fn(*args, **kwargs)``, a coroutine function of the Client, answered within
+        ``seconds``. Every :data:`POLL` seconds the Client is checked, and the call is
+        given up (:class:`_Abandoned`) once ``abandon()`` is true."""
         self.check_client()
+        task = asyncio.run_coroutine_threadsafe(fn(*args, **kwargs), self.client.loop.asyncio_loop)
+        end = time.monotonic() + seconds
         try:
-            return self.client.sync(fn, *args, callback_timeout=max(seconds, 0.01), **kwargs)
-        except Exception:
+            while True:
+                concurrent.futures.wait([task], timeout=max(min(POLL, end - time.monotonic()), 0))
+                if task.done():
+                    return task.result()
+                self.check_client()
+                if time.monotonic() >= end:
+                    raise TimeoutError(
+                        f"a call to the Dask cluster had no answer in {seconds:.3g} s"
+                    )
+                if abandon is not None and abandon():
+                    raise _Abandoned()
+        except BaseException:
+            task.cancel()
             self.check_client()  # the Client or its scheduler went away meanwhile: say so
             raise
 
     def look(self, seconds):
         """The running workers' addresses (the scheduler asked, within ``seconds``)."""
         info = self.call(self.client.scheduler.identity, seconds=seconds)["workers"]
-        for address in set(self.workers) - set(info):
-            self.lost += 1
+        gone = set(self.workers) - set(info)
+        self.lost, self.losses = self.lost + len(gone), self.losses + bool(gone)
+        for address in gone:
             self.forget(address)  # (a worker back at the same address has nothing)
         self.workers = dict(info)
         if info:
@@ -160,9 +184,10 @@ class Cluster:
         return {a for a, w in info.items() if w.get("status") == "running"}
 
     def ensure(self, seconds):
-        """Look at the cluster and send the items to the live workers that lack them (one
-        message per worker: a worker that dies meanwhile is not sent to again, which
-        would wait for its address to answer); return the running workers."""
+        """Look at the cluster and send the items to the live workers that lack them, all
+        of a worker's in one message; return the running workers. A send is given up
+        (:class:`Stranded`) once one of its workers has left: the scheduler would wait
+        for the dead address to answer."""
         from dask.sizeof import sizeof
 
         running = self.look(seconds)
@@ -173,15 +198,19 @@ class Cluster:
                 wants.setdefault(keys, []).append(address)
         for keys, workers in wants.items():
             items = {k: self.items[k] for k in keys}
-            got = self.call(
-                self.client._run,
-                store_all,
-                self.token,
-                items,
-                workers=workers,
-                on_error="return",
-                seconds=seconds + sizeof(items) * len(workers) / RATE,
-            )
+            try:
+                got = self.call(
+                    self.client._run,
+                    store_all,
+                    self.token,
+                    items,
+                    workers=workers,
+                    on_error="return",
+                    seconds=seconds + sizeof(items) * len(workers) / RATE,
+                    abandon=lambda w=tuple(workers): not set(w) <= set(self.look(seconds)),
+                )
+            except _Abandoned:
+                raise Stranded("a worker left while the data was sent to it") from None
             for address, answer in got.items():
                 if not isinstance(answer, BaseException):
                     for k in keys:
@@ -200,16 +229,22 @@ class Cluster:
         while True:
             try:
                 distributed.wait(futures, timeout=max(min(POLL, watch.left()), 0.01))
-                break
             except distributed.TimeoutError:
-                pass
-            watch.check(self)
-            running = self.ensure(watch.seconds())
-            stranded = [b for f, b in zip(futures, bound or ()) if f.status == "pending"]
-            if any(b is not None and b not in running for b in stranded):
-                raise Stranded("tasks bound to workers that left the cluster")
-            watch.idle(self, running)
-        return self.call(self.client._gather, futures, seconds=watch.seconds(size))
+                watch.check(self)
+                running = self.ensure(watch.seconds())
+                pending = [b for f, b in zip(futures, bound or ()) if f.status == "pending"]
+                if any(b is not None and b not in running for b in pending):
+                    raise Stranded("tasks bound to workers that left the cluster") from None
+                watch.idle(self, running)
+                continue
+            # given up on if a result is lost with its worker (Dask computes it again)
+            lost = lambda: any(f.status != "finished" for f in futures)  # noqa: E731
+            try:
+                return self.call(
+                    self.client._gather, futures, seconds=watch.seconds(size), abandon=lost
+                )
+            except _Abandoned:
+                watch.check(self)
 
     def release(self, futures):
         """Forget ``futures`` (their tasks are dropped once no one wants them)."""
@@ -244,7 +279,7 @@ class Watch:
         self.start = time.monotonic()
         self.failures = []
         self.idle_since = None  #: since when no worker runs
-        self.lost = cluster.lost  #: workers lost before this evaluation
+        self.losses = cluster.losses  #: the cluster's losses before this evaluation
         self.holders = set()  #: the workers that held the data when the attempt began
 
     def attempt(self, cluster):
@@ -264,12 +299,13 @@ class Watch:
     def check(self, cluster):
         """The fit's time limit (TimeUp), this evaluation's ``timeout``, its lost workers."""
         self.alarm.check()
-        lost = cluster.lost - self.lost
-        if lost > self.retries:
+        losses = cluster.losses - self.losses
+        if losses > self.retries:
             raise DaskBackendError(
-                f"The Dask cluster lost {lost} workers during one of LMNN's block evaluations "
-                f"(more than {self.retries}): workers that keep dying while they hold LMNN's "
-                f"data or run its tasks have usually run out of memory ({cluster.picture()}). "
+                f"The Dask cluster lost workers {losses} times during one of LMNN's block "
+                f"evaluations (more than {self.retries}): workers that keep dying while they "
+                f"hold LMNN's data or run its tasks have usually run out of memory "
+                f"({cluster.picture()}). "
                 "Give the workers more memory, check what stops them, or use backend='local'."
             )
         if time.monotonic() - self.start >= self.timeout:
