@@ -55,6 +55,15 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     "(a LocalCluster of N worker processes); needs convexmetric[dask].",
 )
 @click.option(
+    "--backend-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    metavar="SECONDS",
+    help="With --scheduler: seconds one block evaluation on the cluster may take, "
+    "recoveries from lost workers included, before the run fails [default: 3600]. "
+    "A closed client or a lost scheduler fails it at once.",
+)
+@click.option(
     "--n-jobs",
     type=int,
     default=None,
@@ -77,6 +86,8 @@ def SOLVE(**opts):
     if opts["n_clusters"] is None:
         reject_unused(("seed",), "without --n-clusters (the clusters are the labels)")
     extension = variant != "single" or _extension_requested(opts)
+    if opts["backend_timeout"] is not None and opts["scheduler"] is None:
+        raise click.UsageError("--backend-timeout needs --scheduler (it bounds the Dask work).")
     if extension and opts["scheduler"] is not None:
         raise click.UsageError(
             "--scheduler runs single-metric LMNN only (not --variant, --n-passes, "
@@ -120,7 +131,7 @@ def _fit_single(Xtr, ytr, Xte, yte, opts):
     model.set_params(**estimator_limits(opts, model))
     if opts["max_iter"] is not None:
         model.set_params(max_iter=opts["max_iter"])
-    for key in ("memory_limit", "n_jobs"):
+    for key in ("memory_limit", "n_jobs", "backend_timeout"):
         if opts[key] is not None:
             model.set_params(**{key: opts[key]})
     if opts["scheduler"] is None:

@@ -56,6 +56,12 @@ WORDS = {
         "\"user_limit\" (no ConvergenceWarning: the user asked).",
         (*_LMNNS, *_POES, "OperatorSimilarity", "SSNE"),
     ),
+    "backend_timeout": Word(
+        'With backend="dask": seconds one block evaluation on the cluster may take, its '
+        "recoveries from lost workers included, before a DaskBackendError (a closed Client "
+        "or a lost scheduler ends the fit at once).",
+        ("LMNN",),
+    ),
     "random_state": Word(
         "Seeds every random choice of the fit (int, numpy Generator or None); taken for a "
         "uniform interface by learners that make none.",

@@ -330,11 +330,6 @@ def _kernel_operator(tmp_path):
     return out, data
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Fitted.from_saved (main, _report._applied) refuses a genuine saved kernel "
-    "operator: its JSON attrs hold components_=None, compared with components.npy",
-)
 def test_item11_a_saved_kernel_operator_whose_kernel_points_moved(tmp_path):
     out, data = _kernel_operator(tmp_path)
     _edit(out / "kernel_points.npy", lambda P: P[::-1].copy())  # where the kernel is taken

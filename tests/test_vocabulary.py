@@ -101,6 +101,15 @@ def test_gamma_is_documented_as_a_kernel_width():
         assert re.search(r"width", _doc_entry(name, "gamma"), re.I), name
 
 
+@pytest.mark.parametrize("name", WORDS["backend_timeout"].estimators)
+def test_backend_timeout_is_documented_and_validated(name):
+    assert "seconds one block evaluation" in _doc_entry(name, "backend_timeout"), name
+    est, args, *_ = _make(name, backend_timeout=0)
+    words = r"'backend_timeout' parameter of \w+ must be a float in the range \(0, inf\)\. Got 0"
+    with pytest.raises(ValueError, match=words):
+        est.fit(*args)
+
+
 @pytest.mark.parametrize("name", WORDS["time_limit"].estimators)
 def test_time_limit_is_documented_and_runs_as_the_whole_fit(name):
     assert "whole fit" in _doc_entry(name, "time_limit"), name

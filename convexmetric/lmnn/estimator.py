@@ -120,6 +120,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         :mod:`convexmetric.lmnn.blocks.dask_executor`): the full checks, exact
         objectives and the streaming mode's sums, and :meth:`predict`/:meth:`energy_predict`
         by test-row blocks. The same algorithm as ``"local"`` (same iterates up to summation order).
+    backend_timeout : float, default=3600
+        With ``backend="dask"``: seconds one block evaluation on the cluster may take,
+        its recoveries from lost workers included, before a
+        :class:`~convexmetric.lmnn.blocks.dask_faults.DaskBackendError`. Lost workers are
+        recovered or reported within about a minute, and a closed Client or a lost
+        scheduler at once, whatever this says (:mod:`~convexmetric.lmnn.blocks.dask_faults`).
     device : str or None, default=None
         Where the block work runs in this process: None (or ``"cpu"``) NumPy;
         ``"cuda"`` or ``"cuda:N"`` a GPU through PyTorch or CuPy (``pip install
@@ -179,6 +185,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         verbose=0,
         memory_limit=2**31,
         backend="local",
+        backend_timeout=3600.0,
         device=None,
         n_jobs=None,
         n_neighbors=DEPRECATED,
@@ -203,6 +210,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
 
         self.memory_limit = memory_limit
         self.backend = backend
+        self.backend_timeout = backend_timeout
         self.device = device
         self.n_jobs = n_jobs
 
@@ -215,6 +223,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         check_choice(self.search, "search", ("brute", "balltree", "kdtree", "auto"), owner=name)
         check_memory_limit(self.memory_limit, owner=name)
         check_backend(self.backend, owner=name)
+        timeout = self.backend_timeout
+        check_scalar(timeout, "backend_timeout", float, min_val=0, closed="neither", owner=name)
         check_device(self.device, owner=name)
         check_lanes(self.n_jobs, self.backend, self.device, owner=name)
 
@@ -330,12 +340,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
-            executor=executor_for(
-                self.backend,
-                owner=type(self).__name__,
-                device=getattr(self, "device", None),
-                n_jobs=getattr(self, "n_jobs", None),
-            ),
+            executor=self._executor(device=getattr(self, "device", None)),
         )
 
     def _mahalanobis_matrix(self):
@@ -362,11 +367,13 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _train_embedding(self):
         return self._X @ self.components_.T
 
-    def _executor(self):
-        """With ``backend="dask"``, predict and energy_predict run by blocks of test rows
-        on the Dask workers."""
+    def _executor(self, device=None):
+        """The block work's executor: with ``backend="dask"``, the fit's evaluations and
+        predict's blocks of test rows run on the Dask workers."""
         return executor_for(
             getattr(self, "backend", "local"),
             owner=type(self).__name__,
+            device=device,
             n_jobs=getattr(self, "n_jobs", None),
+            timeout=getattr(self, "backend_timeout", 3600.0),
         )

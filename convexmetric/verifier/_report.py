@@ -115,7 +115,8 @@ def _applied(meta, arrays, attrs):
     for name, attr in APPLIED.items():
         if name not in arrays:
             continue
-        if attr in attrs and not np.array_equal(np.asarray(attrs[attr]), arrays[name]):
+        copy = attrs.get(attr)
+        if copy is not None and not np.array_equal(np.asarray(copy), arrays[name]):
             raise VerificationError(
                 f"the saved model applies {name}.npy, which differs from the certified "
                 f"fit's {attr}: two different maps (the one applied is the one verified)."

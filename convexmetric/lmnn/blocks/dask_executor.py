@@ -25,17 +25,17 @@ gathers per task (at most :data:`MAX_TASKS`) one d×d matrix and three scalars, 
 full check the task's violated triplets (three int32 arrays; the client merges them
 into its active list). No n×n or n×k×n object travels.
 
-Faults. If an evaluation fails because workers died or were restarted (the data is
-gone, or a task was lost; a worker that restarted or joined later raises
-:class:`WorkerDataMissing`), the executor sends the data again and repeats the
-evaluation, up to ``retries`` times; then it raises one :class:`DaskBackendError`. An
-evaluation that takes longer than ``timeout`` seconds raises it too, so a fit never
-hangs on a cluster that lost all its workers.
+Faults (:mod:`.dask_faults`, the contract). Lost workers are recovered: their tasks
+run on the workers left, a worker that joins gets the data, and a failed evaluation is
+repeated on the workers alive, up to ``retries`` times. Every wait has a bound: an
+evaluation takes at most ``timeout`` seconds (``LMNN(backend_timeout=...)``), a
+cluster without a running worker is waited on for at most
+:data:`~.dask_faults.GRACE` seconds, and a closed Client or a lost scheduler ends the
+fit at once. Each ends in one :class:`DaskBackendError` that names the cause.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import uuid
@@ -43,17 +43,18 @@ import uuid
 import numpy as np
 
 from ...optim.deadline import NEVER
+from .dask_faults import CALL, Cluster, DaskBackendError, Watch
 from .dask_worker import (
-    WorkerDataMissing,
     chunk_task,
     drop,
     group_sums,
     group_terms,
     rebuild,
     small_part,
-    store,
 )
 from .local import LocalExecutor, check_lanes
+
+__all__ = ["BACKENDS", "MAX_TASKS", "DaskBackendError", "DaskExecutor", "dask_client"]
 
 logger = logging.getLogger("convexmetric.lmnn")
 
@@ -65,10 +66,6 @@ MAX_TASKS = 256
 INLINE_BYTES = 1 << 20
 #: ``backend`` values of the estimators that take one
 BACKENDS = ("local", "dask")
-
-
-class DaskBackendError(RuntimeError):
-    """A block evaluation on the Dask cluster failed (after the retries)."""
 
 
 def _require_distributed(owner):
@@ -130,10 +127,12 @@ class DaskExecutor:
     Parameters
     ----------
     client : distributed.Client
-    retries : int, default=2
-        Evaluations repeated (after scattering the data again) when workers were lost.
-    timeout : float or None, default=3600
-        Seconds one evaluation may take before :class:`DaskBackendError` is raised.
+    retries : int, default=5
+        Failed attempts of one evaluation (workers lost, data missing) repeated, on the
+        workers left and after sending the data again, before :class:`DaskBackendError`.
+    timeout : float, default=3600
+        Seconds one evaluation may take, its recoveries included, before
+        :class:`DaskBackendError` (``LMNN(backend_timeout=...)``).
 
     Notes
     -----
@@ -141,15 +140,17 @@ class DaskExecutor:
     list of the active-set mode stays in the client process (its arithmetic is
     O(list size) per evaluation); the full checks and exact objectives, O(n²d), run on
     the workers (:meth:`map_terms`, :meth:`map_blocks`), and so does everything in the
-    streaming mode, which the solver enters only when the memory budget says so.
+    streaming mode, which the solver enters only when the memory budget says so. What
+    happens when workers, the scheduler or the Client fail: :mod:`.dask_faults`.
     """
 
     name = "dask"
     alarm = NEVER  #: the fit's time limit, checked while waiting for the workers
 
-    def __init__(self, client, *, retries=2, timeout=3600.0):
+    def __init__(self, client, *, retries=5, timeout=3600.0):
         self.client = client
         self.retries, self.timeout = retries, timeout
+        self.cluster = Cluster(client)
         self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
         self._data = self._blocks = self._groups = None
         #: per task: (check, sorted keys of its violated triplets) at the last full check,
@@ -158,25 +159,20 @@ class DaskExecutor:
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
-        """Send ``data`` (a :class:`~.data.StreamData`) to every worker's store.
+        """Keep ``data`` (a :class:`~.data.StreamData`) for every worker's store.
 
-        Returns a handle for :meth:`map_blocks`; the data itself stays referenced here
-        so that it can be sent again after a worker failure."""
+        Returns a handle for :meth:`map_blocks`. The data goes to the running workers
+        before the first evaluation, and again to any worker that joins or loses it."""
         self._data, self._blocks, self._known = data, None, {}
         handle = _Handle(uuid.uuid4().hex)
-        self.client.run(store, handle.token, "data", data)
+        self.cluster.put(handle.token, "data", data)
         return handle
 
-    def _send_blocks(self, handle, blocks):
+    def _set_blocks(self, handle, blocks):
         size = -(-len(blocks) // MAX_TASKS)
         self._blocks, self._known = blocks, {}
         self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
-        self.client.run(store, handle.token, "groups", self._groups)
-
-    def _resend(self, handle):
-        self.rescatters += 1
-        self.client.run(store, handle.token, "data", self._data)
-        self.client.run(store, handle.token, "groups", self._groups)
+        self.cluster.put(handle.token, "groups", self._groups)
 
     # -- one evaluation -----------------------------------------------------------
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
@@ -186,7 +182,20 @@ class DaskExecutor:
         once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
         of consecutive blocks and returns their partial sums added (``fn`` returns a
         dict of numbers and arrays); the results come back in block order."""
-        return self._retrying(data, blocks, lambda: self._run(group_sums, fn, data, args, kwargs))
+
+        def run(watch):
+            args_ = self._inline(args, watch)
+            futures = [
+                self.client.submit(group_sums, fn, data.token, g, *args_, pure=False, **kwargs)
+                for g in range(len(self._groups))
+            ]
+            # a d×d sum (or, listing multipliers, a block's triplets) per task
+            size = 2 * len(futures) * sum(getattr(a, "nbytes", 0) for a in args)
+            if kwargs.get("triplets"):
+                size = float("inf")
+            return self.cluster.collect(futures, watch, size=size)
+
+        return self._retrying(data, blocks, run)
 
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
         """The triplets of :func:`~.full_check.terms_block` over ``blocks``, per task
@@ -203,121 +212,127 @@ class DaskExecutor:
         :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
         from .stream import TooManyTerms
 
-        client = self.client
-
-        def run():
+        def run(watch):
             self._checks += 1
-            epoch, args_ = self._checks, self._inline(args)
-            # each task goes back to the worker that holds its last report, if alive
-            futures = [client.submit(group_terms, fn, data.token, g, *args_, pure=False,
-                                     base=self._known.get(g, (None,))[0], epoch=epoch,
-                                     max_terms=max_terms, **kwargs,
-                                     **self._placement(g))
-                       for g in range(len(self._groups))]  # fmt: skip
+            futures, bound = self._submit_terms(fn, data, args, kwargs, max_terms, watch)
             share = None if max_terms is None else max_terms // len(futures)
-            parts = self._gather([client.submit(small_part, f, share, pure=False) for f in futures])
+            small = [self.client.submit(small_part, f, share, pure=False) for f in futures]
+            # keys added and removed: 16 bytes a listed triplet at most (no budget: no bound
+            # but the evaluation's)
+            size = float("inf") if max_terms is None else 16 * max_terms
+            parts = self.cluster.collect(small, watch, bound, size)
             count = sum(p["count"] for p in parts)
             if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
-                client.cancel(futures)
+                self.cluster.release(futures)
                 raise TooManyTerms(f"more than {max_terms} hinge terms")
             held = [g for g, p in enumerate(parts) if p.get("held")]
-            for g, part in zip(held, self._gather([futures[g] for g in held]) if held else []):
-                parts[g] = part
-            known = {g: (epoch, rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
-            self._known = known  # only once the whole check has arrived
-            self._where = {g: p["worker"] for g, p in enumerate(parts) if p.get("worker")}
-            self.keys_moved += sum(p["size"] for p in parts)
-            T = self._data.targets
-            n, k = T.shape
-            out = []
-            for _, keys in known.values():
-                ij, l_ = np.divmod(keys, n)
-                i, slot = np.divmod(ij, k)
-                out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys),
-                            "overflow": False})  # fmt: skip
-            return out
+            if held:
+                late = [futures[g] for g in held]
+                late = self.cluster.collect(late, watch, [bound[g] for g in held], size)
+                for g, part in zip(held, late):
+                    parts[g] = part
+            return self._merge_terms(parts)
 
         return self._retrying(data, blocks, run)
 
-    def _retrying(self, data, blocks, run):
+    def _submit_terms(self, fn, data, args, kwargs, max_terms, watch):
+        """One task per group; each goes back to the worker that holds its last report
+        if that worker runs and holds the data (else anywhere). Returns the futures and
+        the worker each is bound to (or None)."""
+        args_, ready = self._inline(args, watch), self.cluster.ready()
+        bound = [self._where.get(g) for g in range(len(self._groups))]
+        bound = [where if where in ready else None for where in bound]
+        futures = []
+        for g, where in enumerate(bound):
+            place = {} if where is None else {"workers": [where], "allow_other_workers": True}
+            base = self._known.get(g, (None,))[0]
+            task = (group_terms, fn, data.token, g, *args_)
+            futures.append(
+                self.client.submit(
+                    *task,
+                    pure=False,
+                    base=base,
+                    epoch=self._checks,
+                    max_terms=max_terms,
+                    **kwargs,
+                    **place,
+                )
+            )
+        return futures, bound
+
+    def _merge_terms(self, parts):
+        """The whole check's triplets from the tasks' messages (deltas or full sets)."""
+        epoch = self._checks
+        known = {g: (epoch, rebuild(self._known.get(g), p)) for g, p in enumerate(parts)}
+        self._known = known  # only once the whole check has arrived
+        self._where = {g: p["worker"][0] for g, p in enumerate(parts) if p.get("worker")}
+        self.keys_moved += sum(p["size"] for p in parts)
+        T = self._data.targets
+        n, k = T.shape
+        out = []
+        for _, keys in known.values():
+            ij, l_ = np.divmod(keys, n)
+            i, slot = np.divmod(ij, k)
+            out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys), "overflow": False})
+        return out
+
+    def _retrying(self, handle, blocks, run):
+        """``run(watch)`` until it succeeds (:mod:`.dask_faults`: the data sent first to
+        the running workers that lack it; a failed attempt repeated up to ``retries``
+        times, all within ``timeout`` seconds)."""
         if blocks is not None and self._blocks is not blocks:
-            self._send_blocks(data, blocks)
+            self._set_blocks(handle, blocks)
         self.evaluations += 1
-        for attempt in range(self.retries + 1):
+        watch = Watch(self.timeout, self.alarm, self.retries, self.cluster)
+        while True:
             try:
-                return run()
-            except Exception as exc:  # classified below
-                if not _is_cluster_failure(exc):
-                    raise
-                if attempt == self.retries:
-                    raise DaskBackendError(
-                        f"LMNN's block evaluation on the Dask cluster failed {attempt + 1} "
-                        f"times ({type(exc).__name__}: {exc}); the cluster lost workers or "
-                        "data. Check the workers or use backend='local'."
-                    ) from exc
-                logger.warning("Dask evaluation failed (%s: %s); sending the data again",
-                               type(exc).__name__, exc)  # fmt: skip
-                self._resend(data)
+                if self.cluster.stale:
+                    self.cluster.ensure(watch.seconds())
+                watch.attempt(self.cluster)
+                return run(watch)
+            except Exception as exc:  # the cluster's faults are retried, others raised
+                watch.failed(exc, self.cluster)
+                self.rescatters += 1
 
     def map_chunks(self, fn, chunks, data, **kwargs):
         """``[fn(chunk, data, **kwargs) for chunk in chunks]``, one task per chunk (the
         chunks, e.g. blocks of test rows, travel with their tasks; ``data`` is in the
         workers' stores)."""
-        client = self.client
 
-        def run():
-            return self._gather([client.submit(chunk_task, fn, data.token, c, pure=False, **kwargs)
-                                 for c in chunks])  # fmt: skip
+        def run(watch):
+            futures = [
+                self.client.submit(chunk_task, fn, data.token, c, pure=False, **kwargs)
+                for c in chunks
+            ]
+            return self.cluster.collect(futures, watch)
 
         return self._retrying(data, None, run)
 
-    def _placement(self, g):
-        where = self._where.get(g)
-        return {} if where is None else {"workers": where, "allow_other_workers": True}
-
-    def _inline(self, args):
+    def _inline(self, args, watch):
         """``args``, with arrays broadcast once if inlining them in every task is costly."""
-        client = self.client
         # L: inline in each task while that is cheap, else broadcast once
-        inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups)
-        if inline > INLINE_BYTES:
-            args = [client.scatter([a], broadcast=True, hash=False)[0] if _is_array(a) else a
-                    for a in args]  # fmt: skip
-        return args
-
-    def _submit(self, task, fn, handle, args, kwargs):
-        client = self.client
-        args = self._inline(args)
-        return [client.submit(task, fn, handle.token, g, *args, pure=False, **kwargs)
-                for g in range(len(self._groups))]  # fmt: skip
-
-    def _gather(self, futures):
-        """The futures' results (one round trip), or :class:`DaskBackendError` after
-        ``timeout`` seconds."""
-        import distributed
-
-        left = self.alarm.remaining()
-        timeout = self.timeout if left is None else max(min(self.timeout, left), 0.0)
-        try:
-            distributed.wait(futures, timeout=timeout)
-        except (TimeoutError, asyncio.TimeoutError):  # distinct before Python 3.11
-            self.client.cancel(futures)
-            self.alarm.check()  # the fit's time limit came first: TimeUp
-            raise DaskBackendError(
-                f"LMNN's block evaluation on the Dask cluster did not finish within "
-                f"{self.timeout} s (the executor's 'timeout'); are any workers running?"
-            ) from None
-        return self.client.gather(futures)
-
-    def _run(self, task, fn, handle, args, kwargs):
-        return self._gather(self._submit(task, fn, handle, args, kwargs))
+        inline = sum(getattr(a, "nbytes", 0) for a in args) * len(self._groups or [None])
+        if inline <= INLINE_BYTES:
+            return args
+        return [
+            self.client.scatter([a], broadcast=True, hash=False, timeout=watch.seconds())[0]
+            if _is_array(a)
+            else a
+            for a in args
+        ]
 
     def release(self):
         """Nothing here: each task frees its thread's buffers on the worker."""
 
     def close(self, handle):
-        """Drop this fit's data from the workers' stores (else the next fits evict it)."""
-        self.client.run(drop, handle.token)
+        """Drop this fit's data from the workers' stores (else the next fits evict it).
+
+        Best effort, within :data:`~.dask_faults.CALL` seconds: a cluster that failed
+        has nothing left to drop, and its error (if any) was raised already."""
+        try:
+            self.cluster.call(self.client._run, drop, handle.token, seconds=CALL)
+        except Exception as exc:  # nothing to free on a failed cluster
+            logger.info("could not drop the fit's data from the workers (%s)", exc)
 
 
 class _Handle:
@@ -329,23 +344,6 @@ class _Handle:
 
 def _is_array(a):
     return hasattr(a, "shape") and getattr(a, "size", 0) > 1
-
-
-def _is_cluster_failure(exc):
-    """Lost workers or data (restart, killed process), not an error of the block function."""
-    import distributed
-
-    kinds = [WorkerDataMissing, distributed.KilledWorker, distributed.CancelledError, OSError]
-    lost = getattr(distributed.client, "FutureCancelledError", None)
-    if lost is not None:
-        kinds.append(lost)
-    try:
-        from distributed.comm.core import CommClosedError
-
-        kinds.append(CommClosedError)
-    except ImportError:  # pragma: no cover
-        pass
-    return isinstance(exc, tuple(kinds))
 
 
 @contextlib.contextmanager

@@ -23,7 +23,18 @@ from .data import Workspace
 
 
 class WorkerDataMissing(RuntimeError):
-    """A worker that has not received this fit's data (restarted, or joined later)."""
+    """A worker that has not received this fit's data (restarted, or joined later);
+    ``address`` names it, so that the client sends the data there again."""
+
+    def __init__(self, message, address=None):
+        super().__init__(message)
+        self.address = address
+
+
+def _missing(token):
+    address = _worker_address()
+    where = address[0] if address else None
+    return WorkerDataMissing(f"worker {where} holds no data of fit {token}", where)
 
 
 #: per worker process: token -> {"data": StreamData, "groups": [[rows, ...], ...]}
@@ -39,6 +50,12 @@ def store(token, key, value):
         STORE.pop(next(iter(STORE)))
 
 
+def store_all(token, items):
+    """:func:`store` each of ``items`` (key -> value): one message for all of them."""
+    for key, value in items.items():
+        store(token, key, value)
+
+
 def drop(token):
     """Forget fit ``token``."""
     STORE.pop(token, None)
@@ -48,7 +65,7 @@ def _entry(token, g):
     """``(data, group g's blocks, this thread's workspace)`` of fit ``token``."""
     entry = STORE.get(token, {})
     if "data" not in entry or "groups" not in entry:
-        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+        raise _missing(token)
     spaces = entry.setdefault("workspaces", {})
     ws = spaces.setdefault(threading.get_ident(), Workspace())  # atomic under the GIL
     return entry["data"], entry["groups"][g], ws
@@ -70,7 +87,7 @@ def chunk_task(fn, token, chunk, **kwargs):
     """``fn(chunk, data, **kwargs)`` with fit ``token``'s data (a block of test rows)."""
     data = STORE.get(token, {}).get("data")
     if data is None:
-        raise WorkerDataMissing(f"this worker holds no data of fit {token}")
+        raise _missing(token)
     return fn(chunk, data, **kwargs)
 
 
