@@ -77,6 +77,7 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
     """
     n = X.shape[0]
     out = np.empty((n, k), dtype=np.int64)
+    X = at_unit_scale(X)  # the same order of distances, and a float32 screen that holds them
     for c in np.unique(y):
         idx = np.flatnonzero(y == c)
         if len(idx) < 2:
@@ -89,6 +90,23 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
         out[idx, kc:] = idx[:, None]  # padding: the point itself (no target)
         out[idx, :kc] = idx[_class_targets(X[idx], kc, block_size, screen, threads)]
     return out
+
+
+def unit_scale(X):
+    """A power of two ``s`` with ``X·s`` of spread (largest centred entry) in ``[1, 2)``:
+    exact, so distances keep their order and every formulation of the LMNN family its
+    solutions up to ``M ↦ M·s²`` (eq. (14) is scale-covariant); 1 for constant data."""
+    spread = float(np.abs(X - X.mean(axis=0)).max(initial=0.0)) if X.size else 0.0
+    if not np.isfinite(spread) or spread == 0.0:
+        return 1.0
+    return float(2.0 ** -np.floor(np.log2(spread)))
+
+
+def at_unit_scale(X):
+    """``X·unit_scale(X)`` when the spread is far from 1 (outside ``[2⁻²⁰, 2²⁰]``), else
+    ``X`` itself."""
+    s = unit_scale(X)
+    return X * s if not (2.0**-20 <= s <= 2.0**20) else X
 
 
 #: the float32 rounding unit

@@ -50,6 +50,28 @@ _N_NEIGHBORS = (
 )
 
 
+#: the spread of ``X`` (its largest centred entry) a metric can learn in float64: data
+#: at scale ``c`` need a metric near ``c⁻²`` (eq. (14)'s margin is 1), whose entries and
+#: products must stay far inside float64's ``[1e-308, 1e308]``
+SPREAD_RANGE = (1e-120, 1e120)
+
+
+def check_spread(X, kernel=False):
+    """ValueError naming ``X`` when its spread leaves :data:`SPREAD_RANGE` (a kernel
+    matrix is exempt: its entries are what they are)."""
+    if kernel:
+        return
+    spread = float(np.abs(X - X.mean(axis=0)).max(initial=0.0))
+    lo, hi = SPREAD_RANGE
+    if spread and not lo <= spread <= hi:
+        raise ValueError(
+            f"'X' has a spread of {spread:.3g}: the metric LMNN learns on it would need "
+            f"entries near 1e{-2 * np.log10(spread):.0f}, beyond what float64 holds well. "
+            f"Rescale X (the problem is scale-covariant): a spread within "
+            f"[{lo:g}, {hi:g}] is learned exactly as at scale 1."
+        )
+
+
 class SmallClassWarning(UserWarning):
     """A class has ``k`` members or fewer: its points get fewer target neighbours."""
 
@@ -129,6 +151,7 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, ensure_min_samples=2, dtype=np.float64)
         record_feature_names(self, X_in)
         check_classification_targets(y)
+        check_spread(X, kernel)
         self.classes_, y_enc = np.unique(y, return_inverse=True)
         if len(self.classes_) < 2:
             raise ValueError(

@@ -117,7 +117,7 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         clock = Deadline(self.time_limit)  # the whole fit, the kernel matrix included
         if self.kernel == "precomputed":
             kernels.check_kernel(X, name="X")  # square, symmetric, PSD
-        X, y, counts = self._check_data(X, y)
+        X, y, counts = self._check_data(X, y, kernel=self.kernel == "precomputed")
         if self.kernel == "precomputed":
             K = X
         else:

@@ -53,12 +53,13 @@ from .._threads import one_blas_thread
 from .._validation import check_memory_limit
 from ..cones import FullSpace, PSDCone
 from ..linalg import components_from_metric
+from ..neighbors import unit_scale
 from ..optim.deadline import NEVER, Alarm, TimeUp
 from ..optim.factor import Factored
 from ..optim.oracle import Stage
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
-from ..problems.lmnn import pull_matrix
+from ..problems.lmnn import all_triplets, pull_matrix
 from ..result import SolveResult, certified_status
 from .oracle import ActiveSetOracle
 from .proof import prove
@@ -141,7 +142,13 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     """
     s = replace(settings or LMNNSettings(), **overrides)
     s.memory_limit = check_memory_limit(s.memory_limit, owner="solve")
+    scale = unit_scale(X)
+    if not 2.0**-20 <= scale <= 2.0**20:  # far from 1: solved exactly at unit scale
+        M0 = None if M0 is None else np.asarray(M0, dtype=float) / scale**2
+        return rescaled(solve(X * scale, y, targets, mu, s, M0=M0), scale)
     varying = np.ptp(X, axis=0) > 0
+    if not varying.any():
+        return prove(constant(y, targets, mu, X.shape[1], M0), X, y, targets, mu, s.tol)
     if varying.any() and not varying.all():
         return _on_varying(X, y, targets, mu, s, M0, varying)
     settle_heap()  # temporaries from the heap, whatever the process freed before
@@ -156,6 +163,32 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
             res.matrices = [res.matrix]
             res.info["preconditioned"] = True
         return prove(res, X, y, targets, mu, s.tol)
+
+
+def rescaled(res, scale):
+    """A result on ``X·scale`` as one on ``X``: the metric ``M·scale²`` (eq. (14) is
+    scale-covariant: the same objective, bound and dual point)."""
+    res.matrix = res.matrix * scale**2
+    res.matrices = [res.matrix]
+    if res.info.get("components") is not None:
+        res.info["components"] = res.info["components"] * scale
+    res.info["rescaled"] = float(scale)
+    return res
+
+
+def constant(y, targets, mu, d, M0=None):
+    """Every point equal: every distance is 0 whatever ``M``, so eq. (14) is ``μ`` times
+    the number of hinge terms at every ``M`` and ``M0`` (default ``I``) is optimal; the
+    certificate puts every multiplier at 1 (``S(λ) = 0``), proving that value."""
+    I, J, L = all_triplets(y, targets)
+    f = float(mu) * len(I)
+    index = np.int32 if len(y) < 2**31 else np.int64
+    cert = {"kind": "lmnn", "i": I.astype(index), "j": J.astype(index),
+            "l": L.astype(index), "lam": np.ones(len(I)), "F": f}  # fmt: skip
+    M = np.eye(d) if M0 is None else np.asarray(M0, dtype=float)
+    return SolveResult(matrix=M, matrices=[M], objective=f, status="optimal",
+                       solver="constant", lower_bound=f, certificate=cert,
+                       info={"constant_features": d})  # fmt: skip
 
 
 def _on_varying(X, y, targets, mu, s, M0, keep):

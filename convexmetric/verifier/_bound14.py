@@ -159,6 +159,8 @@ def block_kappa(X, mu, pull, plus, minus):
     active = _varying(X, pa, pb)
     if (_varying(X, minus[0], minus[1]) & ~active).any():
         return np.inf  # an impostor direction that no target pair of the block spans
+    if not active.any():
+        return 1.0  # every difference is exactly 0: H_h(κ) = 0, PSD
     w, V = _pull_spectrum(X[:, active], pa, pb, count)
     if not (np.isfinite(w).all() and w[0] > SINGULAR * w[-1]):
         kept = _proportional(X, np.flatnonzero(active), (pa, pb), (minus[0], minus[1]))

@@ -40,6 +40,7 @@ from ..._memory import settle_heap
 from ..._threads import one_blas_thread
 from ...cones import ProductCone, PSDCone
 from ...linalg import components_from_metric
+from ...neighbors import unit_scale
 from ...optim.factor import Factored, metric, trimmed
 from ...optim.fista import FISTA
 from ...optim.lbfgs import LBFGS
@@ -100,6 +101,13 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
     coordinates either way (the change of variables keeps values).
     """
     s = replace(settings or MultiSettings(), **overrides)
+    scale = unit_scale(X)
+    if not 2.0**-20 <= scale <= 2.0**20:  # far from 1: solved exactly at unit scale
+        M0 = None if M0 is None else np.asarray(M0, dtype=float) / scale**2
+        res = solve(X * scale, y, targets, mu, clusters, n_clusters, s, M0=M0)
+        res.matrices = [M * scale**2 for M in res.matrices]
+        res.matrix = np.stack(res.matrices)
+        return res
     settle_heap()  # see convexmetric._memory
     with one_blas_thread():  # d×d blocks and gathers: threads cost, and change the rounding
         res = _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
