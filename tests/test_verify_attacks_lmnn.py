@@ -316,3 +316,39 @@ def test_random_tampering_never_verifies_a_false_claim(iris60_exact):
         true = objective(Lg.T @ Lg, X, np.asarray(g.attrs["targets_"]), y, 0.5)
         assert true - optimum <= 1e-4 * true * (1 + 1e-6) + 1e-6 * (1e-4 * optimum)
     assert seen >= 5  # harmless edits (a higher F, a model tol) still verify
+
+
+SAVED_EDITS = {
+    "components": lambda a, rng: a * float(rng.choice([0.5, 1.001, 2.0])),
+    "metric": lambda a, rng: a * 1.01,
+    "fitted__components_": lambda a, rng: a + 1e-3 * rng.normal(size=a.shape),
+    "train_embedding": lambda a, rng: a[rng.permutation(len(a))],
+    "train_points": lambda a, rng: a * 1.01,
+    "targets": lambda a, rng: np.roll(a, 1, axis=1),
+    "fitted__targets_": lambda a, rng: a[rng.permutation(len(a))],
+    "certificate__lam": lambda a, rng: np.clip(a * 1.5, 0, 1),
+    "certificate__l": lambda a, rng: a[rng.permutation(len(a))],
+}  # fmt: skip
+
+
+def test_random_tampering_of_a_saved_model_never_verifies_a_false_claim(iris60_exact, tmp_path):
+    from convexmetric.model_io import load_model, save_model
+
+    X, y, _, optimum = iris60_exact
+    save_model(LMNN(k=2).fit(X, y), tmp_path / "m")
+    model = load_model(tmp_path / "m")
+    rng = np.random.default_rng(1)
+    for trial in range(3 * len(SAVED_EDITS)):
+        name = list(SAVED_EDITS)[trial % len(SAVED_EDITS)]
+        arrays = dict(model.arrays)
+        arrays[name] = SAVED_EDITS[name](np.asarray(arrays[name]).copy(), rng)
+        meta = json.loads(json.dumps(model.meta))
+        if trial % 4 == 3:  # and one of model.json's claims at a time
+            meta["verification"]["params"]["tol"] = 1.0
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ok, _ = _refused(lambda a=arrays, m=meta: verify_fitted(Fitted.from_saved(m, a), X, y))
+        if ok:  # verified: the applied map is the one on file and the claim holds
+            L = np.asarray(arrays["components"])
+            true = objective(L.T @ L, X, np.asarray(arrays["targets"]), y, 0.5)
+            assert true - optimum <= 1e-4 * true * (1 + 1e-6), name
