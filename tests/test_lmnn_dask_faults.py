@@ -99,12 +99,14 @@ def _recovered(r):
     fit bit for bit, and the last ended within :data:`AFTER` seconds of the last fault
     (every fault fell during a fit).
 
-    Unless the cluster itself was lost: a nanny gives up when the worker it restarts
-    fails to start (seen under load), and with none left the fit must end in the error
-    that says so, within the bound."""
-    fits, lost = r["fits"], r["fits"][-1]["outcome"] != "fit" and r["workers_after"] == 0
+    Unless the cluster itself was degraded: a nanny gives up when the worker it restarts
+    fails to start (seen under load, CI's included), and with fewer than the two workers
+    left the fit may end in one DaskBackendError about its workers, within the bound (the
+    issue's other outcome: never a hang)."""
+    fits = r["fits"]
+    lost = fits[-1]["outcome"] != "fit" and r.get("workers_after", -1) < 2
     if lost:
-        _failed(r, "the cluster has no worker left")
+        _failed(r, "worker")
     done = fits[:-1] if lost else fits
     assert all(f["outcome"] == "fit" for f in done), r
     assert all(f["status"] == "optimal" and f["verified"] for f in done), r
@@ -188,9 +190,17 @@ def child(kind, cases):
                     break
             stop.set()
             thread.join(timeout=30)
-            print(
-                "RESULT " + json.dumps({"case": case, "faults": faults, "fits": fits}), flush=True
-            )
+            result = {"case": case, "faults": faults, "fits": fits,
+                      "workers_after": _listed_workers(client)}  # fmt: skip
+            print("RESULT " + json.dumps(result), flush=True)
+
+
+def _listed_workers(client):
+    """The workers the scheduler lists now (-1: it does not answer)."""
+    try:
+        return len(client.scheduler_info()["workers"])
+    except Exception:
+        return -1
 
 
 def _instance(name):
