@@ -123,9 +123,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     backend_timeout : float, default=3600
         With ``backend="dask"``: seconds one block evaluation on the cluster may take,
         its recoveries from lost workers included, before a
-        :class:`~convexmetric.lmnn.blocks.dask_faults.DaskBackendError`. Lost workers are
+        ``DaskBackendError``. Lost workers are
         recovered or reported within about a minute, and a closed Client or a lost
-        scheduler at once, whatever this says (:mod:`~convexmetric.lmnn.blocks.dask_faults`).
+        scheduler at once, whatever this says (``convexmetric.lmnn.blocks.dask_faults``).
     device : str or None, default=None
         Where the block work runs in this process: None (or ``"cpu"``) NumPy;
         ``"cuda"`` or ``"cuda:N"`` a GPU through PyTorch or CuPy (``pip install
