@@ -166,6 +166,46 @@ def test_memory_starved_workers_end_the_fit_clearly():
         _failed(r, "memory")
 
 
+def test_losses_are_counted_in_waves():
+    """A restart's workers leave over several looks: one loss (counted once per worker it
+    was, an evaluation across three restarts hit its limit of 5 in CI); workers that die
+    each time they receive the data: a loss each time."""
+    from types import SimpleNamespace
+
+    from convexmetric.lmnn.blocks.dask_faults import Cluster
+
+    now = {}
+
+    def call(fn, *args, seconds, workers=(), **kwargs):
+        if fn is client.scheduler.identity:
+            return {"workers": dict(now)}
+        return {a: None for a in workers}  # the data sent
+
+    client = SimpleNamespace(scheduler=SimpleNamespace(identity=object()), _run=object())
+    cluster = Cluster(client)
+    cluster.call = call
+    cluster.put("fit", "data", np.zeros(3))
+
+    def look(*addresses):
+        now.clear()
+        now.update({a: {"status": "running"} for a in addresses})
+        cluster.ensure(1.0)
+        return cluster.losses
+
+    a, b = "a", "b"
+    assert look(a, b) == 0
+    for wave, new in enumerate([("c", "d"), ("e", "f"), ("g", "h")], 1):  # three restarts
+        assert look(b) == wave  # one worker gone: a loss
+        assert look() == wave  # the other: the same wave
+        assert look(*new) == wave
+        a, b = new
+    assert cluster.lost == 6
+    assert look(a) == 4  # one worker left alone: a loss
+    for i in range(4):  # a worker that dies once it holds the data, and its restarts
+        look(a, f"x{i}")
+        assert look(a) == 5 + i
+
+
 # -- the child -----------------------------------------------------------------------
 def child(kind, cases):
     """Run ``cases`` (name, params) one after the other on one cluster of ``kind``: in
@@ -328,19 +368,27 @@ def _fault(case, params, client, cluster, scheduler, faults, stop):
     def at(delay):
         return not stop.wait(delay)  # False once the fit has ended
 
+    def running():
+        """The running workers' pids, waited for (up to 10 s) while a nanny restarts
+        them: every kill the case counts falls on a worker."""
+        pids, end = _workers(cluster), time.monotonic() + 10.0
+        while not pids and time.monotonic() < end and at(0.05):
+            pids = _workers(cluster)
+        return pids
+
     def inject():
         if case == "kill_random":
             times = sorted(rng.uniform(0.3, 2.0) for _ in range(params["kills"]))
             for before, now in zip([0.0, *times], times):
                 if not at(now - before):
                     return
-                pids = _workers(cluster)
+                pids = running()
                 kill([rng.choice(pids)] if pids else [])
         elif case == "kill_every_second":
             for i in range(params["kills"]):
                 if not at(0.5 if i == 0 else 1.0):
                     return
-                pids = _workers(cluster)
+                pids = running()
                 kill([rng.choice(pids)] if pids else [])
         elif case == "kill_both" and at(rng.uniform(1.2, 1.8)):  # after the first checks
             kill(_workers(cluster))

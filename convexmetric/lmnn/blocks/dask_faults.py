@@ -24,14 +24,16 @@ next look at the cluster, or once one of its tasks reports
 :class:`~.dask_worker.WorkerDataMissing`. These are recoveries, not failures.
 
 Limits. An evaluation raises once the cluster lost workers more than ``retries`` times
-while it ran (all at once, as in a restart, is one loss), or once it failed otherwise
-(data gone from a worker that held it, tasks cancelled by ``client.restart()``, a
-control call unanswered) more than ``retries`` times. With no running worker (all lost,
-or all paused above their memory threshold) it waits at most :data:`GRACE` seconds (or
-its ``timeout``, if shorter) for one. A task that Dask gave up on because workers kept
-dying while they ran it (``KilledWorker``) raises at once. Workers that keep dying have
-usually run out of memory: the errors say so, with the workers' memory and limits as
-last seen.
+while it ran, or once it failed otherwise (data gone from a worker that held it, tasks
+cancelled by ``client.restart()``, a control call unanswered) more than ``retries``
+times. Losses come in waves: a worker that leaves is a new loss unless it received the
+data before the last loss counted (the workers of one restart leave over several looks
+at the cluster: one loss; a worker that dies each time it receives the data: a loss each
+time). With no running worker (all lost, or all paused above their memory threshold) it
+waits at most :data:`GRACE` seconds (or its ``timeout``, if shorter) for one. A task
+that Dask gave up on because workers kept dying while they ran it (``KilledWorker``)
+raises at once. Workers that keep dying have usually run out of memory: the errors say
+so, with the workers' memory and limits as last seen.
 
 Client and scheduler. A Client closed during the fit, or a lost connection to the
 scheduler (killed, restarted, unreachable: the Client is "connecting"), raises at
@@ -106,7 +108,8 @@ class Cluster:
         self.seen = {}  #: the same, at the last look that saw workers
         self.stale = True  #: look at the cluster before the next attempt
         self.lost = 0  #: workers that left while this executor used the cluster
-        self.losses = 0  #: looks that found workers gone (a restart of all: one loss)
+        self.losses = 0  #: waves of workers lost (a restart of all: one loss)
+        self.wave = {}  #: address -> :attr:`losses` when the worker received the data
 
     def put(self, token, key, value):
         """Keep ``value`` under ``key`` on every worker (sent by :meth:`ensure`)."""
@@ -175,7 +178,10 @@ class Cluster:
         """The running workers' addresses (the scheduler asked, within ``seconds``)."""
         info = self.call(self.client.scheduler.identity, seconds=seconds)["workers"]
         gone = set(self.workers) - set(info)
-        self.lost, self.losses = self.lost + len(gone), self.losses + bool(gone)
+        # a new loss, unless every worker gone had its data before the last loss: it
+        # belongs to that wave (a restart's workers leave over several looks)
+        fresh = any(self.wave.get(a, self.losses) >= self.losses for a in gone)
+        self.lost, self.losses = self.lost + len(gone), self.losses + fresh
         for address in gone:
             self.forget(address)  # (a worker back at the same address has nothing)
         self.workers = dict(info)
@@ -213,6 +219,7 @@ class Cluster:
                 raise Stranded("a worker left while the data was sent to it") from None
             for address, answer in got.items():
                 if not isinstance(answer, BaseException):
+                    self.wave[address] = self.losses
                     for k in keys:
                         self.holders[k].add(address)
         self.stale = False
