@@ -22,6 +22,10 @@ import numpy as np
 SETTLE_BYTES = 31 << 20
 
 
-def settle_heap():
-    """Allocate and free one :data:`SETTLE_BYTES` block (module docstring)."""
-    np.empty(SETTLE_BYTES // 8)
+def settle_heap(memory_limit=None):
+    """Allocate and free one :data:`SETTLE_BYTES` block (module docstring), unless a
+    solve's ``memory_limit`` (bytes) is below it: its pages are never touched, but a
+    fit asked to stay within less holds no temporary that large, and the budget is a
+    ceiling on what the fit allocates."""
+    if memory_limit is None or memory_limit >= SETTLE_BYTES:
+        np.empty(SETTLE_BYTES // 8)

@@ -97,22 +97,26 @@ def _case(run, case):
 def _recovered(r):
     """Every fit during the faults came through: verified, the same as the in-process
     fit bit for bit, and the last ended within :data:`AFTER` seconds of the last fault
-    (every fault fell during a fit).
+    (every fault fell during a fit). Returns whether the cluster stayed whole (every
+    fault was injected).
 
     Unless the cluster itself was degraded: a nanny gives up when the worker it restarts
     fails to start (seen under load, CI's included), and with fewer than the two workers
     left the fit may end in one DaskBackendError about its workers, within the bound (the
-    issue's other outcome: never a hang)."""
+    issue's other outcome: never a hang), before any fault if none was left to kill."""
     fits = r["fits"]
     lost = fits[-1]["outcome"] != "fit" and r.get("workers_after", -1) < 2
     if lost:
         _failed(r, "worker")
+        if not r["faults"]:  # no worker left to harm when the case began: the error it is
+            return False
     done = fits[:-1] if lost else fits
     assert all(f["outcome"] == "fit" for f in done), r
     assert all(f["status"] == "optimal" and f["verified"] for f in done), r
     assert all(f["same"] for f in done), f"a recovered fit differs from the in-process one: {r}"
     assert r["faults"] and fits[0]["start"] <= r["faults"][0], r
     assert r["faults"][-1] < fits[-1]["end"] <= r["faults"][-1] + AFTER, r
+    return not lost  # every fault injected (a lost cluster may have stopped them)
 
 
 def _failed(r, words, within=AFTER):
@@ -125,15 +129,15 @@ def _failed(r, words, within=AFTER):
 
 def test_workers_killed_at_random_times_recover(nanny_cluster):
     r = _case(nanny_cluster, "kill_random")
-    _recovered(r)
-    assert len(r["faults"]) == 3
+    if _recovered(r):
+        assert len(r["faults"]) == 3
 
 
 @pytest.mark.slow
 def test_a_worker_killed_every_second_recovers(nanny_cluster):
     r = _case(nanny_cluster, "kill_every_second")
-    _recovered(r)
-    assert len(r["faults"]) == 5
+    if _recovered(r):
+        assert len(r["faults"]) == 5
     assert np.all(np.diff(r["faults"]) >= 0.9)
 
 
@@ -161,7 +165,7 @@ def test_memory_starved_workers_end_the_fit_clearly():
     r = _case(_run("starved", [("memory", {"timeout": 15})]), "memory")
     last = r["fits"][-1]
     if last["outcome"] == "fit":
-        _recovered(r)
+        assert _recovered(r)
     else:
         _failed(r, "memory")
 

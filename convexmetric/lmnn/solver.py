@@ -151,7 +151,7 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
         return prove(constant(y, targets, mu, X.shape[1], M0), X, y, targets, mu, s.tol)
     if varying.any() and not varying.all():
         return _on_varying(X, y, targets, mu, s, M0, varying)
-    settle_heap()  # temporaries from the heap, whatever the process freed before
+    settle_heap(s.memory_limit)  # temporaries from the heap, whatever the process freed
     with one_blas_thread():  # d×d and gather-sized products: threads only cost
         if not s.precondition:
             res = _solve(X, y, targets, mu, M0, s)
