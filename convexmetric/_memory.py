@@ -25,7 +25,7 @@ SETTLE_BYTES = 31 << 20
 def settle_heap(memory_limit=None):
     """Allocate and free one :data:`SETTLE_BYTES` block (module docstring), unless a
     solve's ``memory_limit`` (bytes) is below it: its pages are never touched, but a
-    fit asked to stay within less holds no temporary that large, and the budget is a
-    ceiling on what the fit allocates."""
+    fit asked to stay within less holds no temporary that large, and would show a
+    31 MiB peak for a settling it does not need."""
     if memory_limit is None or memory_limit >= SETTLE_BYTES:
         np.empty(SETTLE_BYTES // 8)
