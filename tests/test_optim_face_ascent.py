@@ -5,7 +5,7 @@ box, stop at the tolerance and get close to the dual optimum CVXPY finds."""
 
 import numpy as np
 import pytest
-from test_optim_trace_ascent import dual_optimum, problem
+from test_optim_trace_ascent import dual_optimum, dual_solution, problem
 
 from convexmetric.optim import face_ascent as FA
 from convexmetric.optim import trace_ascent as TA
@@ -20,11 +20,12 @@ def fresh_value(blocks, x0, x, mu):
 
 
 def near_optimum(seed):
-    """A problem and a point near its dual optimum (the smooth ascent's), with blocks whose
-    ``S`` is taken there: clusters of small eigenvalues, as at a stage's end."""
+    """A problem and a point near its dual optimum (CVXPY's, moved by noise), with blocks
+    whose ``S`` is taken there: clusters of small eigenvalues, as at a stage's end. (The
+    point is not the ascents' of :mod:`.trace_ascent`: where they stop depends on the
+    BLAS's rounding, and so would what is left for the face steps.)"""
     blocks, x0, mu = problem(seed)
-    first = TA.ascend(blocks, x0, mu, F, CONST, scale=SCALE, iterations=30)
-    x = TA.smooth_ascend(blocks, x0, mu, F, CONST, scale=SCALE, start=first)
+    _, x = dual_solution(blocks, x0, mu, F, CONST, SCALE)
     x = np.clip(x + np.random.default_rng(seed).normal(scale=0.02, size=len(x)), 0.0, 1.0)
     for blk in blocks:
         blk.S = blk.S + blk.scatter(x - x0, mu)
@@ -85,7 +86,7 @@ def test_face_steps_never_lower_the_bound_and_keep_the_box(seed):
     assert np.array_equal(x0, x)  # not modified
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(6))
 def test_face_steps_get_close_to_the_dual_optimum(seed):
     blocks, x, mu = near_optimum(seed)
     best = dual_optimum(blocks, x, mu, F, CONST, SCALE)

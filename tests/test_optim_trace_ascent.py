@@ -61,6 +61,12 @@ def test_clipped_rays_match_matrices_built_afresh():
 
 def dual_optimum(blocks, x0, mu, F, const, scale):
     """``max B(x)`` over the box by CVXPY (Clarabel): ``S_g(x) ⪰ t·I``, ``t ≤ 0``."""
+    return dual_solution(blocks, x0, mu, F, const, scale)[0]
+
+
+def dual_solution(blocks, x0, mu, F, const, scale):
+    """``(max B(x), argmax)`` (:func:`dual_optimum`): Clarabel's own linear algebra, not
+    the BLAS, so the point is the same on every machine to the solver's accuracy."""
     cp = pytest.importorskip("cvxpy")
     x, t = cp.Variable(len(x0)), cp.Variable()
     cons = [x >= 0, x <= 1, t <= 0]
@@ -72,7 +78,7 @@ def dual_optimum(blocks, x0, mu, F, const, scale):
     problem_ = cp.Problem(cp.Maximize(const + mu * cp.sum(x) + F * t / scale), cons)
     problem_.solve(solver="CLARABEL")
     assert problem_.status == "optimal"
-    return problem_.value
+    return problem_.value, np.clip(x.value, 0.0, 1.0)
 
 
 @pytest.mark.parametrize("seed", range(3))
