@@ -46,7 +46,8 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     callback=memory_bytes,
     help="Working memory of the solver in bytes (suffixes K, M, G allowed, e.g. 512M) "
     "[default: 2G, fixed: the same computation on every machine]; past it the solver "
-    "streams over row blocks.",
+    "streams over row blocks. The fit allocates at most this plus the data's share "
+    "(reported as memory_bound); below the smallest plan it is refused.",
 )
 @click.option(
     "--scheduler",

@@ -19,8 +19,8 @@ from lmnn_verify import verified_solve  # noqa: E402
 
 from convexmetric import LMNN, datasets  # noqa: E402
 from convexmetric.lmnn import solver as S  # noqa: E402
-from convexmetric.lmnn.active_list import BYTES_PER_TERM  # noqa: E402
 from convexmetric.lmnn.blocks.dask_executor import DaskBackendError, DaskExecutor  # noqa: E402
+from convexmetric.lmnn.blocks.data import least_budget  # noqa: E402
 from convexmetric.lmnn.blocks.stream import (  # noqa: E402
     LocalExecutor,
     StreamData,
@@ -220,7 +220,7 @@ def test_dask_certificate_is_below_the_exact_optimum(client, iris60_exact):
 
 def test_streaming_mode_on_dask_when_the_budget_says_so(client, iris60_exact):
     X, y, T, value = iris60_exact
-    budget = BYTES_PER_TERM * 64  # the active list cannot hold the terms
+    budget = least_budget(*X.shape, T.shape[1])  # the active list cannot hold the terms
     ref = S.solve(X, y, T, 0.5, memory_limit=budget, tol=1e-3)
     res = S.solve(X, y, T, 0.5, memory_limit=budget, tol=1e-3, executor=DaskExecutor(client))
     assert ref.info["mode"] == res.info["mode"] == "streaming"

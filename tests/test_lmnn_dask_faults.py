@@ -252,13 +252,13 @@ def _instance(name):
     the workers, as locally bit for bit); ``checks``: digits in the active-set mode (the
     full checks on the workers, each task sent back to the worker of its last report)."""
     from convexmetric import datasets
-    from convexmetric.lmnn.active_list import BYTES_PER_TERM
+    from convexmetric.lmnn.blocks.data import least_budget
 
     if name == "checks":
         X, _, y, _ = datasets.load_split("digits")
         return X, y, {"tol": 1e-2}
     X, _, y, _ = datasets.load_split("iris")
-    return X, y, {"memory_limit": BYTES_PER_TERM * 64, "tol": 1e-2}
+    return X, y, {"memory_limit": least_budget(*X.shape, 3), "tol": 1e-2}
 
 
 def _settle(client):

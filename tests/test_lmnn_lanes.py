@@ -8,7 +8,7 @@ from click.testing import CliRunner
 from convexmetric import LMNN, datasets
 from convexmetric._validation import check_n_jobs
 from convexmetric.cli.main import main
-from convexmetric.lmnn.blocks.data import StreamData, Workspace, row_blocks
+from convexmetric.lmnn.blocks.data import StreamData, Workspace, least_budget, row_blocks
 from convexmetric.lmnn.blocks.full_check import terms_block
 from convexmetric.lmnn.blocks.local import LocalExecutor
 from convexmetric.lmnn.blocks.stream import TooManyTerms, hinge_block
@@ -51,6 +51,28 @@ def test_lanes_add_the_same_sums_bit_for_bit(digits_blocks):
     for a, b in zip(one, many):
         assert (a["value"], a["lam"], a["count"]) == (b["value"], b["lam"], b["count"])
         np.testing.assert_array_equal(a["G"], b["G"])
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_folded_sums_are_the_mapped_sums_in_block_order(digits_blocks, threads):
+    from convexmetric.lmnn.blocks.stream import _add_sums
+
+    data, blocks, L = digits_blocks
+    parts = LocalExecutor().map_blocks(hinge_block, blocks, data, L, 0.05)
+    order = []  # the order the fold sees the blocks in: theirs, whatever the lanes'
+
+    def fold(total, part):
+        order.append(part["count"])
+        return _add_sums(total, part)
+
+    start = {"value": 0.0, "lam": 0.0, "count": 0, "G": None}
+    got = LocalExecutor(threads).fold_blocks(fold, start, hinge_block, blocks, data, L, 0.05)
+    assert order == [p["count"] for p in parts]
+    want = {"value": 0.0, "lam": 0.0, "count": 0, "G": None}
+    for p in parts:
+        want = _add_sums(want, p)
+    assert (got["value"], got["lam"], got["count"]) == (want["value"], want["lam"], want["count"])
+    np.testing.assert_array_equal(got["G"], want["G"])
 
 
 def test_lanes_overflow_exactly_where_one_thread_does(digits_blocks):
@@ -115,8 +137,9 @@ def test_lmnn_with_lanes_is_the_same_fit(wine):
 
 def test_lanes_in_the_streaming_mode_certify_the_same_optimum(wine):
     X, y = wine
-    one = LMNN(memory_limit=1 << 14).fit(X, y)
-    two = LMNN(memory_limit=1 << 14, n_jobs=2).fit(X, y)
+    budget = 2 * least_budget(*X.shape, 3)  # the least for two lanes: streaming
+    one = LMNN(memory_limit=budget).fit(X, y)
+    two = LMNN(memory_limit=budget, n_jobs=2).fit(X, y)
     assert one.result_.info["mode"] == two.result_.info["mode"] == "streaming"
     assert one.result_.status == two.result_.status == "optimal"
     assert abs(one.objective_ - two.objective_) <= 2e-4 * one.objective_

@@ -10,7 +10,7 @@ from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.active_list import BYTES_PER_TERM
-from convexmetric.lmnn.blocks.data import BLOCK_BUDGET
+from convexmetric.lmnn.blocks.data import BLOCK_BUDGET, least_budget
 from convexmetric.lmnn.blocks.stream import (
     LocalExecutor,
     StreamData,
@@ -23,7 +23,10 @@ from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P
 
-TINY = 1 << 14  # bytes: a budget of 85 listed triplets, blocks of 8 rows
+TINY = 1 << 14  # bytes: a budget of 85 listed triplets (the oracle alone: no least plan)
+#: the least budget of the iris data sets here (the smallest plan: blocks of 8 rows, about
+#: 460 listed triplets), which stream
+LEAST = 90_000
 
 
 def _random_metric(d, seed):
@@ -102,9 +105,11 @@ def test_default_memory_limit_is_one_fixed_number():
     )
 
 
-@pytest.mark.parametrize("memory_limit", [None, TINY])
+@pytest.mark.parametrize("memory_limit", [None, "least"])
 def test_certificate_is_valid_in_both_modes(iris60_exact, memory_limit):
     X, y, T, value = iris60_exact
+    if memory_limit == "least":  # the smallest plan's budget: streaming
+        memory_limit = least_budget(*X.shape, T.shape[1])
     res = S.solve(X, y, T, 0.5, memory_limit=memory_limit)
     assert res.info["mode"] == ("streaming" if memory_limit else "active_set")
     assert res.lower_bound <= value * (1 + 1e-7)  # below CLARABEL's optimum
@@ -117,7 +122,9 @@ def test_certificate_is_valid_in_both_modes(iris60_exact, memory_limit):
 def test_switch_mid_run_stays_certified(iris60_exact):
     """A budget between the first list and the final one: the switch happens mid-run."""
     X, y, T, value = iris60_exact
-    res = S.solve(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * 300)
+    budget = BYTES_PER_TERM * 340  # (its least budget is 339 terms' worth)
+    assert budget >= least_budget(*X.shape, T.shape[1])
+    res = S.solve(X, y, T, 0.5, memory_limit=budget)
     assert res.info["mode"] == "streaming" and res.info["switched_after_calls"] > 0
     assert res.info["stream_evaluations"] > 0
     assert res.lower_bound <= value * (1 + 1e-7) <= res.objective * (1 + 2e-7)
@@ -132,6 +139,10 @@ def test_streaming_evaluator_runs_on_any_executor(wine_instance):
         def map_blocks(self, fn, blocks, data, *args, **kwargs):
             Recording.calls += 1
             return super().map_blocks(fn, blocks, data, *args, **kwargs)
+
+        def fold_blocks(self, fold, total, fn, blocks, data, *args, **kwargs):
+            Recording.calls += 1
+            return super().fold_blocks(fold, total, fn, blocks, data, *args, **kwargs)
 
     X, y, T = wine_instance
     pull = P.pull_matrix(X, T)
@@ -153,10 +164,10 @@ def test_bad_memory_limit_is_rejected(bad):
 
 def test_estimator_and_cli_report_the_mode():
     X, y = datasets.load("iris")
-    assert LMNN(memory_limit=TINY).fit(X, y).result_.info["mode"] == "streaming"
+    assert LMNN(memory_limit=LEAST).fit(X, y).result_.info["mode"] == "streaming"
     assert LMNN().fit(X, y).result_.info["mode"] == "active_set"
     runner = CliRunner()
-    out = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--memory-limit", "16K",
+    out = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--memory-limit", "90K",
                                "--json"])  # fmt: skip
     assert out.exit_code == 0 and '"mode": "streaming"' in out.output
     bad = runner.invoke(main, ["solve", "lmnn", "--dataset", "iris", "--memory-limit", "lots"])

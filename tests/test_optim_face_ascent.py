@@ -8,7 +8,6 @@ import pytest
 from test_optim_trace_ascent import dual_optimum, dual_solution, problem
 
 from convexmetric.optim import face_ascent as FA
-from convexmetric.optim import trace_ascent as TA
 
 F, CONST, SCALE = 50.0, 1.0, 0.5
 

@@ -39,7 +39,7 @@ def _split(name):
 CASES = {
     "iris": (lambda: LMNN(), "iris"),
     "wine": (lambda: LMNN(), "wine"),
-    "streaming": (lambda: LMNN(memory_limit=20_000), "iris"),
+    "streaming": (lambda: LMNN(memory_limit=90_000), "iris"),
     "two-passes": (lambda: LMNN(n_passes=2), "wine"),
     "multi": (lambda: MultiMetricLMNN(), "iris"),
     "multi-kmeans": (lambda: MultiMetricLMNN(n_clusters=2, random_state=0), "iris"),

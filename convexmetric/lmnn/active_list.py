@@ -18,7 +18,8 @@ smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a tri
 list); the certificate is unchanged. ``SolveResult.info["mode"]`` says which mode ran.
 Arrays proportional to the data are not in the budget: ``X`` itself, and per process
 ``Z = X Lᵀ`` with its float32 search copy (:func:`.blocks.project`), together
-about 1.5× the size of ``X``, and the float32 copy of ``X`` of the trial evaluations.
+about 1.5× the size of ``X``, and the float32 copy of ``X`` of the trial evaluations
+(:func:`.blocks.data.data_share` bounds them; ``info["memory_bound"]``: limit + share).
 
 Precision: the drivers' trial evaluations may run in single precision (:data:`SINGLE_TOL`,
 :data:`SINGLE_SIZE`; :mod:`.compact_list`); every value reported, compared, bounded or

@@ -106,11 +106,17 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
 
     memory_limit : int or None, default=2**31
-        Bytes of working memory for the large-scale solver, beyond the data (about
-        200 bytes per listed triplet, 2 GiB about 11 million triplets). When the active
-        list or a full check would exceed it, the solver streams over row blocks instead
-        (exact objective and gradient, never a triplet list); ``result_.info["mode"]``
-        says which mode ran. ``None``: no bound. The default is fixed rather than read
+        Bytes of working memory for the large-scale solver, beyond the data's share
+        (about 200 bytes per listed triplet, 2 GiB about 11 million triplets). When the
+        active list or a full check would exceed it, the solver streams over row blocks
+        instead (exact objective and gradient, never a triplet list);
+        ``result_.info["mode"]`` says which mode ran. The fit allocates at most
+        ``result_.info["memory_bound"]``: the limit plus the data's share, copies of
+        ``X`` and its projections and the solver's d × d state
+        (:func:`~convexmetric.lmnn.blocks.data.data_share`: 16 arrays of n × (d + k)
+        doubles, 48 of d × d, 0.5 MiB). A limit below the smallest plan (a block of 8
+        rows against all n, :func:`~convexmetric.lmnn.blocks.data.least_budget`, per
+        ``n_jobs`` lane) is refused. ``None``: no bound. The default is fixed rather than read
         from the machine's free memory: the mode and block sizes, and with them the
         iterates, then do not depend on the machine or its load (a certified result is
         within ``tol`` of the optimum in either mode).

@@ -61,6 +61,7 @@ from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.lmnn import all_triplets, pull_matrix
 from ..result import SolveResult, certified_status
+from .blocks.data import check_budget, data_share
 from .oracle import ActiveSetOracle
 from .proof import prove
 from .refinement import GapClosing, refine, refine_settings
@@ -142,6 +143,16 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     """
     s = replace(settings or LMNNSettings(), **overrides)
     s.memory_limit = check_memory_limit(s.memory_limit, owner="solve")
+    (n, d), k = X.shape, targets.shape[1]
+    check_budget(s.memory_limit, n, d, k, getattr(s.executor, "threads", 1))
+    res = _dispatch(X, y, targets, mu, s, M0)
+    if s.memory_limit is not None:  # what the fit allocates, at most
+        res.info["memory_bound"] = s.memory_limit + data_share(n, d, k)
+    return res
+
+
+def _dispatch(X, y, targets, mu, s, M0):
+    """:func:`solve` on checked settings: at unit scale, on the varying features."""
     scale = unit_scale(X)
     if not 2.0**-20 <= scale <= 2.0**20:  # far from 1: solved exactly at unit scale
         M0 = None if M0 is None else np.asarray(M0, dtype=float) / scale**2

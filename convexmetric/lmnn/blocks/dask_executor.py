@@ -197,6 +197,13 @@ class DaskExecutor:
 
         return self._retrying(data, blocks, run)
 
+    def fold_blocks(self, fold, total, fn, blocks, data, *args, **kwargs):
+        """:meth:`map_blocks`' results (a task's group already added) folded into
+        ``total`` in block order (the local executor's contract)."""
+        for part in self.map_blocks(fn, blocks, data, *args, **kwargs):
+            total = fold(total, part)
+        return total
+
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
         """The triplets of :func:`~.full_check.terms_block` over ``blocks``, per task
         (:func:`~.full_check.collect_terms` over its group of blocks).

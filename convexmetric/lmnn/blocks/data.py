@@ -43,6 +43,48 @@ class StreamData(NamedTuple):
     targets: np.ndarray
 
 
+#: the smallest plan: a block's rows and a chunk's candidate pairs, at least
+LEAST_ROWS, LEAST_CHUNK = 8, 256
+#: what a fit holds beyond its ``memory_limit`` (:func:`data_share`): arrays of ``n × (d +
+#: k)`` and ``d × d`` doubles, and bytes. Traced peaks less the limit, at the smallest plan
+#: and at 8× it (iris, wine, digits 300–1,200 × 64, digits PCA-16/32): at most 11–14
+#: arrays of ``n × (d + k)`` above 300 rows (15 at 300, where the d × d state weighs), and
+#: 0.36 MiB with no data to speak of (iris)
+DATA_COPIES, SQUARE_STATE, BASE_BYTES = 16, 48, 1 << 19
+
+
+def least_budget(n, d, k):
+    """The least ``memory_limit`` (bytes) the smallest plan fits in: one block of
+    :data:`LEAST_ROWS` rows against the ``n`` rows and one chunk of :data:`LEAST_CHUNK`
+    candidate pairs (:func:`plan_blocks`)."""
+    return LEAST_ROWS * BYTES_PER_BLOCK_CELL * n + LEAST_CHUNK * 8 * (2 * d + 6 * k + 8)
+
+
+def check_budget(memory_limit, n, d, k, lanes=1):
+    """ValueError naming ``memory_limit`` when it is below :func:`least_budget` for each of
+    ``lanes`` (the lanes share it); the limit otherwise."""
+    least = lanes * least_budget(n, d, k)
+    if memory_limit is not None and memory_limit < least:
+        each = f" for each of {lanes} lanes (n_jobs)" if lanes > 1 else ""
+        raise ValueError(
+            f"memory_limit={memory_limit} bytes is below the {least} bytes the smallest plan "
+            f"needs for {n} rows, {d} features and k={k}{each}: one block of {LEAST_ROWS} "
+            f"rows against every row and one chunk of {LEAST_CHUNK} candidate pairs. Pass at "
+            f"least {least}, or None for no bound."
+        )
+    return memory_limit
+
+
+def data_share(n, d, k):
+    """Bytes a fit holds beyond ``memory_limit`` whatever its plan, at most (measured,
+    ``tests/test_lmnn_memory_ceiling.py``): :data:`DATA_COPIES` arrays of ``n × (d + k)``
+    doubles (the solver's copies of ``X``, ``Z = X Lᵀ`` with its float32 forms, the
+    search coordinates, target distances, the certificate's row blocks),
+    :data:`SQUARE_STATE` ``d × d`` doubles (L-BFGS memory, the metric, gradient,
+    factors) and :data:`BASE_BYTES`."""
+    return BASE_BYTES + 8 * (DATA_COPIES * n * (d + k) + SQUARE_STATE * d * d)
+
+
 def plan_blocks(n, d, k, memory_limit):
     """``(block_rows, chunk)`` so that one block's working memory stays within the budget.
 
@@ -56,7 +98,7 @@ def plan_blocks(n, d, k, memory_limit):
     memory_limit = min(memory_limit, BLOCK_BUDGET)
     rows = int(memory_limit // 2 // (BYTES_PER_BLOCK_CELL * max(n, 1)))
     chunk = int(memory_limit // 8 // (8 * (2 * d + 6 * k + 8)))
-    return max(8, min(rows, MAX_BLOCK_ROWS)), max(256, min(chunk, 1 << 18))
+    return max(LEAST_ROWS, min(rows, MAX_BLOCK_ROWS)), max(LEAST_CHUNK, min(chunk, 1 << 18))
 
 
 def row_blocks(y, block_rows):

@@ -75,6 +75,16 @@ class LocalExecutor:
         (:attr:`alarm` checked before each block)."""
         return self._map(lambda rows, ws: fn(rows, data, *args, ws=ws, **kwargs), blocks)[0]
 
+    def fold_blocks(self, fold, total, fn, blocks, data, *args, **kwargs):
+        """``total`` with each block's ``fn(rows, data, *args, ws=..., **kwargs)`` folded
+        in by ``total = fold(total, part)``, in block order whatever the lanes' order; a
+        part is dropped once folded (a map of many small blocks holds no d × d sum per
+        block)."""
+        acc = _InOrder(fold, total)
+        self._map(lambda ib, ws: acc.put(ib[0], fn(ib[1], data, *args, ws=ws, **kwargs)),
+                  list(enumerate(blocks)))  # fmt: skip
+        return acc.total
+
     def map_chunks(self, fn, chunks, data, **kwargs):
         """``[fn(chunk, data, **kwargs) for chunk in chunks]`` (e.g. blocks of test rows)."""
         return self._map(lambda rows, ws: fn(rows, data, **kwargs), chunks)[0]
@@ -167,3 +177,19 @@ class _Lanes:
                 return None
             self.next += 1
             return self.next - 1
+
+
+class _InOrder:
+    """A fold fed in any order and applied in block order (the parts that arrive early
+    wait for those before them)."""
+
+    def __init__(self, fold, total):
+        self.fold, self.total, self.next, self.waiting = fold, total, 0, {}
+        self.lock = threading.Lock()
+
+    def put(self, b, part):
+        with self.lock:
+            self.waiting[b] = part
+            while self.next in self.waiting:
+                self.total = self.fold(self.total, self.waiting.pop(self.next))
+                self.next += 1

@@ -249,6 +249,16 @@ def _pair_block(xp, X, rd, ic, lc, w):
     return (Xb.T * r) @ Xb + (Xc.T * c) @ Xc - cross - cross.T
 
 
+def _add_sums(total, part):
+    """``total`` plus one block's :func:`hinge_block` sums (in place: ``total`` is the
+    fold's own)."""
+    for key in ("value", "lam", "count"):
+        total[key] += part[key]
+    if part["G"] is not None:
+        total["G"] = part["G"] if total["G"] is None else total["G"] + part["G"]
+    return total
+
+
 class StreamingEvaluator:
     """Eq. (14) over all triplets, streamed by row blocks through an executor.
 
@@ -320,17 +330,11 @@ class StreamingEvaluator:
         ``cap``: give up once ``Σ φ`` is known to exceed it (``value = inf``)."""
         self.evaluations += 1
         start = time.perf_counter()
-        parts = self.executor.map_blocks(
-            hinge_block, self.blocks, self.data, L, sigma, grad=grad, chunk=self.chunk, cap=cap
-        )
+        total = self.executor.fold_blocks(
+            _add_sums, {"value": 0.0, "lam": 0.0, "count": 0, "G": None},
+            hinge_block, self.blocks, self.data, L, sigma, grad=grad, chunk=self.chunk, cap=cap,
+        )  # fmt: skip
         self.seconds += time.perf_counter() - start
-        total = {"value": 0.0, "lam": 0.0, "count": 0, "G": None}
-        for p in parts:
-            total["value"] += p["value"]
-            total["lam"] += p["lam"]
-            total["count"] += p["count"]
-            if grad:
-                total["G"] = p["G"] if total["G"] is None else total["G"] + p["G"]
         if grad and total["G"] is None:
             total["G"] = np.zeros_like(self.pull)
         return total
