@@ -20,9 +20,9 @@ import numpy as np
 
 from ..kernels import empirical_features
 from ..linalg import components_from_metric
-from ..result import certified_status
 from .exact import solve_working_set
-from .proof import applied_objective
+from .proof import applied
+from .solver import LMNNSettings
 from .solver import solve as _solve_linear
 
 
@@ -35,8 +35,9 @@ def solve(K, y, targets, mu, *, exact=False, rtol=1e-10, **options):
     and ``"components"``: the factor ``L`` (``A = LᵀL``, ``r × n``, on kernel rows) that
     a model applies, formed from ``M̂``'s factor ``L̂`` as ``L̂TᵀH`` (module docstring;
     never by factoring ``A``, whose rounding grows with κ(K)). ``result.objective`` is
-    eq. (14) at that map on the kernel rows, evaluated from the differences: the
-    objective of what is applied, which the verifier recomputes.
+    eq. (14) at that map: the solver's value, or where the factor's rounding could move it
+    by 1e-9 (:func:`.proof.applied`) the value on the kernel rows from the differences
+    (the objective of what is applied, which the verifier recomputes).
     """
     Phi, T = empirical_features(centred(K), rtol)
     res = (solve_working_set if exact else _solve_linear)(Phi, y, targets, mu, **options)
@@ -46,10 +47,9 @@ def solve(K, y, targets, mu, *, exact=False, rtol=1e-10, **options):
     res.info.update(rank=Phi.shape[1], features_M=M, components=L)
     res.matrix = L.T @ L
     res.matrices = [res.matrix]
-    res.objective = applied_objective(K, L, targets, y, mu)
-    if res.status == "optimal" and "tol" in options:
-        res.status = certified_status(res.objective, res.lower_bound, options["tol"],
-                                      zero_value=res.info.get("zero_value", 0.0))  # fmt: skip
+    # the objective of the applied map where its rounding can matter (a factor of large
+    # norm, from a kernel's small eigenvalues): recomputed on the kernel rows
+    res = applied(res, K, y, targets, mu, options.get("tol", LMNNSettings.tol), L)
     res.solver = ("kernel-" + res.solver) if res.solver else "kernel"
     if res.certificate is not None:  # the same dual point, over the rows of Φ
         res.certificate = {**res.certificate, "kind": "lmnn_kernel"}
