@@ -113,9 +113,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         ``result_.info["mode"]`` says which mode ran. The fit allocates at most
         ``result_.info["memory_bound"]``: the limit plus the data's share, copies of
         ``X`` and its projections and the solver's d × d state
-        (:func:`~convexmetric.lmnn.blocks.data.data_share`: 16 arrays of n × (d + k)
+        (``convexmetric.lmnn.blocks.data.data_share``: 16 arrays of n × (d + k)
         doubles, 48 of d × d, 0.5 MiB). A limit below the smallest plan (a block of 8
-        rows against all n, :func:`~convexmetric.lmnn.blocks.data.least_budget`, per
+        rows against all n, ``least_budget`` there, per
         ``n_jobs`` lane) is refused. ``None``: no bound. The default is fixed rather than read
         from the machine's free memory: the mode and block sizes, and with them the
         iterates, then do not depend on the machine or its load (a certified result is
