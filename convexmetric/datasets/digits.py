@@ -22,6 +22,7 @@ def transformed_digits(
     max_angle=180.0,
     scale_range=(0.75, 1.5),
     digits=None,
+    images=None,
     random_state=0,
 ):
     """Rotate and scale scikit-learn's 8×8 digits, each at random (scipy.ndimage).
@@ -47,6 +48,9 @@ def transformed_digits(
         Scales are log-uniform in this range.
     digits : sequence of int or None
         Keep only these classes.
+    images : sequence of int or None
+        Keep only these images (row numbers of ``sklearn.datasets.load_digits()``, in
+        this order), before ``digits`` selects classes among them.
     random_state : int, Generator or None
         Seeds the generator.
 
@@ -61,6 +65,9 @@ def transformed_digits(
 
     d = _skd.load_digits()
     imgs, y = d.images, np.asarray(d.target)
+    if images is not None:
+        rows = np.asarray(images, dtype=np.int64)
+        imgs, y = imgs[rows], y[rows]
     if digits is not None:
         keep = np.isin(y, list(digits))
         imgs, y = imgs[keep], y[keep]

@@ -26,8 +26,6 @@ from .._renamed import DEPRECATED, renamed
 from .._validation import check_choice, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..optim.deadline import Deadline
-from ..optim.smoothing import SmoothingSettings
-from ..optim.subgradient import SubgradientSettings
 from ..problems import maurer as _problem
 from ..result import SolveResult
 from . import solver as _solvers
@@ -181,7 +179,7 @@ class OperatorSimilarity(_PairOperator):
         """The certified gap "optimal" means: ``tol``, or the solver's default."""
         if self.tol is not None:
             return float(self.tol)
-        return 1e-4 if self.solver == "sgd" else 1e-6
+        return _solvers.TOL["sgd" if self.solver == "sgd" else "subgradient"]
 
     def fit(self, X, y=None):
         """Fit from a :class:`Pairs` object, or from ``X, y`` through the pair oracle.
@@ -277,15 +275,15 @@ class _WholeFit:
     refinement starts.
     """
 
-    def __init__(self, max_iter, time_limit, callback, tol=1e-6):
+    def __init__(self, max_iter, time_limit, callback, tol):
         self.max_iter, self.callback = int(max_iter), callback
         self.clock = Deadline(time_limit)
-        first = min(3000, self.max_iter)  # the solver's default first stage, within max_iter
-        self.first = SubgradientSettings(max_iter=first, patience=200, time_limit=time_limit,
-                                         callback=self._step)  # fmt: skip
-        self.refine = SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2,
-                                        gap_tol=tol, time_limit=time_limit, callback=callback,
-                                        max_iterations=self.max_iter - first)  # fmt: skip
+        # the solver's own stages (defaults in one place), within max_iter and time_limit
+        first = min(_solvers.first_stage().max_iter, self.max_iter)
+        self.first = _solvers.first_stage(max_iter=first, time_limit=time_limit,
+                                          callback=self._step)  # fmt: skip
+        self.refine = _solvers.refinement(gap_tol=tol, time_limit=time_limit, callback=callback,
+                                          max_iterations=self.max_iter - first)  # fmt: skip
 
     def settings(self):
         """Keyword arguments of ``solve_projected``."""

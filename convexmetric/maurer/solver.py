@@ -21,6 +21,7 @@ The SGD of Table 1 lives in :mod:`.sgd` (re-exported here).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -30,14 +31,17 @@ from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.maurer import hinge_arguments, margins, quadratic_forms, regularizer_value
 from ..result import certified_status
-from .certificate import BestDual, CertifySettings, certify
-from .sgd import KernelBackend, LinearBackend, factor_to_metric, sgd
+from .certificate import AT_SOLUTION, BestDual, CertifySettings, certify
+from .sgd import KernelBackend, LinearBackend, SGDSettings, factor_to_metric, sgd
 
 __all__ = [
+    "TOL",
     "HingeOracle",
     "KernelBackend",
     "LinearBackend",
     "factor_to_metric",
+    "first_stage",
+    "refinement",
     "sgd",
     "solve_projected",
 ]
@@ -113,7 +117,7 @@ class HingeOracle(Oracle):
             self.regularizer,
             f_upper=f_upper,
             A=A if sigma is None else None,
-            settings=None
+            settings=AT_SOLUTION
             if sigma is None
             else CertifySettings(sigmas=(sigma,), polish_widths=(1e-4,)),
         )
@@ -135,6 +139,27 @@ def _finish(res, oracle, tol):
     return res
 
 
+#: the certified relative gap that status "optimal" means, per route (the estimator's
+#: ``tol=None``): the projected-subgradient route runs until it; SGD only certifies its end
+TOL = {"subgradient": 1e-6, "sgd": SGDSettings.tol}
+
+
+def first_stage(**changes):
+    """The plain projected-subgradient stage's settings (3000 steps at most, patience
+    200), with ``changes`` (``max_iter``, ``time_limit``, ``callback``) applied."""
+    return replace(SubgradientSettings(max_iter=3000, patience=200), **changes)
+
+
+def refinement(**changes):
+    """The smoothed refinement's settings: up to 1000 FISTA steps per stage and two
+    stalled stages before giving up; the run ends early once the certificate closes
+    (``gap_tol``, default ``TOL["subgradient"]``), so easy instances do not pay, and hard
+    ones (a kernel map of iris) need both (benchmarks/TUNING.md)."""
+    base = SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2,
+                             gap_tol=TOL["subgradient"])  # fmt: skip
+    return replace(base, **changes)
+
+
 def solve_projected(
     U,
     r,
@@ -146,7 +171,7 @@ def solve_projected(
     A0=None,
     refine=True,
     settings=None,
-    tol=1e-6,
+    tol=TOL["subgradient"],
 ):
     """Projected subgradient on A (eigenvalue clipping), then the smoothed refinement.
 
@@ -162,18 +187,11 @@ def solve_projected(
     D = U.shape[1]
     if A0 is None:  # scale the identity so that the mean squared pair distance is 1
         A0 = np.eye(D) / max(float(np.mean(np.einsum("ij,ij->i", U, U))), 1e-12)
-    settings = settings or SubgradientSettings(max_iter=3000, patience=200)
+    settings = settings or first_stage()
     res = projected_subgradient(oracle, A0, PSDCone(), settings, solver_name="subgradient")
     if not refine:
         return _finish(res, oracle, tol)
-    # up to 1000 FISTA steps per stage and two stalled stages before giving up: the run
-    # ends early once the certificate closes (gap_tol), so easy instances do not pay,
-    # and hard ones (a kernel map of iris) need both (benchmarks/TUNING.md)
-    smoothing = (
-        refine
-        if isinstance(refine, SmoothingSettings)
-        else SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2, gap_tol=tol)
-    )
+    smoothing = refine if isinstance(refine, SmoothingSettings) else refinement(gap_tol=tol)
     ref = smoothed_descent(
         oracle, res.matrix, PSDCone(), smoothing, solver_name="subgradient+smoothing"
     )
