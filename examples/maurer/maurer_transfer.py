@@ -24,7 +24,7 @@ averaged over 100 draws); for ``T`` also the objective, the certified gap of the
 end point, the risk of the elementary verifier on balanced test pairs and the sparsity
 (singular values above 2% of the largest).
 
-Run:  python examples/maurer/maurer_transfer.py            (the full run: a few minutes)
+Run:  python examples/maurer/maurer_transfer.py            (the full run: about 9 CPU minutes)
       python examples/maurer/maurer_transfer.py --quick    (seconds: smaller sets, 10⁵ steps)
       python examples/maurer/maurer_transfer.py --protocol glyphs   (the paper's protocol only)
 
