@@ -45,7 +45,7 @@ def test_caption_learned_operator_transfers_to_unseen_glyphs(example, rotate, sc
     )
     assert out["ROC area input"] < 0.55  # rotation destroys the pixel similarity
     assert out["ROC area T"] > out["ROC area hPCA"] + 0.05
-    assert out["ROC area T"] > (0.95 if not scale else 0.78)
+    assert out["ROC area T"] > (0.93 if not scale else 0.75)  # here 0.979, 0.814
     assert out["1-shot error T"] < out["1-shot error hPCA"] < out["1-shot error input"]
 
 
