@@ -102,7 +102,7 @@ class SolveResult:
     -----
     ``repr(result)`` is a few lines: the status, objective, bound and certified gap, the
     solver, iterations and time, and the sizes of the matrices, history, certificate and
-    ``info``; :meth:`report` gives every field in full.
+    ``info``; ``result.report()`` gives every field in full.
     """
 
     matrix: np.ndarray | None
