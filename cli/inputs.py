@@ -213,7 +213,7 @@ def _record_split(kind, n_train, n_test, train_rows):
 
 
 def split_line(info):
-    """The report's sentence on which rows were used."""
+    """The report's sentence on which rows were used (two lines of at most 88 characters)."""
     n = info["n_train"] + info["n_test"]
     if info["kind"] == "none":
         then = "so no test error"
@@ -226,8 +226,8 @@ def split_line(info):
         else "by source item, 70/30"
     )
     return (
-        f"  rows used: {info['n_train']} of {n} rows for training (standard split: {how}; "
-        f"--split none trains on all), {info['n_test']} held out for the test errors"
+        f"  rows used: {info['n_train']} of {n} rows for training, {info['n_test']} held out "
+        f"for the test errors\n    (standard split: {how}; --split none trains on all)"
     )
 
 
