@@ -27,3 +27,15 @@ def test_a_result_without_a_bound_says_so():
     assert "lower_bound=None" in text and "certified_gap=None" in text
     assert "certificate=None" in text and "matrices=[2×2]" in text
     assert res.report().startswith("matrix = array(")
+
+
+def test_a_validation_report_prints_its_text_report():
+    from convexmetric.validation.report import ValidationReport, exact_entry, instance
+
+    iris = instance("iris", "iris (k=3, mu=0.5)", 105, 4, 22050, "hinge terms")
+    report = ValidationReport("lmnn", iris, {}, exact_entry("CLARABEL", "optimal", 197.56, 0.5, {}))
+    report.add("subgradient", SolveResult(np.eye(4), 197.57, "optimal", lower_bound=197.55))
+    text = repr(report)
+    assert text.startswith("<ValidationReport: validate lmnn on iris") and text.endswith(">")
+    assert text.count("\n") == 3 and "certified gap 1.01e-04" in text  # two lines a solver
+    assert max(len(line) for line in text.splitlines()) <= 88, text

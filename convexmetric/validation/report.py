@@ -179,6 +179,10 @@ class ValidationReport:
             "solvers": {k: dict(v) for k, v in self.solvers.items()},
         }
 
+    def __repr__(self):
+        """The text report (``lines()``); ``as_dict()`` has every number."""
+        return "\n".join([f"<ValidationReport: {self.lines()[0]}", *self.lines()[1:]]) + ">"
+
     def lines(self):
         """The human-readable report (two lines per solve)."""
         inst = self.instance
