@@ -176,7 +176,8 @@ class RangeCertificate:
             off = G - V @ (V.T @ G @ V) @ V.T
             if np.abs(off).max() > 1e-6 * max(np.abs(G).max(), 1e-300):
                 return -np.inf, -np.inf  # not certified
-            nu = min(nu, float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]) / (1.0 - mu))
+            if S.size:  # (an empty range, a block without pull: S_g = 0 there)
+                nu = min(nu, float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]) / (1.0 - mu))
         if nu >= 0.0:
             return total, nu
         lb = total / (1.0 - nu)
