@@ -124,6 +124,8 @@ class RangeCertificate:
         gj, gl = base.g[J], base.g[L]
         blocks = []
         for g, (B, G) in enumerate(zip(self.B, base.gradient(lam))):
+            if not B.shape[1]:  # an empty range (no pull: a class of one): S_g = 0 there
+                continue
             ia, ib = np.flatnonzero(gj == g), np.flatnonzero(gl == g)
             A_g = ((base.X[I[ia]] - base.X[J[ia]]) @ B).astype(np.float32)
             B_g = ((base.X[I[ib]] - base.X[L[ib]]) @ B).astype(np.float32)
