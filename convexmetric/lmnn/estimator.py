@@ -56,7 +56,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Target neighbours per point (the k nearest same-class points, Euclidean);
         metric-learn's ``n_neighbors``. The points of a class with ``m ≤ k`` members get
         ``m − 1`` target neighbours (a :class:`~convexmetric.lmnn.base.SmallClassWarning`);
-        the other points keep ``k``.
+        the other points keep ``k``. A point alone in its class has none (no pull term, no
+        hinge of its own) and is still an impostor for the other classes.
     mu : float in [0, 1], default=0.5
         Weight of the push (hinge) term.
     solver : {"subgradient", "exact"}, default="subgradient"
