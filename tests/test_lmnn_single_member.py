@@ -213,3 +213,19 @@ def test_given_targets_and_the_verifier_keep_the_rule():
     with pytest.raises(VerificationError, match="same-class points"):
         verified_targets(euclidean(X), y, 3, bad)
     assert np.array_equal(verified_targets(euclidean(X), y, 3, T), T)
+
+
+def test_multi_metric_bound_ascent_skips_the_lone_class_block():
+    """The face steps of the multi-metric bound (iris, 10 points a class, one point alone
+    in a fourth class): the lone class's block has an empty range (``P_g = 0``) and is left
+    out of the ascent, which stopped there with an IndexError before."""
+    from sklearn.datasets import load_iris
+
+    X, y = load_iris(return_X_y=True)
+    rows = np.r_[1:11, 50:60, 100:110, 0]
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    X, y = X[rows], np.r_[y[rows[:-1]], 3]
+    m, _ = _fit(MultiMetricLMNN(k=3), X, y)
+    assert m.result_.status == "optimal"
+    v = verify(m, X, y)
+    assert v.verified, v.reason
