@@ -76,8 +76,11 @@ def check_spread(X, kernel=False):
 
 
 class SmallClassWarning(UserWarning):
-    """A class has ``k`` members or fewer: its points get fewer target neighbours (a
-    class of one member none: that point is only an impostor for the other classes)."""
+    """A class has ``k`` members or fewer: its points get fewer target neighbours.
+
+    A class of one member gets none: that point is only an impostor for the other
+    classes.
+    """
 
 
 def knn_from_distances(D, y_enc, k, *, exclude=None):
