@@ -36,6 +36,7 @@ extensions = [
     "myst_parser",
     "sphinx_copybutton",
     "generated",
+    "library_figure",
     "offline_math",
     "sitecheck",
     "xref",
