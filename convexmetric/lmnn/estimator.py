@@ -33,6 +33,7 @@ from .base import LMNNBaseEstimator
 from .blocks.dask_executor import check_backend, executor_for
 from .blocks.device import DeviceExecutor, check_device
 from .blocks.local import check_lanes
+from .blocks.xp import like_input
 from .exact import solve_working_set
 from .passes import run_passes
 from .proof import applied
@@ -55,7 +56,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Target neighbours per point (the k nearest same-class points, Euclidean);
         metric-learn's ``n_neighbors``. The points of a class with ``m ≤ k`` members get
         ``m − 1`` target neighbours (a :class:`~convexmetric.lmnn.base.SmallClassWarning`);
-        the other points keep ``k``.
+        the other points keep ``k``. A point alone in its class has none (no pull term, no
+        hinge of its own) and is still an impostor for the other classes.
     mu : float in [0, 1], default=0.5
         Weight of the push (hinge) term.
     solver : {"subgradient", "exact"}, default="subgradient"
@@ -313,9 +315,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if np.any(y_enc[T] != y_enc[:, None]):
             raise ValueError("'targets' must name points of the same class as each row.")
         pad = padding(T)  # a row naming its own point: padding, no target (neighbors.py)
-        if np.any(pad.all(axis=1)):
+        if np.any(pad.all(axis=1) & (counts[y_enc] > 1)):  # (one member: no target to name)
             raise ValueError("'targets' must name at least one target neighbour per row "
-                             "(a slot naming the point itself is padding).")  # fmt: skip
+                             "of a class of two points or more (a slot naming the point "
+                             "itself is padding).")  # fmt: skip
         real = np.where(pad, -1 - np.arange(T.shape[1]), T)  # padded slots never collide
         if T.shape[1] > 1 and np.any(np.diff(np.sort(real, axis=1), axis=1) == 0):
             raise ValueError("'targets' must not list a target neighbour twice in one row.")
@@ -374,10 +377,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
 
         Returns
         -------
-        ndarray of shape (m, r)
-            The transformed points.
+        array of shape (m, r)
+            The transformed points, in ``X``'s array namespace and on its device (a
+            NumPy array for NumPy input, lists and frames; an array-API array for one,
+            as the fit accepts them).
         """
-        return self._embed(self._queries(X))
+        return like_input(self._embed(self._queries(X)), X)
 
     def _embed(self, Q):
         return Q @ self.components_.T

@@ -17,6 +17,7 @@ from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
 from . import kernel_solver as SK
 from .base import LMNNBaseEstimator, logger
+from .blocks.xp import like_input
 
 
 class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
@@ -200,10 +201,11 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
 
         Returns
         -------
-        ndarray of shape (m, n)
-            The transformed points.
+        array of shape (m, n)
+            The transformed points, in ``X``'s array namespace and on its device (as
+            :meth:`LMNN.transform <convexmetric.LMNN.transform>`).
         """
-        return self.kernel_rows(X) @ self.components_.T
+        return like_input(self.kernel_rows(X) @ self.components_.T, X)
 
     @property
     def _point_map_is_linear(self):
