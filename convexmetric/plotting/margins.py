@@ -141,7 +141,7 @@ def plot_lmnn_margin(X, y, components=None, *, point=0, k=3, title=None):
     >>> y = np.array([0, 0, 0, 1, 1])
     >>> fig = plot_lmnn_margin(X, y, [[4.0, 0.0], [0.0, 1.0]], k=2)
     >>> [ax.get_title() for ax in fig.axes]
-    ['before (Euclidean): 1 impostor', 'after (learned L): 0 impostors']
+    ['before (Euclidean): 1 impostor', 'after (learned metric): 0 impostors']
     """
     from ..neighbors import target_neighbors
 
@@ -150,7 +150,7 @@ def plot_lmnn_margin(X, y, components=None, *, point=0, k=3, title=None):
     targets = targets[targets != point]  # a small class pads its row with the point
     spaces = [("before (Euclidean)", X)]
     if components is not None:
-        spaces.append(("after (learned L)", X @ L.T))
+        spaces.append(("after (learned metric)", X @ L.T))
     fig, axes = new_figure(1, len(spaces), width=4.4, height=4.4)
     for ax, (name, Z) in zip(axes[0], spaces, strict=True):
         _panel(ax, Z, y, point, targets, name)
