@@ -142,7 +142,8 @@ def test_lmnn_margin_marks_the_impostors_of_eq_14():
     fig = plotting.plot_lmnn_margin(X, y, L, point=4, k=3, title="Fig. 1")
     before, after = (ax.get_title() for ax in fig.axes)
     assert before.startswith(f"before (Euclidean): {len(_hinge_impostors(X, y, 4, T[4]))} ")
-    assert after.startswith(f"after (learned metric): {len(_hinge_impostors(X @ L.T, y, 4, T[4]))} ")
+    n_after = len(_hinge_impostors(X @ L.T, y, 4, T[4]))
+    assert after.startswith(f"after (learned metric): {n_after} ")
     # drawn in M^(1/2) coordinates: a rotated L (the same metric) gives the same picture
     R = np.array([[0.0, -1.0], [1.0, 0.0]])
     turned = plotting.plot_lmnn_margin(X, y, R @ L, point=4, k=3)
