@@ -37,6 +37,7 @@ extensions = [
     "sphinx_copybutton",
     "generated",
     "layout",
+    "library_figure",
     "offline_math",
     "sitecheck",
     "xref",

@@ -232,6 +232,30 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
             pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=k)
         return self.classes_[pred]
 
+    def score(self, X, y, sample_weight=None):
+        """Return the kNN accuracy on ``X, y``: the fraction of rows :meth:`predict` gets right.
+
+        The vote is :meth:`predict`'s: the ``predict_k`` nearest training points under
+        the learned metric (default ``k``), a tie broken by reducing the vote's size until
+        it breaks. This is ``1 −`` the kNN test error of the paper's tables, and what
+        ``GridSearchCV`` maximises by default.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            Test points (for ``KernelLMNN(kernel="precomputed")``: their kernel rows).
+        y : array of shape (m,)
+            Their true labels.
+        sample_weight : array of shape (m,), optional
+            Weights of the rows in the mean.
+
+        Returns
+        -------
+        float
+            The (weighted) fraction of correctly classified rows, in [0, 1].
+        """
+        return super().score(X, y, sample_weight=sample_weight)
+
     def loo_error(self, k=None):
         """Compute the leave-one-out kNN error on the training data under the metric.
 

@@ -59,6 +59,16 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
     the distance in the kernel's feature space; ``get_mahalanobis_matrix`` exists for
     ``kernel="linear"`` only (``M = XᵀAX`` over the training inputs ``X``).
+
+    Examples
+    --------
+    >>> from convexmetric import KernelLMNN, datasets
+    >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+    >>> m = KernelLMNN(k=3, kernel="rbf").fit(Xtr, ytr)
+    >>> m.result_.status, m.A_.shape  # one row and column per training point
+    ('optimal', (105, 105))
+    >>> m.transform(Xte).shape  # new points through their kernel rows
+    (45, 104)
     """
 
     def __init__(

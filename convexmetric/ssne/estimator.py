@@ -120,6 +120,16 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         ``result_.info["histories"]`` hold every run.
     n_iter_ : int
         Epochs run, summed over the restarts (``result_.iterations``).
+
+    Examples
+    --------
+    >>> from convexmetric import SSNE, datasets
+    >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+    >>> m = SSNE(n_components=8, learning_rate=0.1, max_iter=300, tol=1e-2, random_state=0)
+    >>> m.fit(Xtr, ytr).result_.status  # not convex: converged, never "optimal"
+    'converged'
+    >>> m.transform(Xte).shape  # unit-norm codes
+    (45, 8)
     """
 
     def __init__(
