@@ -90,8 +90,9 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         Pairs drawn from labels (all pairs if there are fewer).
     tol : float, default=1e-5
         The documented stop (the problem is not convex, so no gap is certified): a run
-        ends when the objective changes by less than ``tol`` (relative) for 5 epochs in
-        a row. A run that reaches its share of ``max_iter`` first ends with status
+        ends (status "converged") when its best objective has not improved by more
+        than ``tol`` (relative) for 5 epochs in a row: a plateau, not a stationary
+        point. A run that reaches its share of ``max_iter`` first ends with status
         "iteration_limit" and a ``ConvergenceWarning``.
     time_limit : float or None
         Seconds for the whole fit (all restarts together; a restart that would start
