@@ -5,6 +5,7 @@ Each test names the page and the sentence it checks; the gallery scripts are loa
 """
 
 import importlib.util
+import itertools
 import warnings
 from pathlib import Path
 
@@ -33,7 +34,7 @@ def _example(folder, name):
 
 
 def test_lmnn_table1_unstandardised_wine_lmnn_cuts_the_euclidean_error():
-    """"On unstandardised wine (the paper's inputs) Euclidean 3-NN errs on about a
+    """Claim: "On unstandardised wine (the paper's inputs) Euclidean 3-NN errs on about a
     quarter of the test points and LMNN cuts that several-fold; the exact and the
     large-scale solver reach the same eq. (14) energy"."""
     e0, e1, (exact, large) = _example("lmnn", "lmnn_table1").errors("wine", 2, scale=False)
@@ -58,7 +59,7 @@ def _p10(example, X, y, r, trace_every=1000):
 
 
 def test_aroma_learns_faster_than_oasis(aroma_quick):
-    """"AROMA is ahead of OASIS early in training (P@10 traced on fold 0)"."""
+    """Claim: "AROMA is ahead of OASIS early in training (P@10 traced on fold 0)"."""
     example, X, y = aroma_quick
     _, trace = _p10(example, X, y, 1.0, trace_every=600)
     early = {name: rows[0][2] for name, rows in trace.items()}  # after 600 rounds
@@ -66,7 +67,7 @@ def test_aroma_learns_faster_than_oasis(aroma_quick):
 
 
 def test_aroma_f_variant_is_sensitive_to_r_here(aroma_quick):
-    """"d-AROMA's P@10 barely moves from r = 1 to r = 0.01; f-AROMA's falls towards the
+    """Claim: "d-AROMA's P@10 barely moves from r = 1 to r = 0.01; f-AROMA's falls towards the
     identity's" (the paper reports robustness to r; aroma.rst says where ours differs)."""
     example, X, y = aroma_quick
     at1, _ = _p10(example, X, y, 1.0)
@@ -80,14 +81,14 @@ def test_aroma_f_variant_is_sensitive_to_r_here(aroma_quick):
 
 
 def test_ssne_objective_falls_along_the_scale_free_valley():
-    """"Eq. (3) need not have a minimiser": the objective at t·W falls as t -> 0 while the
+    """Claim: "Eq. (3) need not have a minimiser": the objective at t·W falls as t -> 0 while the
     loss part stays, and jumps up at W = 0 itself."""
     Xtr, _, ytr, _ = datasets.load_split("iris")
     m = SSNE(random_state=0).fit(Xtr, ytr)
     I, J, s = label_pairs(ytr)
     lam = m.loss_weight / len(I)
     values = [objective(Xtr, I, J, s, t * m.W_, lam) for t in (1.0, 0.5, 0.1, 0.01, 1e-4)]
-    assert all(a > b for a, b in zip(values, values[1:]))
+    assert all(a > b for a, b in itertools.pairwise(values))
     norm = np.sqrt((m.W_**2).sum(axis=0)).sum()
     assert abs((values[0] - norm) - values[-1]) < 0.05 * values[-1]  # the loss part stays
     assert objective(Xtr, I, J, s, 0 * m.W_, lam) > 2 * values[0]
@@ -105,7 +106,7 @@ def test_solve_ssne_default_iris_converges_and_says_why_no_gain():
 
 
 def test_ssne_table1_wine_above_scaled_euclidean():
-    """"On wine SSNE lands above the scaled Euclidean baseline" (one 2-fold repeat)."""
+    """Claim: "On wine SSNE lands above the scaled Euclidean baseline" (one 2-fold repeat)."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)  # counted, never raised
         cols, chosen = _example("ssne", "ssne_table1").run("wine", 1, [100.0], with_lmnn=False)

@@ -87,7 +87,8 @@ def main(argv=None):
         theirs = f"{paper[0]:13.2f} {paper[1]:12.2f}" if paper else f"{'—':>13s} {'—':>12s}"
         print(
             f"{name:14s} {100 * e0.mean():6.2f} ± {100 * e0.std():4.2f} "
-            f"{100 * e1.mean():6.2f} ± {100 * e1.std():4.2f} {theirs}   {energies[0]:.4f} / {energies[1]:.4f}"
+            f"{100 * e1.mean():6.2f} ± {100 * e1.std():4.2f} {theirs}   "
+            f"{energies[0]:.4f} / {energies[1]:.4f}"
         )
         means[name] = {"Euclidean 3-NN": e0.mean(), "LMNN 3-NN": e1.mean()}
         stds[name] = {"Euclidean 3-NN": e0.std(), "LMNN 3-NN": e1.std()}
