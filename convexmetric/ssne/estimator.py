@@ -24,7 +24,10 @@ two-class wdbc.
 
 >>> from convexmetric import datasets
 >>> X, y = datasets.load("iris"); X = (X - X.mean(0)) / X.std(0)
->>> Z = SSNE(n_components=8, max_iter=5, random_state=0).fit(X, y).transform(X)
+>>> m = SSNE(n_components=8, random_state=0).fit(X, y)
+>>> m.result_.status
+'converged'
+>>> Z = m.transform(X)
 >>> Z.shape, bool(np.allclose(np.linalg.norm(Z, axis=1), 1.0))
 ((150, 8), True)
 """
@@ -90,8 +93,9 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         Pairs drawn from labels (all pairs if there are fewer).
     tol : float, default=1e-5
         The documented stop (the problem is not convex, so no gap is certified): a run
-        ends when the objective changes by less than ``tol`` (relative) for 5 epochs in
-        a row. A run that reaches its share of ``max_iter`` first ends with status
+        ends (status "converged") when its best objective has not improved by more
+        than ``tol`` (relative) for 5 epochs in a row: a plateau, not a stationary
+        point. A run that reaches its share of ``max_iter`` first ends with status
         "iteration_limit" and a ``ConvergenceWarning``.
     time_limit : float or None
         Seconds for the whole fit (all restarts together; a restart that would start
