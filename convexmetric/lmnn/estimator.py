@@ -70,11 +70,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
         Seconds for the whole fit (the target neighbours and every pass); the best
-        iterate so far is returned with
-        status ``"user_limit"`` and its exact objective. Long steps (full checks,
-        streaming passes, the certificate's ascent) check it between their blocks, so
-        the fit ends within about one evaluation (one full check at the best point of
-        the subgradient phase) of the limit.
+        iterate so far is returned with status ``"user_limit"`` and its exact objective.
+        Long steps (full checks, streaming passes, the certificate's ascent) check it
+        between their blocks, so the fit ends within about one evaluation (one full
+        check at the best point of the subgradient phase) of the limit.
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
     predict_k : int or None
@@ -106,7 +105,6 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         change the result.
     verbose : {0, 1}, default=0
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
-
     memory_limit : int or None, default=2**31
         Bytes of working memory for the large-scale solver, beyond the data's share
         (about 200 bytes per listed triplet, 2 GiB about 11 million triplets). When the
@@ -117,11 +115,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         ``X`` and its projections and the solver's d × d state
         (``convexmetric.lmnn.blocks.data.data_share``: 16 arrays of n × (d + k)
         doubles, 48 of d × d, 0.5 MiB). A limit below the smallest plan (a block of 8
-        rows against all n, ``least_budget`` there, per
-        ``n_jobs`` lane) is refused. ``None``: no bound. The default is fixed rather than read
-        from the machine's free memory: the mode and block sizes, and with them the
-        iterates, then do not depend on the machine or its load (a certified result is
-        within ``tol`` of the optimum in either mode).
+        rows against all n, ``least_budget`` there, per ``n_jobs`` lane) is refused.
+        ``None``: no bound. The default is fixed rather than read from the machine's
+        free memory: the mode and block sizes, and with them the iterates, then do not
+        depend on the machine or its load (a certified result is within ``tol`` of the
+        optimum in either mode).
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
