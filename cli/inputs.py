@@ -152,6 +152,7 @@ def load_xy(dataset, features, labels, *, split=True):
     if mode == "none":
         _record_split("none", X.shape[0], 0, None)
         return _record_standardisation(X).transform(X), y, None, None, name
+    _check_stratifiable(y)
     Xtr, Xte, ytr, yte = datasets.split(X, y)
     train_rows = datasets.split(np.arange(X.shape[0])[:, None], y, scale=False)[0][:, 0]
     _record_standardisation(datasets.split(X, y, scale=False)[0])
@@ -159,20 +160,52 @@ def load_xy(dataset, features, labels, *, split=True):
     return Xtr, ytr, Xte, yte, name
 
 
+def _check_stratifiable(y):
+    """``--split stratified`` puts rows of every label in both parts: two rows each."""
+    classes, counts = np.unique(y, return_counts=True)
+    if counts.min() < 2:
+        label = classes[np.argmin(counts)]
+        label = label.item() if isinstance(label, np.generic) else label
+        raise ValueError(
+            f"label {label!r} has a single row: --split stratified needs two rows of every "
+            "label (one for each part); give --split none to train on every row (a label "
+            "of one row is then an impostor for the others, with no target neighbour)."
+        )
+
+
 def check_label_counts(y_train, k):
-    """Every label needs ``k + 1`` training rows (``k`` target neighbours of its own);
-    the message speaks of the user's labels as they wrote them and of ``--k``."""
+    """Labels of ``k`` training rows or fewer give their rows fewer target neighbours (one
+    row: none, an impostor for the other labels only), as the library does: said on
+    stderr in the user's words (of their labels and ``--k``), in place of the library's
+    ``SmallClassWarning``. Refused when no label has two rows (no target at all)."""
     classes, counts = np.unique(y_train, return_counts=True)
     if counts.min() > k:
         return
-    label = classes[np.argmin(counts)]
-    label = label.item() if isinstance(label, np.generic) else label
     split = (command_state() or {}).get("split", {})
     where = " in the training part (--split stratified)" if split.get("n_test") else ""
-    raise ValueError(
-        f"label {label!r} has {counts.min()} rows{where}; with --k {k} every label needs at "
-        f"least {k + 1} (lower --k, or give more rows of that label)."
-    )
+    if counts.max() < 2:
+        raise ValueError(
+            f"every label has a single row{where}: no row has a target neighbour (a row of "
+            "its own label), so LMNN has nothing to learn; give at least two rows of a label."
+        )
+    for label, m in zip(classes[counts <= k], counts[counts <= k]):
+        label = label.item() if isinstance(label, np.generic) else label
+        gets = (
+            "no target neighbour (it is an impostor for the other labels only)"
+            if m == 1
+            else f"{m - 1} target neighbour{'s' if m > 2 else ''} instead of {k}"
+        )
+        rows = "1 row" if m == 1 else f"{m} rows"
+        click.echo(
+            f"Note: label {label!r} has {rows}{where}; with --k {k} "
+            f"{'it gets' if m == 1 else 'its rows get'} {gets}.",
+            err=True,
+        )
+    import warnings
+
+    from ..lmnn.base import SmallClassWarning
+
+    warnings.filterwarnings("ignore", category=SmallClassWarning)  # (said above)
 
 
 def _load_files(features, labels):
@@ -213,7 +246,7 @@ def _record_split(kind, n_train, n_test, train_rows):
 
 
 def split_line(info):
-    """The report's sentence on which rows were used."""
+    """The report's sentence on which rows were used (two lines of at most 88 characters)."""
     n = info["n_train"] + info["n_test"]
     if info["kind"] == "none":
         then = "so no test error"
@@ -226,8 +259,8 @@ def split_line(info):
         else "by source item, 70/30"
     )
     return (
-        f"  rows used: {info['n_train']} of {n} rows for training (standard split: {how}; "
-        f"--split none trains on all), {info['n_test']} held out for the test errors"
+        f"  rows used: {info['n_train']} of {n} rows for training, {info['n_test']} held out "
+        f"for the test errors\n    (standard split: {how}; --split none trains on all)"
     )
 
 

@@ -11,6 +11,7 @@ thin commands over :func:`convexmetric.validate` (:mod:`.validate`).
 from __future__ import annotations
 
 import importlib
+import textwrap
 import warnings
 
 import click
@@ -83,7 +84,10 @@ def datasets_cmd(as_json):
         click.echo(json.dumps(info))
     else:
         for name, text in info.items():
-            click.echo(f"{name:16s} {text}")
+            lines = textwrap.wrap(text, 88 - 17, break_on_hyphens=False) or [""]
+            click.echo(f"{name:16s} {lines[0]}")
+            for line in lines[1:]:
+                click.echo(" " * 17 + line)
 
 
 for _cmd in importlib.import_module(".apply", __package__).COMMANDS:

@@ -40,6 +40,12 @@ Methods: ``fit``, ``transform``, ``get_mahalanobis_matrix`` (a copy), ``get_metr
 snapshot), ``pair_distance``, ``pair_score``, ``score_pairs`` (metric-learn's deprecated
 name of ``pair_distance``, with its FutureWarning), and ``components_``, ``n_iter_``.
 The fitted :class:`convexmetric.LMNN` is ``lmnn_`` (its ``result_`` holds the certificate).
+``transform`` returns the input's array namespace (array-API input, array-API output).
+
+Small classes train as in metric-learn: a point of a class of ``m ≤ n_neighbors``
+members has the ``m − 1`` others as target neighbours, and a point alone in its class
+none (it is still an impostor for the other classes), with a
+:class:`~convexmetric.lmnn.base.SmallClassWarning`.
 """
 
 from __future__ import annotations

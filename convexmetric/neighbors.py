@@ -33,7 +33,9 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
     are broken by index, nearest first.
 
     **Padding.** A point of a class with ``m ≤ k`` members has the ``m − 1`` others as
-    targets, and its last ``k − m + 1`` slots *pad* the row with the point itself. Every
+    targets, and its last ``k − m + 1`` slots *pad* the row with the point itself (a
+    class of one point: the whole row; it has no target, and is an impostor ``l`` for
+    the points of the other classes all the same). Every
     ``(n, k)`` target array of LMNN may hold ``targets[i, q] = i``: that slot is no
     target. Its pull term ``‖x_i − x_i‖²`` is zero by itself; its hinge terms must never
     be counted, so wherever a target distance enters a hinge argument ``1 + D(i, j) −
@@ -45,7 +47,7 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
     X : ndarray of shape (n_samples, n_features)
         The points (finite).
     y : ndarray of shape (n_samples,)
-        Class labels; every class needs at least two members.
+        Class labels (a class of one member gets no target: its row is padding).
     k : int
         Target neighbours per point.
     block_size : int, default=512
@@ -62,11 +64,6 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
     ndarray of shape (n_samples, k)
         The targets' row indices, nearest first (padded rows as above).
 
-    Raises
-    ------
-    ValueError
-        If a class has a single member.
-
     Examples
     --------
     >>> X = np.array([[0.], [1.], [3.], [10.], [11.], [13.]]); y = np.array([0, 0, 0, 1, 1, 1])
@@ -74,21 +71,18 @@ def target_neighbors(X, y, k, *, block_size=DEFAULT_BLOCK, screen=None, threads=
     [1, 0, 1, 4, 3, 4]
     >>> target_neighbors(X[:5], y[:5], 2).tolist()  # class 1 has two members: one target
     [[1, 2], [0, 2], [1, 0], [4, 3], [3, 4]]
+    >>> target_neighbors(X[:4], y[:4], 2).tolist()  # class 1 has one member: no target
+    [[1, 2], [0, 2], [1, 0], [3, 3]]
     """
     n = X.shape[0]
     out = np.empty((n, k), dtype=np.int64)
     X = at_unit_scale(X)  # the same order of distances, and a float32 screen that holds them
     for c in np.unique(y):
         idx = np.flatnonzero(y == c)
-        if len(idx) < 2:
-            c = c.item() if hasattr(c, "item") else c
-            raise ValueError(
-                f"class {c!r} of 'y' has a single member: it has no target neighbour "
-                "(every class needs at least two points)."
-            )
         kc = min(k, len(idx) - 1)
         out[idx, kc:] = idx[:, None]  # padding: the point itself (no target)
-        out[idx, :kc] = idx[_class_targets(X[idx], kc, block_size, screen, threads)]
+        if kc:  # a class of one point: its row is all padding
+            out[idx, :kc] = idx[_class_targets(X[idx], kc, block_size, screen, threads)]
     return out
 
 

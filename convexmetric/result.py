@@ -12,7 +12,7 @@ Maurer's SGD) use words that claim no optimality: ``"converged"``, ``"completed"
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -97,6 +97,12 @@ class SolveResult:
     success : bool
         Whether the run finished with a usable point (:data:`ACCEPTABLE`: every word but
         "user_limit" and the failures).
+
+    Notes
+    -----
+    ``repr(result)`` is a few lines: the status, objective, bound and certified gap, the
+    solver, iterations and time, and the sizes of the matrices, history, certificate and
+    ``info``; ``result.report()`` gives every field in full.
     """
 
     matrix: np.ndarray | None
@@ -141,6 +147,30 @@ class SolveResult:
     def success(self) -> bool:
         return self.status in ACCEPTABLE
 
+    def __repr__(self) -> str:
+        gap = self.certified_gap if self.lower_bound is not None else None
+        lines = [
+            f"status={self.status!r}, objective={_num(self.objective)}, "
+            f"certified_gap={_num(gap, '.2e')}",
+            f"lower_bound={_num(self.lower_bound)}, solver={self.solver!r}",
+            f"iterations={self.iterations}, seconds={_num(self.seconds, '.3g')}, "
+            f"matrices={_shapes(self.matrices)}, history={len(self.history)} values",
+            f"certificate={_certificate(self.certificate)}, info={len(self.info)} keys",
+        ]
+        return "SolveResult(" + ",\n            ".join(lines) + ")"
+
+    def report(self) -> str:
+        """Every field in full (``repr`` shows a summary).
+
+        Returns
+        -------
+        str
+            One line per field, ``name = value``, and one per entry of ``info``.
+        """
+        out = [f"{f.name} = {getattr(self, f.name)!r}" for f in fields(self) if f.name != "info"]
+        out += [f"info[{k!r}] = {v!r}" for k, v in self.info.items()]
+        return "\n".join(out)
+
     def summary(self) -> dict:
         """Summarise the result for JSON (no matrices).
 
@@ -162,6 +192,21 @@ class SolveResult:
             out["gap"] = self.gap
             out["certified_gap"] = self.certified_gap
         return out
+
+
+def _num(value, spec=".10g"):
+    return "None" if value is None else format(float(value), spec)
+
+
+def _shapes(matrices):
+    shapes = ["×".join(map(str, np.shape(m))) for m in matrices]
+    return "[" + ", ".join(shapes) + "]"
+
+
+def _certificate(certificate):
+    if not certificate:
+        return "None"
+    return f"{certificate.get('kind')!r} ({len(certificate)} entries)"
 
 
 def certified_status(objective, lower_bound, tol, stopped=None, zero_value=0.0) -> str:

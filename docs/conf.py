@@ -36,6 +36,8 @@ extensions = [
     "myst_parser",
     "sphinx_copybutton",
     "generated",
+    "layout",
+    "library_figure",
     "offline_math",
     "sitecheck",
     "xref",

@@ -4,8 +4,9 @@
 terminated by a NUL byte on file descriptors 3 and 4), opens pages of the built site
 from ``file://`` URLs with every host name unresolvable, and reports what a reader's
 browser would: console errors, failed loads, uncaught exceptions, and how many
-formulas MathJax typeset. ``python tests/site_browser.py OUT`` takes the screenshots of
-the site's main pages at desktop width and at 400 px.
+formulas MathJax typeset; ``Browser.layout()`` measures the page's columns and finds
+wide blocks cut off. ``python tests/site_browser.py OUT`` takes the screenshots of the
+site's main pages at desktop width and at 400 px, and of single blocks (``SHOTS``).
 
 The browser is found from ``CONVEXMETRIC_CHROMIUM`` (a path), else ``chromium``,
 ``chromium-browser`` or ``google-chrome`` on the PATH (Debian: ``apt-get install
@@ -172,14 +173,97 @@ class Browser:
         with open(path, "wb") as fh:
             fh.write(base64.b64decode(data))
 
+    def layout(self):
+        """The open page's layout: the content column's width (``article``), whether each
+        side column is shown and how many links the left one holds, and the wide blocks:
+        ``cut`` (display maths, code or output wider than its box and not scrolling, or
+        starting before its box's left edge: cut off), ``scrolls`` (wider, scrolling in
+        its box) and ``console_scrolls`` (command output that scrolls, not wrapping).
+        Each block as ``[what, % of its width in view, its first characters]``."""
+        return self.evaluate(_LAYOUT)
+
+    def clip(self, path, selector, index=0, width=1280, mobile=False, margin=16):
+        """A PNG of the ``index``-th element matching ``selector`` (and ``margin`` pixels
+        around it) at a window ``width`` pixels wide; ``False`` when there is none. The
+        window is as tall as the page, so nothing moves between measuring and taking."""
+        height = min(int(self.evaluate("document.documentElement.scrollHeight") or 900), 12000)
+        self.send(
+            "Emulation.setDeviceMetricsOverride", session=True, width=width, height=height,
+            deviceScaleFactor=1, mobile=mobile,
+        )  # fmt: skip
+        time.sleep(0.3)
+        box = self.evaluate(_BOX % (json.dumps(selector), index, margin))
+        if not box:
+            return False
+        data = self.send(
+            "Page.captureScreenshot", session=True, format="png", clip={**box, "scale": 1}
+        )["data"]
+        with open(path, "wb") as fh:
+            fh.write(base64.b64decode(data))
+        return True
+
+
+_LAYOUT = """(() => {
+  const shown = e => e && getComputedStyle(e).display !== 'none'
+    && getComputedStyle(e).visibility !== 'hidden' && e.getBoundingClientRect().width > 0;
+  const primary = document.querySelector('.bd-sidebar-primary');
+  const secondary = document.querySelector('.bd-sidebar-secondary');
+  const article = document.querySelector('article.bd-article') || document.body;
+  const blocks = [...document.querySelectorAll(
+    'div.math, div.math > mjx-container, div.highlight pre, pre.literal-block')];
+  const wide = blocks.filter(e => e.scrollWidth > e.clientWidth + 1);
+  const scrolls = e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowX);
+  // content that starts before the box's left edge cannot be scrolled to: cut off
+  const before = e => e.scrollLeft === 0 && [...e.children].some(
+    c => c.getBoundingClientRect().left < e.getBoundingClientRect().left - 1);
+  const row = e => [
+    e.tagName.toLowerCase() + '.' + (e.className || e.parentNode.parentNode.className),
+    Math.round(100 * e.clientWidth / e.scrollWidth), e.textContent.trim().slice(0, 40)];
+  return {
+    article: Math.round(article.getBoundingClientRect().width),
+    primary: Boolean(shown(primary)),
+    primary_links: primary ? primary.querySelectorAll('nav.bd-docs-nav a').length : 0,
+    secondary: Boolean(shown(secondary)),
+    cut: [...wide.filter(e => !scrolls(e)), ...blocks.filter(before)].map(row),
+    scrolls: wide.filter(scrolls).map(row),
+    console_scrolls: wide.filter(e => e.closest('div.highlight-console')).map(row),
+  };
+})()"""
+
+_BOX = """(() => {
+  const e = document.querySelectorAll(%s)[%d], m = %d;
+  if (!e) return null;
+  window.scrollTo({left: 0, top: 0, behavior: 'instant'});
+  const r = e.getBoundingClientRect();
+  return {x: Math.max(0, r.left - m), y: Math.max(0, r.top - m),
+          width: Math.min(r.width + 2 * m, document.documentElement.clientWidth),
+          height: r.height + 2 * m};
+})()"""
 
 PAGES = {
     "index": "index.html",
+    "getting-started": "getting_started.html",
     "guide-lmnn": "guide/lmnn.html",
     "guide-poe": "guide/poe.html",
+    "guide-maurer": "guide/maurer.html",
     "cli": "cli.html",
+    "architecture": "architecture.html",
     "gallery-lmnn-zebra": "auto_examples/lmnn/lmnn_zebra.html",
+    "gallery-maurer-transfer": "auto_examples/maurer/maurer_transfer.html",
+    "gallery-poe-taxonomy": "auto_examples/poe/poe_taxonomy.html",
+    "gallery-poe-graph-noise": "auto_examples/poe/poe_graph_noise.html",
 }
+
+#: single blocks: name -> (page, CSS selector, which match)
+SHOTS = {
+    "lmnn-eq14": ("guide/lmnn.html", "div.math", 0),
+    "lmnn-sdp": ("guide/lmnn.html", "div.math", 1),
+    "validate-text": ("tutorials/validate.html", "div.highlight-console", 0),
+    "validate-json": ("tutorials/validate.html", "div.highlight-console", 1),
+    "validate-no-exact": ("tutorials/validate.html", "div.highlight-console", 2),
+}
+
+WIDTHS = (("desktop", 1280, False), ("400px", 400, True))
 
 
 def main(argv=None):
@@ -192,11 +276,17 @@ def main(argv=None):
     os.makedirs(out, exist_ok=True)
     with Browser(executable) as browser:
         for name, page in PAGES.items():
-            for label, width, mobile in (("desktop", 1280, False), ("400px", 400, True)):
+            for label, width, mobile in WIDTHS:
                 report = browser.open("file://" + os.path.join(site, page), width, 900, mobile)
+                report.update(browser.layout())
                 path = os.path.join(out, f"{name}-{label}.png")
                 browser.screenshot(path, width, mobile)
-                print(path, report)
+                print(path, json.dumps(report, ensure_ascii=False))
+        for name, (page, selector, index) in SHOTS.items():
+            for label, width, mobile in WIDTHS:
+                browser.open("file://" + os.path.join(site, page), width, 900, mobile)
+                path = os.path.join(out, f"{name}-{label}.png")
+                print(path, browser.clip(path, selector, index, width, mobile))
 
 
 if __name__ == "__main__":

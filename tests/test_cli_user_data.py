@@ -138,13 +138,23 @@ def test_transform_reports_every_row(files, int_model, tmp_path):
 
 def test_small_class_message_speaks_of_the_users_labels_and_k(files, tmp_path):
     y = NAMES[files["y"]].copy()
-    y[:147] = "setosa"
-    y[147:] = "rare"  # 3 rows: not enough for k = 3
+    y[:146] = "setosa"
+    y[146:149] = "rare"  # 3 rows: two target neighbours at k = 3
+    y[149] = "alone"  # 1 row: no target neighbour, an impostor only (issue 65)
     labels = write_csv(tmp_path / "y.csv", y, ["species"])
     res = run("solve", "lmnn", "--features", files["features"], "--labels", labels)
+    assert res.exit_code == 0, res.stderr
+    assert "label 'rare' has 3 rows; with --k 3 its rows get 2 target neighbours" in res.stderr
+    assert "label 'alone' has 1 row; with --k 3 it gets no target neighbour" in res.stderr
+    assert "of 'y'" not in res.stderr and "SmallClassWarning" not in res.stderr  # (library's)
+    res = run("solve", "lmnn", "--features", files["features"], "--labels", labels,
+              "--split", "stratified")  # fmt: skip
     assert res.exit_code == 1
-    assert "label 'rare' has 3 rows; with --k 3 every label needs at least 4" in res.stderr
-    assert "'y'" not in res.stderr and "class" not in res.stderr
+    assert "label 'alone' has a single row: --split stratified needs two rows" in res.stderr
+    labels = write_csv(tmp_path / "y1.csv", [f"c{i}" for i in range(150)], ["species"])
+    res = run("solve", "lmnn", "--features", files["features"], "--labels", labels)
+    assert res.exit_code == 1
+    assert "every label has a single row: no row has a target neighbour" in res.stderr
 
 
 def test_missing_cell_names_file_row_and_column(files, tmp_path):

@@ -211,7 +211,7 @@ BAD = [
     ({"X": [[0.0, np.nan]] * 8}, "NaN"),
     ({"X": [[0.0, np.inf]] * 8}, "infinity"),
     ({"y": [0, 1] * 3}, "'y' has 6 labels but 'X' has 8 rows"),
-    ({"y": [0] * 7 + [1]}, "class 1 of 'y' has a single member"),
+    ({"y": list(range(8))}, "no class of 'y' has two members"),
     ({"y": [0] * 8}, "single class"),
     ({"k": 0}, "The 'k' parameter of LMNN must be an int in the range"),
     ({"mu": 1.5}, r"The 'mu' parameter of LMNN must be a float in the range \[0.0, 1.0\]"),

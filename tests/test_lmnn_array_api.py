@@ -233,3 +233,24 @@ def test_target_neighbours_screened_on_a_device_are_the_hosts(device):
     with pytest.warns(Warning):  # the small class, then max_iter
         m.fit(X, y)
     assert np.array_equal(m.targets_, target_neighbors(X, y, 3))
+
+
+@pytest.mark.parametrize("device", [_available("array_api_strict")])
+def test_transform_returns_the_inputs_namespace(device):
+    """``transform`` of an array-API array is one of its namespace (the fit accepts them
+    and stays there); NumPy arrays and lists give NumPy arrays (issue 65)."""
+    import array_api_strict as xps
+
+    from convexmetric import KernelLMNN
+    from convexmetric.metric_learn import LMNN as MetricLearnLMNN
+
+    X, y = _data(n=40, d=3)[:2]
+    Xs = xps.asarray(X)
+    for est in (LMNN(k=2), KernelLMNN(k=2), MetricLearnLMNN(n_neighbors=2)):
+        est.fit(Xs, xps.asarray(y))
+        Z = est.transform(Xs)
+        assert isinstance(Z, type(Xs)) and Z.dtype == xps.float64
+        assert isinstance(est.transform(X), np.ndarray)
+        assert isinstance(est.transform(X.tolist()), np.ndarray)
+        np.testing.assert_allclose(np.asarray(Z), est.transform(X), rtol=1e-12)
+        assert isinstance(est.fit_transform(Xs, xps.asarray(y)), type(Xs))

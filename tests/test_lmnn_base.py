@@ -39,10 +39,13 @@ def test_a_small_class_takes_fewer_target_neighbours_with_a_warning(cls):
 
 
 @pytest.mark.parametrize("cls", THREE)
-def test_a_class_of_one_point_is_refused(cls):
+def test_a_class_of_one_point_has_no_target_and_only_classes_of_one_are_refused(cls):
     X, y = _small_class()
-    with pytest.raises(ValueError, match="class 2 of 'y' has a single member"):
-        cls(k=1).fit(X[:17], y[:17])
+    with pytest.warns(SmallClassWarning, match="class 2 of 'y' has a single member: it has"):
+        m = cls(k=1).fit(X[:17], y[:17])
+    assert m.targets_[16].tolist() == [16]  # padding only (tests/test_lmnn_single_member.py)
+    with pytest.raises(ValueError, match="no class of 'y' has two members"):
+        cls(k=1).fit(X[[0, 8, 16]], y[[0, 8, 16]])
 
 
 @pytest.mark.parametrize("cls", THREE)

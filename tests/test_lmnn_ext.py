@@ -302,6 +302,22 @@ def test_kernel_large_scale_certified(per_class, gamma):
     assert abs(res.objective - ws.objective) <= (1e-4 + acc) * ws.objective
 
 
+def test_kernel_exact_reports_the_proven_bound():
+    """Two separable rbf clouds (optimum ≈ 3.5e-12): the working set's own multiplier
+    bound, 5.7e-11, lay above the objective (a conic solver's duals are accurate to its
+    tolerance only) and the fit raised CertificateError; the reported bound is now the
+    one the verifier proves, and the fit certifies and verifies."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(size=(8, 2)), rng.normal(size=(8, 2)) + 1.5])
+    y = np.repeat([0, 1], 8)
+    m = KernelLMNN(solver="exact").fit(X, y)
+    res = m.result_
+    assert res.status == "optimal" and res.lower_bound <= res.objective
+    from convexmetric import verify
+
+    assert verify(m, X, y).verified
+
+
 def test_kernel_out_of_sample_and_precomputed():
     X, y = small(6)
     m = KernelLMNN(k=2, kernel="rbf", max_iter=200).fit(X, y)

@@ -200,5 +200,7 @@ def test_given_targets_may_be_padded():
 
 def test_a_class_of_one_member_has_no_target():
     X, y = ragged()
-    with pytest.raises(ValueError, match="class 2 of 'y' has a single member"):
-        target_neighbors(X[:21], y[:21], 3)
+    T = target_neighbors(X[:21], y[:21], 3)  # class 2 keeps one point: a row of padding
+    assert T[20].tolist() == [20, 20, 20] and target_counts(T).tolist() == [3] * 20 + [0]
+    with pytest.raises(ValueError, match="no class of 'y' has two members"):
+        LMNN(k=3).fit(X[[0, 10, 20]], y[[0, 10, 20]])

@@ -122,6 +122,80 @@ def test_roc_precision_and_bars():
     assert isinstance(fig, Figure)
 
 
+def _hinge_impostors(Z, y, i, targets):
+    """Points of other classes with a positive hinge of eq. (14) for some target of ``i``."""
+    d2 = ((Z - Z[i]) ** 2).sum(1)
+    return {l for l in range(len(y)) for j in targets if y[l] != y[i] and 1 + d2[j] - d2[l] > 0}
+
+
+def test_lmnn_margin_marks_the_impostors_of_eq_14():
+    from convexmetric.neighbors import target_neighbors
+    from convexmetric.plotting.margins import neighborhood
+
+    rng = np.random.default_rng(3)
+    X, y = rng.normal(size=(30, 2)), np.arange(30) % 3
+    L = np.array([[2.0, 0.5], [0.0, 0.3]])
+    T = target_neighbors(X, y, 3)
+    for i in range(30):
+        for Z in (X, X @ L.T):
+            assert set(neighborhood(Z, y, i, T[i])[1]) == _hinge_impostors(Z, y, i, T[i])
+    fig = plotting.plot_lmnn_margin(X, y, L, point=4, k=3, title="Fig. 1")
+    before, after = (ax.get_title() for ax in fig.axes)
+    assert before.startswith(f"before (Euclidean): {len(_hinge_impostors(X, y, 4, T[4]))} ")
+    n_after = len(_hinge_impostors(X @ L.T, y, 4, T[4]))
+    assert after.startswith(f"after (learned metric): {n_after} ")
+    # drawn in M^(1/2) coordinates: a rotated L (the same metric) gives the same picture
+    R = np.array([[0.0, -1.0], [1.0, 0.0]])
+    turned = plotting.plot_lmnn_margin(X, y, R @ L, point=4, k=3)
+    assert [ax.get_title() for ax in turned.axes] == [before, after]
+    assert np.allclose(turned.axes[1].get_xlim(), fig.axes[1].get_xlim())
+    assert len(plotting.plot_lmnn_margin(X, y, point=4).axes) == 1  # input panel only
+
+
+def test_lmnn_guide_figure_shows_what_its_caption_says():
+    """The guide's Fig. 1 snippet (docs/guide/lmnn.rst, ``library-figure``) runs without a
+    warning, and its caption's claims hold: the learned metric shrinks the noisy second
+    axis, and the drawn point has impostors before learning and fewer after."""
+    import re
+
+    page = os.path.join(os.path.dirname(__file__), os.pardir, "docs", "guide", "lmnn.rst")
+    with open(page, encoding="utf-8") as fh:
+        text = fh.read()
+    block = re.search(r"\.\. library-figure:: lmnn_margin\.png\n(.*?)\n(?=\S)", text, re.S)
+    code = "\n".join(
+        line[3:]
+        for line in block.group(1).splitlines()
+        if line.startswith("   ")
+        and not line.lstrip().startswith(":")
+        and not line.startswith("      ")
+    )
+    namespace = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        exec(code, namespace)
+    m, fig = namespace["m"], namespace["fig"]
+    assert m.result_.status == "optimal"
+    M = m.metric_
+    assert M[1, 1] < 0.1 * M[0, 0]  # the noisy axis is shrunk
+    counts = [int(ax.get_title().split(": ")[1].split()[0]) for ax in fig.axes]
+    assert counts[0] >= 3 and counts[1] < counts[0], counts
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        ({"X": np.zeros((5, 3))}, "'X'"),
+        ({"point": 9}, "'point'"),
+        ({"components": np.eye(3)}, "'components'"),
+        ({"y": np.array([0, 1, 1, 1, 1])}, "alone in its class"),
+    ],
+)
+def test_lmnn_margin_names_bad_input(kwargs, name):
+    args = {"X": np.arange(10.0).reshape(5, 2), "y": np.array([0, 0, 1, 1, 1])} | kwargs
+    with pytest.raises(ValueError, match=name):
+        plotting.plot_lmnn_margin(args.pop("X"), args.pop("y"), **args)
+
+
 def test_project_2d_is_deterministic_and_keeps_2d():
     X, _ = _xy(d=4)
     np.testing.assert_array_equal(plotting.project_2d(X[:, :2]), X[:, :2])

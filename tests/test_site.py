@@ -115,6 +115,9 @@ def test_the_gallery_scraper_keeps_file_names(tmp_path):
         ("<p>(convexmetric.taxonomy.DIGIT_TAXONOMY)</p>", "stale module"),
         ("<p><em>(The docstring of convexmetric.lmnn.solver.)</em></p>", "pasted docstring"),
         ('<script src="https://cdn.jsdelivr.net/mathjax.js"></script>', "network"),
+        ("<p>Measured on 2026-11-27 (a slower hour)</p>", "date"),
+        ("<p>see the closing note of issue 7</p>", "issue number"),
+        ("<p>the scale test of the LMNN scale issue</p>", "issue number"),
     ],
 )
 def test_the_page_checks_find_each_defect(html, what):
@@ -125,7 +128,8 @@ def test_the_page_checks_find_each_defect(html, what):
 def test_the_page_checks_pass_clean_pages():
     html = (
         "<p>run <code>convexmetric solve lmnn --features X.csv</code>; eq. 2–4, 3–5 s;"
-        " convexmetric.datasets.taxonomy</p><pre>``literal`` in code --json</pre>"
+        " convexmetric.datasets.taxonomy; Weinberger &amp; Saul (2009), issue of JMLR</p>"
+        "<pre>``literal`` in code --json</pre>"
         '<script src="_static/mathjax/tex-svg-full.js"></script>'
     )
     assert sitecheck.problems(html) == []

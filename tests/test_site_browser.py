@@ -2,7 +2,10 @@
 a user-guide page and the command-line page from ``docs/_build/html`` and finds the
 maths typeset (MathJax, bundled with the site), no console error, no failed load, a
 copy button on every code block, and every wide block (display maths, code, output)
-scrolling inside its box rather than being cut off.
+scrolling inside its box rather than being cut off. The layout: at 1280 px the text
+has the page's width (at least 900 px where there is no "On this page" column, and no
+empty navigation column), LMNN's eq. (14) and SDP fit whole, and command output wraps
+(every column of a report in view) at 1280 and at 400 px.
 
 Skipped, with the reason, where no Chromium is installed (``apt-get install chromium``,
 or ``CONVEXMETRIC_CHROMIUM=/path/to/chromium``) or where the site has not been built
@@ -68,3 +71,55 @@ def test_the_check_sees_untypeset_maths_and_errors(browser, tmp_path):
     assert report["formulas"] == 1 and report["typeset"] == 0
     assert any("boom" in e for e in report["errors"])
     assert any("failed to load" in e for e in report["errors"])  # no network
+
+
+LAYOUT_PAGES = [
+    "index.html",
+    "getting_started.html",
+    "concepts.html",
+    "guide/index.html",
+    "guide/lmnn.html",
+    "tutorials/validate.html",
+    "cli.html",
+    "architecture.html",
+]
+
+
+@pytest.mark.parametrize("page", LAYOUT_PAGES)
+@pytest.mark.parametrize("width", [1280, 400])
+def test_the_content_has_the_width(browser, page, width):
+    browser.open("file://" + os.path.join(SITE, page), width=width, mobile=width < 600)
+    layout = browser.layout()
+    print(page, width, layout)
+    assert layout["cut"] == [], layout["cut"]  # wide maths and code scroll in their box
+    assert layout["console_scrolls"] == [], layout["console_scrolls"]  # output wraps
+    if width == 1280:
+        assert layout["primary_links"] > 0 or not layout["primary"], layout  # none empty
+        assert layout["article"] >= (760 if layout["secondary"] else 900), layout
+    if page == "guide/lmnn.html" and width == 1280:  # eq. (14) and the SDP fit whole
+        maths = [b for b in layout["scrolls"] if b[0].startswith(("div.math", "mjx-"))]
+        assert maths == [], layout
+
+
+def test_the_layout_check_sees_a_cut_off_block_and_a_narrow_column(browser, tmp_path):
+    """A narrow column with an empty navigation, formulas cut off on the right and on the
+    left (a row laid out from the right: what MathJax's box did when it stopped
+    scrolling), and output that scrolls: each is reported."""
+    page = tmp_path / "narrow.html"
+    long = "x" * 400
+    page.write_text(
+        '<html><body><div class="bd-sidebar-primary" style="width:600px">'
+        '<nav class="bd-docs-nav"></nav></div>'
+        '<article class="bd-article" style="width:600px">'
+        f'<div class="math" style="overflow:hidden;white-space:nowrap">{long}</div>'
+        '<div class="math" style="display:flex;flex-direction:row-reverse;width:100px">'
+        f"<span>{long}</span></div>"
+        '<div class="highlight-console"><div class="highlight">'
+        f'<pre style="overflow-x:auto">{long}</pre></div></div></article></body></html>',
+        encoding="utf-8",
+    )
+    browser.open(page.as_uri())
+    layout = browser.layout()
+    assert layout["article"] == 600 and layout["primary"] and layout["primary_links"] == 0
+    assert [b[0] for b in layout["cut"]] == ["div.math", "div.math"]  # right, left
+    assert len(layout["console_scrolls"]) == 1

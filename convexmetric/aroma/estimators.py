@@ -65,6 +65,16 @@ class DiagonalAROMA(_AROMA):
     n_iter_ : int, rounds so far (``n_rounds_``)
     average_loss_ : float
     result_ : SolveResult
+
+    Examples
+    --------
+    >>> from convexmetric import DiagonalAROMA, datasets
+    >>> X, y = datasets.bag_of_features(n_samples=200, random_state=0)
+    >>> m = DiagonalAROMA(r=1.0, max_iter=2000, random_state=0).fit(X, y)
+    >>> m.result_.status, m.W_.shape  # online: no optimum to certify
+    ('completed', (1000, 1000))
+    >>> round(m.score(X, y, k=5), 3)  # precision@5, every item a query
+    0.997
     """
 
     _solver = "d-AROMA"
@@ -88,6 +98,16 @@ class FactoredAROMA(_AROMA):
     ----------
     r, max_iter, mistake_driven, random_state, verbose : float, int, bool, int, {0, 1}
         As in :class:`DiagonalAROMA`.
+
+    Examples
+    --------
+    >>> from convexmetric import FactoredAROMA, datasets
+    >>> X, y = datasets.bag_of_features(n_samples=200, n_features=100, random_state=0)
+    >>> m = FactoredAROMA(max_iter=2000, random_state=0).fit(X, y)
+    >>> m.result_.status, m.W_.shape
+    ('completed', (100, 100))
+    >>> m.rank(X[0], X[1:6]).shape  # the five candidates, most similar first
+    (5,)
     """
 
     _solver = "f-AROMA"
@@ -118,6 +138,14 @@ class OASIS(_OnlineBilinear):
         ``W₀ = I`` (OASIS's choice; the m×n identity when m ≠ n) or ``W₀ = 0``.
     max_iter, mistake_driven, random_state, verbose : int, bool, int or None, {0, 1}
         As in :class:`DiagonalAROMA`.
+
+    Examples
+    --------
+    >>> from convexmetric import OASIS, datasets
+    >>> X, y = datasets.bag_of_features(n_samples=200, random_state=0)
+    >>> m = OASIS(max_iter=2000, random_state=0).fit(X, y)
+    >>> m.result_.status, round(m.score(X, y, k=5), 3)  # precision@5
+    ('completed', 0.88)
     """
 
     _solver = "OASIS"

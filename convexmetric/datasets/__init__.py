@@ -217,7 +217,7 @@ REGISTRY["circles"] = (
 )
 REGISTRY["overlapping"] = (
     lambda random_state=0: overlapping_classes(random_state=random_state),
-    "overlapping Gaussian classes of the LMNN scale issue: 20000 × 20, 10 classes (generated)",
+    "overlapping Gaussian classes, LMNN's scale test: 20000 × 20, 10 classes (generated)",
 )
 REGISTRY["augmented_digits"] = (
     lambda random_state=0: augmented_digits(random_state=random_state)[:2],

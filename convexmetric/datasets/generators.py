@@ -277,7 +277,7 @@ def concentric_circles(
 
 
 def overlapping_classes(n=20000, d=20, n_classes=10, *, random_state=0):
-    """Heavily overlapping Gaussian classes, the scale test of the LMNN scale issue.
+    """Heavily overlapping Gaussian classes: a scale test of LMNN (many points, hard classes).
 
     Class centres are drawn from ``N(0, 2²)`` in ``d`` dimensions; every feature gets a
     noise scale drawn uniformly in ``[0.5, 2]`` (shared by all classes), and each point

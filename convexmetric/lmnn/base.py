@@ -21,7 +21,10 @@ the target sets may differ in size. A point of a class with ``m ≤ k`` members 
 stays the number of target slots per row, and ``targets_`` pads the short rows with the
 point itself (:func:`convexmetric.neighbors.target_neighbors`; a padded slot is no
 target: zero pull, no hinge term). A class of one point has no target neighbour at all
-and is refused.
+(its row is all padding: no pull term, no triplet ``(i, j, l)`` with it as ``i``), and
+is still an impostor ``l`` for every point of the other classes, as in eq. (14), where
+``l`` runs over all points of other classes. Only data where no class has two members
+(no term at all) are refused.
 """
 
 from __future__ import annotations
@@ -73,7 +76,11 @@ def check_spread(X, kernel=False):
 
 
 class SmallClassWarning(UserWarning):
-    """A class has ``k`` members or fewer: its points get fewer target neighbours."""
+    """A class has ``k`` members or fewer: its points get fewer target neighbours.
+
+    A class of one member gets none: that point is only an impostor for the other
+    classes.
+    """
 
 
 def knn_from_distances(D, y_enc, k, *, exclude=None):
@@ -87,24 +94,23 @@ def knn_from_distances(D, y_enc, k, *, exclude=None):
 
 def targets_k(k, counts, classes, owner):
     """The target slots per row (``k``) for class sizes ``counts``; a class of ``m ≤ k``
-    members gets ``m − 1`` targets, with a :class:`SmallClassWarning` (module docstring);
-    a class of one member is refused."""
+    members gets ``m − 1`` targets (none for one member), with a
+    :class:`SmallClassWarning` (module docstring). ValueError naming ``y`` when no class
+    has two members: eq. (14) then has no target, hence no term."""
 
     def name(c):
         c = classes[c]
         return c.item() if hasattr(c, "item") else c
 
-    single = np.flatnonzero(counts < 2)
-    if len(single):
+    if counts.max(initial=0) < 2:
         raise ValueError(
-            f"class {name(single[0])!r} of 'y' has a single member: it has no target "
-            f"neighbour. {owner} needs at least two points in every class."
+            f"no class of 'y' has two members: no point has a target neighbour, so eq. (14) "
+            f"has no term. {owner} needs at least one class of two points or more (and "
+            "another class for its impostors)."
         )
     small = np.flatnonzero(counts <= k)
     if len(small):
-        each = "; ".join(f"class {name(c)!r} of 'y' has {counts[c]} members, fewer than "
-                         f"k + 1 = {k + 1}: its points get {counts[c] - 1} target "
-                         f"neighbour{'s' if counts[c] > 2 else ''}" for c in small)  # fmt: skip
+        each = "; ".join(_small_class_note(name(c), int(counts[c]), k) for c in small)
         warnings.warn(
             f"{owner}: {each}. Every other point keeps k={k} (eq. (14) sums over each "
             "point's own targets).",
@@ -112,6 +118,20 @@ def targets_k(k, counts, classes, owner):
             stacklevel=3,
         )
     return k
+
+
+def _small_class_note(c, m, k):
+    """What :func:`targets_k` says of class ``c`` with ``m ≤ k`` members."""
+    if m == 1:
+        return (
+            f"class {c!r} of 'y' has a single member: it has no target neighbour (no "
+            "pull term, no triplet of its own) and is an impostor for the other classes"
+        )
+    s = "s" if m > 2 else ""
+    return (
+        f"class {c!r} of 'y' has {m} members, fewer than k + 1 = {k + 1}: its points "
+        f"get {m - 1} target neighbour{s}"
+    )
 
 
 class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
@@ -211,6 +231,30 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
             train = (self._train_embedding(), self._y)
             pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=k)
         return self.classes_[pred]
+
+    def score(self, X, y, sample_weight=None):
+        """Return the kNN accuracy on ``X, y``: the fraction of rows :meth:`predict` gets right.
+
+        The vote is :meth:`predict`'s: the ``predict_k`` nearest training points under
+        the learned metric (default ``k``), a tie broken by reducing the vote's size until
+        it breaks. This is ``1 −`` the kNN test error of the paper's tables, and what
+        ``GridSearchCV`` maximises by default.
+
+        Parameters
+        ----------
+        X : array of shape (m, d)
+            Test points (for ``KernelLMNN(kernel="precomputed")``: their kernel rows).
+        y : array of shape (m,)
+            Their true labels.
+        sample_weight : array of shape (m,), optional
+            Weights of the rows in the mean.
+
+        Returns
+        -------
+        float
+            The (weighted) fraction of correctly classified rows, in [0, 1].
+        """
+        return super().score(X, y, sample_weight=sample_weight)
 
     def loo_error(self, k=None):
         """Compute the leave-one-out kNN error on the training data under the metric.

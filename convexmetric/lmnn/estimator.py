@@ -33,6 +33,7 @@ from .base import LMNNBaseEstimator
 from .blocks.dask_executor import check_backend, executor_for
 from .blocks.device import DeviceExecutor, check_device
 from .blocks.local import check_lanes
+from .blocks.xp import like_input
 from .exact import solve_working_set
 from .passes import run_passes
 from .proof import applied
@@ -55,7 +56,8 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Target neighbours per point (the k nearest same-class points, Euclidean);
         metric-learn's ``n_neighbors``. The points of a class with ``m ≤ k`` members get
         ``m − 1`` target neighbours (a :class:`~convexmetric.lmnn.base.SmallClassWarning`);
-        the other points keep ``k``.
+        the other points keep ``k``. A point alone in its class has none (no pull term, no
+        hinge of its own) and is still an impostor for the other classes.
     mu : float in [0, 1], default=0.5
         Weight of the push (hinge) term.
     solver : {"subgradient", "exact"}, default="subgradient"
@@ -68,11 +70,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Run the refinement stage after the subgradient phase (``solver="subgradient"``).
     time_limit : float or None
         Seconds for the whole fit (the target neighbours and every pass); the best
-        iterate so far is returned with
-        status ``"user_limit"`` and its exact objective. Long steps (full checks,
-        streaming passes, the certificate's ascent) check it between their blocks, so
-        the fit ends within about one evaluation (one full check at the best point of
-        the subgradient phase) of the limit.
+        iterate so far is returned with status ``"user_limit"`` and its exact objective.
+        Long steps (full checks, streaming passes, the certificate's ascent) check it
+        between their blocks, so the fit ends within about one evaluation (one full
+        check at the best point of the subgradient phase) of the limit.
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
     predict_k : int or None
@@ -104,7 +105,6 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         change the result.
     verbose : {0, 1}, default=0
         1: log the solver's progress and a summary (INFO, logger ``convexmetric.lmnn``).
-
     memory_limit : int or None, default=2**31
         Bytes of working memory for the large-scale solver, beyond the data's share
         (about 200 bytes per listed triplet, 2 GiB about 11 million triplets). When the
@@ -115,11 +115,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         ``X`` and its projections and the solver's d × d state
         (``convexmetric.lmnn.blocks.data.data_share``: 16 arrays of n × (d + k)
         doubles, 48 of d × d, 0.5 MiB). A limit below the smallest plan (a block of 8
-        rows against all n, ``least_budget`` there, per
-        ``n_jobs`` lane) is refused. ``None``: no bound. The default is fixed rather than read
-        from the machine's free memory: the mode and block sizes, and with them the
-        iterates, then do not depend on the machine or its load (a certified result is
-        within ``tol`` of the optimum in either mode).
+        rows against all n, ``least_budget`` there, per ``n_jobs`` lane) is refused.
+        ``None``: no bound. The default is fixed rather than read from the machine's
+        free memory: the mode and block sizes, and with them the iterates, then do not
+        depend on the machine or its load (a certified result is within ``tol`` of the
+        optimum in either mode).
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
@@ -168,6 +168,18 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     classes_ : ndarray
     X_fit_, y_fit_ : ndarray, the training points and their class indices into
         ``classes_`` (what :meth:`predict` and saved models read)
+
+    Examples
+    --------
+    >>> from convexmetric import LMNN, datasets
+    >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+    >>> m = LMNN(k=3).fit(Xtr, ytr)
+    >>> m.result_.status  # the certified gap is within tol
+    'optimal'
+    >>> m.transform(Xte).shape  # x -> Lx: Euclidean distances there are the metric's
+    (45, 4)
+    >>> round(m.score(Xte, yte), 3)  # 3-NN accuracy under the learned metric
+    0.978
     """
 
     def __init__(
@@ -301,9 +313,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if np.any(y_enc[T] != y_enc[:, None]):
             raise ValueError("'targets' must name points of the same class as each row.")
         pad = padding(T)  # a row naming its own point: padding, no target (neighbors.py)
-        if np.any(pad.all(axis=1)):
+        if np.any(pad.all(axis=1) & (counts[y_enc] > 1)):  # (one member: no target to name)
             raise ValueError("'targets' must name at least one target neighbour per row "
-                             "(a slot naming the point itself is padding).")  # fmt: skip
+                             "of a class of two points or more (a slot naming the point "
+                             "itself is padding).")  # fmt: skip
         real = np.where(pad, -1 - np.arange(T.shape[1]), T)  # padded slots never collide
         if T.shape[1] > 1 and np.any(np.diff(np.sort(real, axis=1), axis=1) == 0):
             raise ValueError("'targets' must not list a target neighbour twice in one row.")
@@ -362,10 +375,12 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
 
         Returns
         -------
-        ndarray of shape (m, r)
-            The transformed points.
+        array of shape (m, r)
+            The transformed points, in ``X``'s array namespace and on its device (a
+            NumPy array for NumPy input, lists and frames; an array-API array for one,
+            as the fit accepts them).
         """
-        return self._embed(self._queries(X))
+        return like_input(self._embed(self._queries(X)), X)
 
     def _embed(self, Q):
         return Q @ self.components_.T

@@ -15,7 +15,9 @@ nonnegative terms), and at the end it equals the full objective. The reported bo
 not the conic solver's number but the one its hinge multipliers prove: the last SDP's
 duals ``λ/μ ∈ [0, 1]`` of the working-set terms are a dual point of the full eq. (14)
 (every other term's multiplier 0), evaluated by :class:`.certificate.DualCertificate`
-and carried as ``result.certificate`` (kind ``"lmnn"``) for the verifier.
+and carried as ``result.certificate`` (kind ``"lmnn"``) for the verifier, which proves
+the reported bound and the status it allows (:func:`.proof.prove`: the multipliers'
+bound with its rounding; the conic solver's duals are accurate only to its tolerance).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from ..problems import lmnn as P
 from ..problems.common import psd_value, solve_problem
 from ..result import SolveResult
 from .certificate import DualCertificate
+from .proof import prove
+from .solver import LMNNSettings
 
 
 def _keys(n, I, J, L):
@@ -95,7 +99,7 @@ def solve_working_set(
     cert = DualCertificate(X, P.pull_matrix(X, targets), mu)
     lower = cert.certified(*trip, duals, F=history[-1])
     lower = float(lower) if np.isfinite(lower) else None
-    return SolveResult(
+    res = SolveResult(
         matrix=M,
         objective=history[-1],
         status=status,
@@ -107,6 +111,7 @@ def solve_working_set(
         info={"working_set": len(keys), "active": int(np.count_nonzero(h > tol))},
         certificate=_certificate(cert, n),
     )
+    return prove(res, X, y, targets, mu, LMNNSettings.tol)  # the bound the verifier proves
 
 
 def _duals(problem, mu, m):

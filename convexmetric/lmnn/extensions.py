@@ -88,6 +88,16 @@ class MultiMetricLMNN(LMNNBaseEstimator):
     single_ : LMNN
         The single-metric :class:`~convexmetric.LMNN` used as the start (fitted
         with ``tol=max(tol, 1e-2)``).
+
+    Examples
+    --------
+    >>> from convexmetric import MultiMetricLMNN, datasets
+    >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+    >>> m = MultiMetricLMNN(k=3).fit(Xtr, ytr)  # one metric per class
+    >>> m.result_.status, m.metrics_.shape
+    ('optimal', (3, 4, 4))
+    >>> round(m.score(Xte, yte), 3)
+    0.978
     """
 
     def __init__(

@@ -17,6 +17,7 @@ from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
 from . import kernel_solver as SK
 from .base import LMNNBaseEstimator, logger
+from .blocks.xp import like_input
 
 
 class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
@@ -58,6 +59,16 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     ``pair_distance``, ``pair_score`` and ``get_metric`` (metric-learn's interface) use
     the distance in the kernel's feature space; ``get_mahalanobis_matrix`` exists for
     ``kernel="linear"`` only (``M = XᵀAX`` over the training inputs ``X``).
+
+    Examples
+    --------
+    >>> from convexmetric import KernelLMNN, datasets
+    >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+    >>> m = KernelLMNN(k=3, kernel="rbf").fit(Xtr, ytr)
+    >>> m.result_.status, m.A_.shape  # one row and column per training point
+    ('optimal', (105, 105))
+    >>> m.transform(Xte).shape  # new points through their kernel rows
+    (45, 104)
     """
 
     def __init__(
@@ -190,10 +201,11 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
 
         Returns
         -------
-        ndarray of shape (m, n)
-            The transformed points.
+        array of shape (m, n)
+            The transformed points, in ``X``'s array namespace and on its device (as
+            :meth:`LMNN.transform <convexmetric.LMNN.transform>`).
         """
-        return self.kernel_rows(X) @ self.components_.T
+        return like_input(self.kernel_rows(X) @ self.components_.T, X)
 
     @property
     def _point_map_is_linear(self):

@@ -14,6 +14,7 @@ from ._base import INSTALL_HINT, project_2d, save_figure
 from .convergence import plot_convergence
 from .curves import pair_roc, plot_bars, plot_precision_at_k, plot_roc
 from .embeddings import plot_embeddings, plot_local_metrics, plot_taxonomy_embedding
+from .margins import plot_lmnn_margin
 
 __all__ = [
     "INSTALL_HINT",
@@ -21,6 +22,7 @@ __all__ = [
     "plot_bars",
     "plot_convergence",
     "plot_embeddings",
+    "plot_lmnn_margin",
     "plot_local_metrics",
     "plot_precision_at_k",
     "plot_roc",

@@ -100,6 +100,19 @@ class POE(MahalanobisMixin, _POEBase):
     metric-learn's ``get_mahalanobis_matrix``, ``get_metric``, ``pair_distance`` and
     ``pair_score`` apply (``M = W`` for LPOE, ``M = X_fitᵀ W X_fit`` for the linear
     kernel); the last three work through ``transform`` for every kernel.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convexmetric import POE
+    >>> from convexmetric.comparisons import Comparisons
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [1.0, 3.0]])
+    >>> C = Comparisons(i=[0, 2, 0], j=[1, 3, 1], k=[0, 1, 2], l=[2, 3, 3])  # d(i,j) < d(k,l)
+    >>> m = POE(beta=10.0).fit(C, X)
+    >>> m.result_.status, m.transform(X).shape
+    ('optimal', (4, 1))
+    >>> round(m.score(C, X), 3)  # GAUC: the share of the comparisons the embedding keeps
+    0.667
     """
 
     _name = "POE"

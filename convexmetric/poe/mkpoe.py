@@ -33,6 +33,18 @@ class MKPOE(OutputNamesMixin, _POEBase):
         regulariser, i.e. of the embedding's energy, carried by each kernel)
     embedding_ : ndarray, the training items embedded
     objective_, result_, n_iter_
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from convexmetric import MKPOE
+    >>> from convexmetric.comparisons import Comparisons
+    >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [1.0, 3.0]])
+    >>> C = Comparisons(i=[0, 2, 0], j=[1, 3, 1], k=[0, 1, 2], l=[2, 3, 3])
+    >>> K = [X @ X.T, np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))]  # two kernels
+    >>> m = MKPOE(beta=10.0).fit(C, K)
+    >>> m.result_.status, m.transform(K).shape, m.score(C, K)  # GAUC of the comparisons
+    ('optimal', (4, 2), 1.0)
     """
 
     _name = "MKPOE"

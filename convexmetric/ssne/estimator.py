@@ -20,11 +20,14 @@ default) for the others. Why 0 and not −1: C unit vectors can have mutual dot
 product −1 only when C = 2 (the least achievable common value is −1/(C−1)), so a −1
 target is unreachable for three classes or more, while 0 (orthogonal classes) is
 reachable once M ≥ C. On the data of Table 1, 0 was also as good or better for the
-two-class wdbc (see the closing note of issue 7).
+two-class wdbc.
 
 >>> from convexmetric import datasets
 >>> X, y = datasets.load("iris"); X = (X - X.mean(0)) / X.std(0)
->>> Z = SSNE(n_components=8, max_iter=5, random_state=0).fit(X, y).transform(X)
+>>> m = SSNE(n_components=8, random_state=0).fit(X, y)
+>>> m.result_.status
+'converged'
+>>> Z = m.transform(X)
 >>> Z.shape, bool(np.allclose(np.linalg.norm(Z, axis=1), 1.0))
 ((150, 8), True)
 """
@@ -90,8 +93,9 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         Pairs drawn from labels (all pairs if there are fewer).
     tol : float, default=1e-5
         The documented stop (the problem is not convex, so no gap is certified): a run
-        ends when the objective changes by less than ``tol`` (relative) for 5 epochs in
-        a row. A run that reaches its share of ``max_iter`` first ends with status
+        ends (status "converged") when its best objective has not improved by more
+        than ``tol`` (relative) for 5 epochs in a row: a plateau, not a stationary
+        point. A run that reaches its share of ``max_iter`` first ends with status
         "iteration_limit" and a ``ConvergenceWarning``.
     time_limit : float or None
         Seconds for the whole fit (all restarts together; a restart that would start
@@ -120,6 +124,16 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         ``result_.info["histories"]`` hold every run.
     n_iter_ : int
         Epochs run, summed over the restarts (``result_.iterations``).
+
+    Examples
+    --------
+    >>> from convexmetric import SSNE, datasets
+    >>> Xtr, Xte, ytr, yte = datasets.load_split("iris")
+    >>> m = SSNE(n_components=8, learning_rate=0.1, max_iter=300, tol=1e-2, random_state=0)
+    >>> m.fit(Xtr, ytr).result_.status  # not convex: converged, never "optimal"
+    'converged'
+    >>> m.transform(Xte).shape  # unit-norm codes
+    (45, 8)
     """
 
     def __init__(

@@ -123,8 +123,8 @@ class SSNESettings:
     n_blocks: int = 1  #: column blocks visited in turn on every minibatch (1: all at once)
     learning_rate: float = 0.5
     decay: float = 0.05
-    tol: float = 1e-5  #: relative objective change between epochs that ends the run
-    patience: int = 5  #: epochs in a row below ``tol``
+    tol: float = 1e-5  #: least relative improvement of the best objective that counts
+    patience: int = 5  #: epochs in a row without such an improvement end the run
     time_limit: float | None = None
     callback: object = None  #: callback(epoch, objective, step) -> True stops
 
@@ -137,6 +137,14 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
     gradient step on the minibatch loss (scaled to the whole sum) and group
     soft-thresholding of its columns. The objective is evaluated on all pairs after
     every epoch (``history``); the best iterate is returned.
+
+    The stop (status ``"converged"``): ``patience`` epochs in a row in which the best
+    objective did not improve by more than ``tol`` (relative), the rule of
+    scikit-learn's ``SGDClassifier`` (``n_iter_no_change``). A rule on the change
+    between consecutive epochs cannot fire here: near ``W = 0`` the embedding is
+    nearly scale-free (tanh is linear there and ``H`` divides the scale out), the
+    gradient of the loss grows like ``1/‖W‖`` and the epoch-to-epoch objective moves
+    by a few per cent however long the run.
 
     Returns a :class:`~convexmetric.result.SolveResult` with ``matrix = W``.
 
@@ -173,15 +181,15 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
                 W[:, cols] = group_soft_threshold(W[:, cols] - (eta / len(batch)) * g, eta * scale)
         f_new = full(W)
         history.append(f_new)
+        quiet = quiet + 1 if f_new > best_f - st.tol * max(1.0, abs(best_f)) else 0
         if f_new < best_f:
             best_f, best_W = f_new, W.copy()
-        quiet = quiet + 1 if abs(f - f_new) <= st.tol * max(1.0, abs(f)) else 0
         f = f_new
         notify(epoch, f)
         if st.callback is not None and st.callback(epoch, f, eta):
             status = "user_limit"
             break
-        if quiet >= st.patience:  # the plateau rule: no optimality claimed (not convex)
+        if quiet >= st.patience:  # no new best: a plateau, no optimality claimed (not convex)
             status = "converged"
             break
         if st.time_limit is not None and time.perf_counter() - t0 > st.time_limit:

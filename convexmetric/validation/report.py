@@ -179,21 +179,28 @@ class ValidationReport:
             "solvers": {k: dict(v) for k, v in self.solvers.items()},
         }
 
+    def __repr__(self):
+        """The text report (``lines()``); ``as_dict()`` has every number."""
+        return "\n".join([f"<ValidationReport: {self.lines()[0]}", *self.lines()[1:]]) + ">"
+
     def lines(self):
-        """The human-readable report (one line per solve)."""
+        """The human-readable report (two lines per solve)."""
         inst = self.instance
         out = [f"validate {self.paper} on {inst['description']}: {inst['n_terms']} {inst['terms']}"]
         if self.exact is None:
             out.append(
-                "  exact solve skipped: no CVXPY reference; the gaps below are certified by "
-                "each solver's own dual lower bound"
+                "  exact solve skipped: no CVXPY reference; the gaps below are certified\n"
+                "    by each solver's own dual lower bound"
             )
         else:
             e = self.exact
-            out.append(
+            head = (
                 f"  exact ({e['solver']}): objective {e['objective']:.10g}, status "
-                f"{e['status']}, {e['seconds']:.2f} s" + _measures(e["measures"])
+                f"{e['status']}, {e['seconds']:.2f} s"
             )
+            measures = _measures(e["measures"], ", ")
+            fits = len(head + measures) <= WIDTH
+            out.append(head + (measures if fits else _measures(e["measures"], "\n    ")))
         out += [solver_line(name, entry) for name, entry in self.solvers.items()]
         return out
 
@@ -204,23 +211,32 @@ def _plain(v):
     return v if isinstance(v, (str, int, float, bool, type(None), list)) else repr(v)
 
 
-def _measures(m):
-    return "".join(f", {k} {v:.6g}" for k, v in m.items() if v is not None)
+#: the width the text report's lines keep to (a terminal's, and the site's code blocks)
+WIDTH = 88
+
+
+def _measures(m, first=", "):
+    shown = [f"{k} {v:.6g}" for k, v in m.items() if v is not None]
+    return first + ", ".join(shown) if shown else ""
 
 
 def solver_line(name, entry):
-    """One line of text for a solver entry."""
-    parts = [f"  {name}: objective {entry['objective']:.10g}, status {entry['status']}"]
-    parts.append(f"{entry['seconds']:.2f} s")
+    """The text of a solver entry: two lines (what it returned; how close it is to the
+    exact optimum and its own certificate), each short enough for a terminal."""
+    first = (
+        f"  {name}: objective {entry['objective']:.10g}, status {entry['status']}, "
+        f"{entry['seconds']:.2f} s"
+    )
+    parts = []
     if entry["gap_to_exact"] is not None:
         parts.append(f"gap to exact {entry['gap_to_exact']:.2e}")
     if entry["certified_gap"] is None:
         parts.append("no certificate")
     else:
         parts.append(
-            f"lower bound {entry['lower_bound']:.10g} (certified gap {entry['certified_gap']:.2e})"
+            f"lower bound {entry['lower_bound']:.10g}, certified gap {entry['certified_gap']:.2e}"
         )
-    return ", ".join(parts) + _measures(entry["measures"])
+    return first + "\n    " + "; ".join(parts) + _measures(entry["measures"], "; ")
 
 
 __all__ = [

@@ -71,13 +71,15 @@ def same_copy(name, M, L):
 def targets(rows_dist, y, k, T, given=False):
     """The target neighbours of eq. (14): ``T`` checked to be, for each point, ``min(k,
     class size − 1)`` distinct same-class points other than itself (padding: the point
-    itself) that are the nearest up to the rounding of their distances (``rows_dist(rows,
-    cols) -> (D, E)``: computed squared distances and rigorous bounds on their errors).
+    itself; the point of a class of one has none) that are the nearest up to the
+    rounding of their distances (``rows_dist(rows, cols) -> (D, E)``: computed squared
+    distances and rigorous bounds on their errors).
     ``given``: the user's own targets (checked for shape and class only)."""
     n = len(y)
     classes, counts = np.unique(y, return_counts=True)
-    if counts.min() < 2:
-        raise VerificationError("a class has a single point: it has no target neighbour.")
+    if counts.max() < 2:
+        raise VerificationError("no class has two points: no point has a target neighbour.")
+    alone = (counts == 1)[np.searchsorted(classes, y)]  # one member: a row of padding only
     T = np.asarray(T)
     ok = T.shape == (n, k) and np.issubdtype(T.dtype, np.integer)
     if not ok or T.min(initial=0) < 0 or T.max(initial=0) >= n:
@@ -85,9 +87,10 @@ def targets(rows_dist, y, k, T, given=False):
     pad = T == np.arange(n)[:, None]  # i itself: padding, no target
     distinct = np.where(pad, -1 - np.arange(k), T)
     dup = k > 1 and np.any(np.diff(np.sort(distinct, axis=1), axis=1) == 0)
-    if np.any(y[T] != y[:, None]) or dup or np.any(pad.all(axis=1)):
+    if np.any(y[T] != y[:, None]) or dup or np.any(pad.all(axis=1) & ~alone):
         raise VerificationError("targets must be distinct same-class points other than i "
-                                "(i itself: padding), at least one per row.")  # fmt: skip
+                                "(i itself: padding), at least one per row of a class of "
+                                "two points or more.")  # fmt: skip
     if given:
         return T
     own = np.minimum(k, counts - 1)[np.searchsorted(classes, y)]  # min(k, class − 1)

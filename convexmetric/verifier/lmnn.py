@@ -29,7 +29,8 @@ inequality per cluster, ``ν`` the least.
   in the input distance (pass 1), in the previous pass's learned distance (``n_passes >
   1``, §5.1: that pass is stored with the model and verified first, in turn), or the
   user's own targets given to :func:`~convexmetric.verify` as to ``fit``; a class of
-  ``m ≤ k`` points gives its points the ``m − 1`` others (padding: the point itself);
+  ``m ≤ k`` points gives its points the ``m − 1`` others (padding: the point itself;
+  a class of one point gives it none: it enters eq. (14) only as an impostor ``l``);
 * the clusters (``MultiMetricLMNN``): the classes with ``n_clusters=None``, else checked
   to be a k-means partition (:func:`._problem14.clusters`);
 * the kernel (``KernelLMNN``): recomputed from ``X`` and the parameters. The objective

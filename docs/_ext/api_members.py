@@ -16,11 +16,12 @@ _ONLINE = [
 ]
 
 MEMBERS = {
-    "LMNN": ["fit", "transform", "predict", "energy_predict", "loo_error",
+    "LMNN": ["fit", "transform", "predict", "score", "energy_predict", "loo_error",
              "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
-    "KernelLMNN": ["fit", "transform", "predict", "energy_predict", "loo_error", "kernel_rows",
+    "KernelLMNN": ["fit", "transform", "predict", "score", "energy_predict", "loo_error",
+                   "kernel_rows",
                    "get_mahalanobis_matrix", "get_metric", "pair_distance", "pair_score"],
-    "MultiMetricLMNN": ["fit", "predict", "energy_predict", "distances", "loo_error"],
+    "MultiMetricLMNN": ["fit", "predict", "score", "energy_predict", "distances", "loo_error"],
     "POE": ["fit", "transform", "score", "get_mahalanobis_matrix", "get_metric",
             "pair_distance", "pair_score"],
     "MKPOE": ["fit", "transform", "score"],

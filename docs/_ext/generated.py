@@ -2,13 +2,15 @@
 
 ``.. command-output:: validate lmnn --dataset wine`` runs a ``convexmetric`` command
 in-process (click's test runner) and shows what it printed; a failing command fails the
-build. Timings differ from run to run. With ``:plot: NAME.png`` the command also gets
+build. Timings differ from run to run. A ``--json`` report is shown indented (the
+command prints it on one line). With ``:plot: NAME.png`` the command also gets
 ``--plot`` into ``docs/_generated/NAME.png`` and the figure is shown below the output.
 
 ``.. status-words::`` prints the table of status words from
 ``convexmetric.result.STATUS_MESSAGES``.
 """
 
+import json
 import os
 import shlex
 from typing import ClassVar
@@ -42,12 +44,20 @@ class CommandOutput(SphinxDirective):
                 f"`convexmetric {self.arguments[0]}` exited with status {result.exit_code}:\n"
                 f"{result.output}{result.exception!r}"
             )
-        text = f"$ convexmetric {self.arguments[0]}\n{result.output.rstrip()}"
+        text = f"$ convexmetric {self.arguments[0]}\n{_readable(args, result.output).rstrip()}"
         block = nodes.literal_block(text, text)
         block["language"] = "console"
         if not plot:
             return [block]
         return [block, nodes.image(uri=f"/_generated/{plot}", alt=self.arguments[0])]
+
+
+def _readable(args, output):
+    """A ``--json`` report indented for the page (the command prints one line: the
+    same object, which is what a script reads)."""
+    if "--json" not in args:
+        return output
+    return json.dumps(json.loads(output), indent=2, ensure_ascii=False)
 
 
 class StatusWords(SphinxDirective):

@@ -11,6 +11,8 @@ literal, left out; the pages of highlighted source, ``_modules/``, skipped):
 * a build folder (``/tmp/...``) printed by an example;
 * names that no longer exist (``DESIGN.md``, ``convexmetric.lmnn_extensions``,
   ``convexmetric.taxonomy``) and pasted-docstring notes;
+* a project diary: a calendar date (``2026-11-27``) or an issue number (``issue 7``,
+  "the LMNN scale issue") in a page's text: history belongs in the changelog;
 * a script or style sheet loaded from the network: the site must work offline.
 """
 
@@ -27,6 +29,8 @@ CHECKS = [
     (re.compile(r"convexmetric\.lmnn_extensions"), "a stale logger name"),
     (re.compile(r"(?<![\w.])convexmetric\.taxonomy\b"), "a stale module name"),
     (re.compile(r"\(The docstring of"), "a pasted docstring"),
+    (re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b"), "a date: a diary entry (history: CHANGELOG.md)"),
+    (re.compile(r"\bissue \d+|\bscale issue\b"), "an issue number: a diary entry"),
 ]
 _MARKUP = [
     (re.compile(r'href="mailto:'), "a mailto link"),

@@ -83,8 +83,11 @@ def run(X, y, *, n_iter, folds, trace_every, r, C, ks, seed=0):
 # %%
 # The table
 # ---------
-# As in Fig. 3 of the paper, the learned similarities should beat the identity
-# ``W = I`` at every ``k``, and AROMA match or beat OASIS at equal rounds.
+# As in Fig. 3 of the paper, the learned similarities beat the identity ``W = I`` at
+# every ``k``, and AROMA is ahead of OASIS early in training (the trace). At the end
+# of the full run AROMA leads at every ``k``; in the quick run shown on this site it
+# leads at the top of the ranking (P\@1 to P\@10, and mAP) while OASIS is ahead by about
+# one point at P\@20 and P\@30, within a fold's spread.
 
 
 def main(argv=None):
@@ -151,6 +154,43 @@ def main(argv=None):
         print(f"figure written to {path}")
     return curves, maps, trace
 
+
+# %%
+# Beside the paper
+# ----------------
+# The paper's data (Caltech256 visterms, 20 Newsgroups) are not available offline;
+# the synthetic bag of features stands in. The full run (``python
+# examples/aroma/aroma_retrieval.py``: 5 folds, 20,000 triplets per fold, r = 1,
+# C = 0.1) gives:
+#
+# ================================  ======================  ================================
+# measure                           paper                   ours
+# ================================  ======================  ================================
+# P\@1, OASIS → AROMA               22% → 33% (Caltech256)  66.2% → 66.5% (d), 66.3% (f)
+# P\@10, OASIS → AROMA              Fig. 3, not tabled      52.4% → 54.7% (d), 55.3% (f)
+# mAP, OASIS → AROMA                not given               46.2% → 48.4% (d), 48.5% (f)
+# OASIS's rounds for AROMA's P\@10  10× (20 Newsgroups)     1.7× (12,000 against 20,000)
+# P\@10 from r = 1 to r = 0.01      under 5% change         d 54.7% → 54.0%, f 55.3% → 39.1%
+# ================================  ======================  ================================
+#
+# The direction is the paper's (AROMA learns faster and ranks better), the size is not:
+# at the top of the ranking the gap that is 11 points on Caltech256 is within the
+# folds' spread here, and the speed-up is 1.7× rather than 10×. On this data OASIS
+# already retrieves a same-class item first two times in three, leaving less to gain at
+# P\@1; whether Caltech256's strongly correlated visterms are what AROMA exploits there
+# (the paper's own reading of where f-AROMA wins) cannot be checked without them.
+#
+# One difference in kind: the paper finds AROMA robust to r across three orders of
+# magnitude, and runs Fig. 3 at r = 0.01. Here d-AROMA is (full run, P\@10: 0.547 at
+# r = 1, 0.540 at r = 0.01, ``--r 0.01``), but f-AROMA falls from 0.553 to 0.391
+# (OASIS 0.524, the identity 0.269; in the quick run to the identity's level, 0.438
+# against 0.448) while still updating on almost every round. Its ``‖W‖`` grows
+# twice as fast as at r = 1 (46 against 23 after 3,000 rounds): with r small against
+# ``(qᵀΛq)(pᵀΩp)`` each round fits its triplet almost exactly, and the shared factors
+# ``Λ``, ``Ω`` spread that step to every weight. The rounds are held against a
+# literal implementation of Alg. 2 and the mean step against CVXPY's minimiser of
+# eq. (3) in the tests, so we read this as a property of the factored update on these
+# inputs rather than a defect; ``--r`` runs the comparison.
 
 # %%
 # Run

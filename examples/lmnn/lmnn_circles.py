@@ -20,13 +20,9 @@ per number of metrics. ``--quick``: seed 0 only, no full-circle table.
 
 import argparse
 import os
-import warnings
 
 from convexmetric import LMNN, MultiMetricLMNN, datasets
 from convexmetric.neighbors import loo_error
-
-warnings.simplefilter("ignore")
-
 
 # %%
 # One global metric against local ones

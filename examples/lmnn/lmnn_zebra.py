@@ -14,15 +14,12 @@ or ``--seeds 1 --n-samples 400``: quicker runs.
 
 import argparse
 import os
-import warnings
 
 from sklearn.decomposition import PCA
 from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
 from convexmetric import LMNN, datasets
 from convexmetric.neighbors import knn_error
-
-warnings.simplefilter("ignore")
 
 # %%
 # The data and the methods

@@ -13,9 +13,10 @@ Protocol (nothing is chosen on a test fold):
   (``--seed`` changes the random_state, a check that the table is not one lucky split);
 * standardisation (for all but plain Euclidean) is fitted on the training fold;
 * kNN with k = 3 for every method (LMNN's convention; the paper does not state k);
-* SSNE: M = 16 coordinates; ``lam`` picked from ``--grid`` by an inner stratified
-  2-fold CV on the training fold only (mean inner kNN accuracy; ties go to the
-  smaller ``lam``, the stronger penalty); then refitted on the whole training fold.
+* SSNE: M = 16 coordinates; ``loss_weight`` picked from ``--grid`` by an inner
+  stratified 2-fold CV on the training fold only (mean inner kNN accuracy; ties go to
+  the smaller ``loss_weight``, the stronger penalty); then refitted on the whole
+  training fold.
 
 Run: ``python examples/ssne/ssne_table1.py`` (the full run takes minutes, most of it LMNN
 on wdbc; ``--no-lmnn`` leaves LMNN out);
@@ -32,47 +33,64 @@ from __future__ import annotations
 import argparse
 import os
 import time
+import warnings
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import RepeatedStratifiedKFold, StratifiedKFold
 from sklearn.preprocessing import StandardScaler
 
-from convexmetric import datasets
+from convexmetric import LMNN, datasets
 from convexmetric.neighbors import knn_error
 from convexmetric.ssne.estimator import SSNE
 
-try:  # the LMNN column needs the LMNN estimator of the foundation issue
-    from convexmetric.lmnn.estimator import LMNN
-except ImportError:  # pragma: no cover
-    LMNN = None
-
 #: the paper's SSNE column (mean, std) and the target mean − 2 std
 PAPER = {"iris": (96.22, 1.00), "wine": (98.46, 0.38), "breast_cancer": (97.12, 0.33)}
+#: the paper's scaled-Euclidean column: the baseline of the same folds
+PAPER_SCALED = {"iris": 96.22, "wine": 96.15, "breast_cancer": 96.71}
 K = 3
 M = 16
+MAX_ITER = 150  # epochs: the small inner folds take few steps per epoch
 
 
 # %%
 # The protocol
 # ------------
-# Repeated 2-fold cross-validation, kNN accuracy in each space; SSNE's ``lam`` is
-# chosen by an inner cross-validation on the training fold.
+# Repeated 2-fold cross-validation, kNN accuracy in each space; SSNE's ``loss_weight``
+# is chosen by an inner cross-validation on the training fold.
+#
+# A fit at the largest ``loss_weight`` of the grid (1000) usually ends at its
+# iteration limit: eq. (3) has no minimiser in the direction W -> 0 (the embedding is
+# nearly scale-free there, see the user guide), and with a weak penalty the objective
+# keeps falling slowly towards its infimum. Those fits are counted and reported (their
+# ``result_.status`` is "iteration_limit"); the ``ConvergenceWarning`` they raise, and
+# only it, is not repeated for each of them.
+
+
+def fit_ssne(X, y, loss_weight, seed, limits):
+    """SSNE on ``X, y``; a fit ending at its iteration limit is counted in ``limits``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # counted below instead
+        model = SSNE(n_components=M, loss_weight=loss_weight, max_iter=MAX_ITER, random_state=seed)
+        model.fit(X, y)
+    if model.result_.status == "iteration_limit":
+        limits[loss_weight] = limits.get(loss_weight, 0) + 1
+    return model
 
 
 def knn_acc(Ztr, ytr, Zte, yte, k=K):
     return 100.0 * (1.0 - knn_error(Ztr, ytr, Zte, yte, k))
 
 
-def choose_lam(X, y, grid, seed):
+def choose_loss_weight(X, y, grid, seed, limits):
     """Inner stratified 2-fold CV on the training fold: the best mean kNN accuracy."""
     inner = StratifiedKFold(n_splits=2, shuffle=True, random_state=seed)
     scores = []
-    for lam in grid:
+    for weight in grid:
         acc = []
         for tr, va in inner.split(X, y):
             sc = StandardScaler().fit(X[tr])
-            model = SSNE(n_components=M, loss_weight=lam, random_state=seed)
-            model.fit(sc.transform(X[tr]), y[tr])
+            model = fit_ssne(sc.transform(X[tr]), y[tr], weight, seed, limits)
             acc.append(
                 knn_acc(
                     model.transform(sc.transform(X[tr])),
@@ -85,9 +103,12 @@ def choose_lam(X, y, grid, seed):
     return grid[int(np.argmax(scores))]  # first maximum: grid is sorted ascending
 
 
-def run(name, repeats, grid, with_lmnn, seed=0, keep=None):
-    """The accuracy columns and the chosen ``lam`` per fold; ``keep`` (a dict), when
-    given, receives the first fold's test points, labels and SSNE embedding."""
+def run(name, repeats, grid, with_lmnn, seed=0, keep=None, limits=None):
+    """The accuracy columns and the chosen ``loss_weight`` per fold; ``keep`` (a dict),
+    when given, receives the first fold's test points, labels and SSNE embedding;
+    ``limits`` (a dict), the number of SSNE fits per ``loss_weight`` that ended at
+    their iteration limit."""
+    limits = {} if limits is None else limits
     X, y = datasets.load(name)
     cols = {"Euc.": [], "Euc. (scaled)": [], "LMNN": [], "SSNE": []}
     chosen = []
@@ -100,12 +121,12 @@ def run(name, repeats, grid, with_lmnn, seed=0, keep=None):
         if with_lmnn:
             lm = LMNN(k=K, mu=0.5, solver="subgradient").fit(Xtr, y[tr])
             cols["LMNN"].append(knn_acc(lm.transform(Xtr), y[tr], lm.transform(Xte), y[te]))
-        lam = choose_lam(X[tr], y[tr], grid, seed=fold)
-        chosen.append(lam)
-        model = SSNE(n_components=M, loss_weight=lam, random_state=fold).fit(Xtr, y[tr])
+        weight = choose_loss_weight(X[tr], y[tr], grid, fold, limits)
+        chosen.append(weight)
+        model = fit_ssne(Xtr, y[tr], weight, fold, limits)
         cols["SSNE"].append(knn_acc(model.transform(Xtr), y[tr], model.transform(Xte), y[te]))
         if keep is not None and fold == 0:
-            keep.update(X=Xte, y=y[te], Z=model.transform(Xte), lam=lam)
+            keep.update(X=Xte, y=y[te], Z=model.transform(Xte), loss_weight=weight)
     return cols, chosen
 
 
@@ -130,7 +151,10 @@ def figures(folder, rows, kept, repeats):
     print("figure written to", save_figure(fig, os.path.join(folder, "ssne_table1.png")))
     for name, k in kept.items():
         fig = plot_embeddings(
-            {"standardised input": k["X"], f"SSNE embedding (M = {M}, lam = {k['lam']:g})": k["Z"]},
+            {
+                "standardised input": k["X"],
+                f"SSNE embedding (M = {M}, loss_weight = {k['loss_weight']:g})": k["Z"],
+            },
             k["y"],
             title=f"SSNE on {name}: test fold of the first split (first two principal axes)",
         )
@@ -154,7 +178,7 @@ def main(argv=None):
         type=float,
         nargs="+",
         default=[10.0, 100.0, 1000.0],
-        help="Candidate values of SSNE's lam (inner CV).",
+        help="Candidate values of SSNE's loss_weight (inner CV).",
     )
     ap.add_argument("--seed", type=int, default=0, help="random_state of the outer folds.")
     ap.add_argument("--no-lmnn", action="store_true", help="Leave out the LMNN column.")
@@ -163,26 +187,29 @@ def main(argv=None):
     args = ap.parse_args(argv)
     if args.quick:
         args.datasets, args.repeats = ["iris"], 1
-    kept = {}
-    with_lmnn = LMNN is not None and not args.no_lmnn
+    kept, limits = {}, {}
+    with_lmnn = not args.no_lmnn
     grid = sorted(args.grid)
     header = f"{'data':14s}" + "".join(
         f"{c:>17s}" for c in ["Euc.", "Euc. (scaled)", "LMNN", "SSNE"]
     )
-    print(header + f"{'paper SSNE':>17s}{'target':>8s}   lam chosen")
+    print(
+        header + f"{'paper SSNE':>17s}{'target':>8s}{'paper Euc.(sc.)':>16s}   loss_weight chosen"
+    )
     rows = {}
     for name in args.datasets:
         t0 = time.perf_counter()
         kept[name] = {}
-        cols, chosen = run(name, args.repeats, grid, with_lmnn, args.seed, keep=kept[name])
+        cols, chosen = run(name, args.repeats, grid, with_lmnn, args.seed, kept[name], limits)
         cells = "".join(
             f"{np.mean(v):9.2f} ± {np.std(v):4.2f}" if v else f"{'—':>17s}" for v in cols.values()
         )
         pm, ps = PAPER.get(name, (np.nan, np.nan))
-        lam_text = ",".join(f"{g:g}" for g in chosen)
+        chosen_text = ",".join(f"{g:g}" for g in chosen)
         target = np.floor(10 * (pm - 2 * ps) + 1e-6) / 10  # mean − 2 std, rounded down
         print(
-            f"{name:14s}{cells}{pm:9.2f} ± {ps:4.2f}{target:8.1f}   {lam_text}"
+            f"{name:14s}{cells}{pm:9.2f} ± {ps:4.2f}{target:8.1f}"
+            f"{PAPER_SCALED.get(name, np.nan):16.2f}   {chosen_text}"
             f"  ({time.perf_counter() - t0:.0f} s)",
             flush=True,
         )
@@ -194,10 +221,39 @@ def main(argv=None):
             for v in cols.values()
         )
         print(f"{'  std of means':14s}{reps}")
+    if limits:
+        print(
+            "SSNE fits that ended at max_iter (objective still falling; see the guide): "
+            + ", ".join(f"{n} at loss_weight={w:g}" for w, n in sorted(limits.items()))
+        )
     if args.plot:
         figures(args.plot, rows, kept, args.repeats)
     return rows
 
+
+# %%
+# Beside the paper
+# ----------------
+# The full run (``python examples/ssne/ssne_table1.py``, 5 × 2-fold CV) gives, in %:
+#
+# ====  ============  ============  ===================  ====================
+# data  SSNE, ours    SSNE, paper   Euc. (scaled), ours  Euc. (scaled), paper
+# ====  ============  ============  ===================  ====================
+# iris  93.47 ± 2.89  96.22 ± 1.00  93.60 ± 2.72         96.22 ± 0.81
+# wine  97.98 ± 0.84  98.46 ± 0.38  95.62 ± 1.06         96.15 ± 0.76
+# wdbc  96.56 ± 0.77  97.12 ± 0.33  96.10 ± 0.64         96.71 ± 0.31
+# ====  ============  ============  ===================  ====================
+#
+# On wine and wdbc SSNE lands within two of the paper's standard deviations and
+# above the scaled Euclidean baseline, as in the paper. On iris it is 2.8 points
+# below the paper's number, and the baseline of the same folds 2.6 points: in the paper
+# SSNE equals scaled Euclidean on iris (96.22 and 96.22), here too (93.47 and 93.60).
+# The gap is in the folds (the paper's are not published; with 75 test points per
+# fold one point is 1.3 points of accuracy), not in the method: SSNE gives no gain over
+# scaled Euclidean on iris, in the paper or here. The paper's unscaled Euclidean on wdbc,
+# 63.29%, is the share of its majority class (357 of 569 = 62.7%), which suggests its
+# inputs kept the UCI file's ID column, whose large numbers swamp the distances;
+# scikit-learn's copy has no ID column and gives 92.27% here.
 
 # %%
 # Run

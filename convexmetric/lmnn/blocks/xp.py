@@ -65,6 +65,17 @@ def to_device(a, like):
     return xp.asarray(np.ascontiguousarray(a), device=device_of(like))
 
 
+def like_input(Z, X):
+    """``Z`` (a NumPy result) in the array namespace and on the device of the input
+    ``X``: NumPy for NumPy arrays, lists and frames, else ``X``'s library (array-API
+    arrays: ``__array_namespace__``, PyTorch and CuPy through ``array-api-compat``)."""
+    if isinstance(X, np.ndarray):
+        return Z
+    if not (hasattr(X, "__array_namespace__") or type(X).__module__.startswith(("torch", "cupy"))):
+        return Z
+    return to_device(Z, X)
+
+
 def to_numpy(a):
     """``a`` as a NumPy array on the host (a copy from a device; NumPy arrays as they are)."""
     if isinstance(a, np.ndarray):

@@ -124,6 +124,8 @@ class RangeCertificate:
         gj, gl = base.g[J], base.g[L]
         blocks = []
         for g, (B, G) in enumerate(zip(self.B, base.gradient(lam))):
+            if not B.shape[1]:  # an empty range (no pull: a class of one): S_g = 0 there
+                continue
             ia, ib = np.flatnonzero(gj == g), np.flatnonzero(gl == g)
             A_g = ((base.X[I[ia]] - base.X[J[ia]]) @ B).astype(np.float32)
             B_g = ((base.X[I[ib]] - base.X[L[ib]]) @ B).astype(np.float32)
@@ -176,7 +178,8 @@ class RangeCertificate:
             off = G - V @ (V.T @ G @ V) @ V.T
             if np.abs(off).max() > 1e-6 * max(np.abs(G).max(), 1e-300):
                 return -np.inf, -np.inf  # not certified
-            nu = min(nu, float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]) / (1.0 - mu))
+            if S.size:  # (an empty range, a block without pull: S_g = 0 there)
+                nu = min(nu, float(np.linalg.eigvalsh(0.5 * (S + S.T))[0]) / (1.0 - mu))
         if nu >= 0.0:
             return total, nu
         lb = total / (1.0 - nu)

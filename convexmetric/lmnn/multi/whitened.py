@@ -30,7 +30,9 @@ class WhitenedOracle(Oracle, StageHooks):
         self.S, self.S_inv = [], []
         for P in oracle.P:
             w, V = np.linalg.eigh(0.5 * (P + P.T))
-            w = np.maximum(w, rtol * max(float(w[-1]), 1e-300))
+            if not w[-1] > 0:  # no pull (a class of one point): no curvature to equalise
+                w = np.ones_like(w)
+            w = np.maximum(w, rtol * float(w[-1]))
             self.S.append(V / np.sqrt(w))
             self.S_inv.append((V * np.sqrt(w)).T)
         oracle.whiten(self.S)  # factor evaluations in these coordinates (smooth_factor)
