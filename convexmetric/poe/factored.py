@@ -147,7 +147,8 @@ class WhitenedPOE(Oracle, StageHooks):
         if not (mu < -self.s.mu_tol and curvature):
             return None
         Ls = grown_factors(self._factors(stage.x, stage.factor), pairs,
-                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new)  # fmt: skip
+                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new,
+                           bracket=True)  # fmt: skip
         return None if Ls is None else [L.T for L in Ls]
 
     def final_bound(self, stage):
