@@ -160,7 +160,7 @@ def figure(a, table):
     fig = plot_bars(
         bars,
         ylabel="held-out GAUC",
-        title=f"POE §5.2.4 / Table 5 on digits: KPOE from noisy surveys "
+        title=f"POE §5.2.4 / Table 5 on digits: KPOE from noisy surveys\n"
         f"({a.respondents} respondents, {a.flip:.0%} of answers flipped)",
     )
     fig.axes[0].set_ylim(0.4, 1.0)
