@@ -5,7 +5,7 @@ split into folds; for each fold an embedding is learned from the comparisons amo
 other items only, the fold's items are mapped into it out of sample, and the score is the
 GAUC of comparisons ``(i, j, i, k)`` with ``i`` in the fold and ``j, k`` among the items
 learned from. Splitting the *comparisons* instead (``GridSearchCV`` on
-:class:`~convexmetric.poe.ItemComparisons`) scores comparisons whose items were all seen
+``ItemComparisons``) scores comparisons whose items were all seen
 in training: a different question, answered more optimistically.
 
 >>> import numpy as np
@@ -31,9 +31,24 @@ from sklearn.model_selection import KFold, StratifiedKFold
 from ..comparisons import Comparisons, check_comparisons
 from ..metrics import gauc
 
+__all__ = ["restrict", "select_beta"]
+
 
 def restrict(C, items):
-    """The comparisons of ``C`` among ``items`` only, re-indexed to positions in ``items``."""
+    """The comparisons of ``C`` among ``items`` only, re-indexed to positions in ``items``.
+
+    Parameters
+    ----------
+    C : Comparisons
+        Comparisons over all the items.
+    items : array of int
+        The items to keep, in the order that gives their new indices.
+
+    Returns
+    -------
+    Comparisons
+        The comparisons whose four indices all lie in ``items``, over ``len(items)`` items.
+    """
     pos = np.full(C.n_items, -1)
     pos[np.asarray(items)] = np.arange(len(items))
     arr = pos[C.to_array()]
@@ -62,6 +77,13 @@ def select_beta(embed, comparisons, judge, betas, *, labels, n_splits=3, random_
         Folds of the training items.
     random_state : int
         Seeds the folds.
+
+    Returns
+    -------
+    beta : float
+        The best β.
+    scores : dict
+        β → the mean validation GAUC over the folds.
     """
     C = check_comparisons(comparisons, owner="select_beta")
     n = C.n_items if labels is None else len(labels)
