@@ -134,3 +134,16 @@ def test_select_beta_scores_held_out_items_only():
         lambda b, C, f, h: embed(1e3, C, f, h), T.train_comparisons, judge, [1e4, 1e3], labels=y
     )
     assert tie == 1e3
+
+
+def test_full_kpoe_escapes_and_certifies_on_the_sum_kernel():
+    """Defaults that certify on the showcase's data: KPOE on the §5.1 sum kernel at the top
+    of the validation grid (β = 1e4) needs rank far above the initial 8. The escape's step
+    is tiny at σ = 0.01; a golden section over [0, 10·tr W] missed it, took no escape and
+    stalled uncertified; the bracketing search finds it."""
+    T = make_taxonomy(6, n_train_comparisons=300, n_test_comparisons=10, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m = POE(beta=1e4, kernel="precomputed").fit(T.train_comparisons, sum(T.train_kernels()))
+    assert m.result_.status == "optimal"
+    assert m.result_.info["escapes"] > 0 and m.result_.info["ranks"][0] > 8
