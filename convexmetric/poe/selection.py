@@ -83,7 +83,7 @@ def select_beta(embed, comparisons, judge, betas, *, labels, n_splits=3, random_
     beta : float
         The best β.
     scores : dict
-        β → the mean validation GAUC over the folds.
+        Each β of the grid → its mean validation GAUC over the folds.
     """
     C = check_comparisons(comparisons, owner="select_beta")
     n = C.n_items if labels is None else len(labels)
