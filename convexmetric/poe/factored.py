@@ -57,7 +57,7 @@ class FactoredSettings:
     sigma_min: float = 1e-2  #: then σ stays and the prox centre moves
     mu_tol: float = 1e-9  #: escape when λ_min(Sᵖ) < −mu_tol and its repair dominates the gap
     ftol: float = 1e-15  #: L-BFGS-B's relative-reduction tolerance within a stage
-    stage_iter: int = 500  #: L-BFGS iterations per stage
+    stage_iter: int = 1000  #: L-BFGS iterations per stage
     max_stages: int = 30  #: stages (escapes included) at most
     max_iter: int | None = None  #: L-BFGS iterations at most, over all stages
     max_new: int = 8  #: negative-curvature directions appended per block and escape
@@ -147,7 +147,8 @@ class WhitenedPOE(Oracle, StageHooks):
         if not (mu < -self.s.mu_tol and curvature):
             return None
         Ls = grown_factors(self._factors(stage.x, stage.factor), pairs,
-                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new)  # fmt: skip
+                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new,
+                           bracket=True)  # fmt: skip
         return None if Ls is None else [L.T for L in Ls]
 
     def final_bound(self, stage):
