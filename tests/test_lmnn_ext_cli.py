@@ -43,6 +43,19 @@ def test_validate_kernel_linear_json():
     assert entry["lower_bound"] <= out["exact"]["objective"] * (1 + 1e-7)
 
 
+def test_validate_kernel_default_rbf_json():
+    """The default kernel variant (rbf, iris 10 per class): an optimum at 0 (2.8e-4 the
+    least eigenvalue of K) where CLARABEL failed and the command ended in an error; SCS
+    solves it, and both gaps are floored at the zero point's scale (the certified
+    gap printed 1.0 beside "optimal")."""
+    res, out = run("validate", "lmnn", "--variant", "kernel", "--json")
+    assert res.exit_code == 0, res.output
+    assert out["exact"]["solver"] == "SCS" and out["exact"]["status"] == "optimal"
+    (entry,) = out["solvers"].values()
+    assert entry["status"] == "optimal" and entry["certified_gap"] <= 1e-4
+    assert abs(entry["gap_to_exact"]) <= 1e-4
+
+
 def test_solve_single_with_extensions_and_energy():
     res, out = run(
         "solve",

@@ -61,7 +61,8 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
     name : str, optional
         The instance's name in the report.
     conic_solver : {"CLARABEL", "SCS"}, optional
-        The exact side's conic solver (default CLARABEL; SCS for LMNN's plain solve).
+        The exact side's conic solver (default CLARABEL; SCS for LMNN's plain solve and its
+        kernel variant).
     exact : bool, default=True
         False skips CVXPY: ``exact`` is None and the certificates stand alone.
     random_state : int, default=0

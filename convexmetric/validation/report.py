@@ -78,11 +78,17 @@ def exact_entry(solver, status, objective, seconds, tolerances, lower_bound=None
     }
 
 
-def gap_to_exact(objective, reference):
-    """``(objective − exact) / |exact|``: the gap to the exact side (None without it)."""
-    from ..result import relative_gap
+def gap_to_exact(objective, reference, zero_value=0.0):
+    """``(objective − exact) / |exact|``: the gap to the exact side (None without it); the
+    denominator floored as the certified gap's (``FLOOR_SHARE`` of the objective at the
+    zero point, ``zero_value``), so that two values of an optimum at 0 compare absolutely."""
+    from ..result import FLOOR_SHARE
 
-    return None if reference is None else relative_gap(float(objective), float(reference))
+    if reference is None:
+        return None
+    scale = max(abs(float(reference)), FLOOR_SHARE * float(zero_value))
+    diff = float(objective) - float(reference)
+    return diff / scale if scale > 0 else diff
 
 
 def solver_entry(res, reference=None, *, objective=None, seconds=None, **measures):
@@ -95,13 +101,13 @@ def solver_entry(res, reference=None, *, objective=None, seconds=None, **measure
     from ..result import certified_gap
 
     obj = float(res.objective if objective is None else objective)
-    lb = _num(res.lower_bound)
+    lb, zero = _num(res.lower_bound), res.info.get("zero_value", 0.0)
     return {
         "status": res.status,
         "objective": obj,
         "lower_bound": lb,
-        "certified_gap": None if lb is None else _num(certified_gap(obj, lb)),
-        "gap_to_exact": gap_to_exact(obj, reference),
+        "certified_gap": None if lb is None else _num(certified_gap(obj, lb, zero)),
+        "gap_to_exact": gap_to_exact(obj, reference, zero),
         "seconds": float(res.seconds if seconds is None else seconds),
         "measures": {k: _num(v) for k, v in measures.items()},
     }
