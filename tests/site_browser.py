@@ -256,8 +256,8 @@ PAGES = {
 
 #: single blocks: name -> (page, CSS selector, which match)
 SHOTS = {
-    "lmnn-eq14": ("guide/lmnn.html", "div.math", 0),
-    "lmnn-sdp": ("guide/lmnn.html", "div.math", 1),
+    "lmnn-eq14": ("guide/lmnn.html", "div.math", 2),
+    "lmnn-sdp": ("guide/lmnn.html", "div.math", 3),
     "validate-text": ("tutorials/validate.html", "div.highlight-console", 0),
     "validate-json": ("tutorials/validate.html", "div.highlight-console", 1),
     "validate-no-exact": ("tutorials/validate.html", "div.highlight-console", 2),
