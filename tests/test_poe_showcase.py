@@ -136,6 +136,30 @@ def test_select_beta_scores_held_out_items_only():
     assert tie == 1e3
 
 
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda C: restrict(C, np.array([0, 5])), "'items' must lie in"),
+        (lambda C: restrict(C, np.array([1, 1])), "'items' must not repeat"),
+        (lambda C: restrict(C, np.array([0.5])), "'items' must be a 1-D array"),
+        (lambda C: select_beta(None, C, None, [], labels=None), "'betas' must be"),
+        (lambda C: select_beta(None, C, None, [1.0, -1.0], labels=None), "'betas' must be"),
+        (lambda C: select_beta(None, C, None, [1.0], labels=[0, 1]), "'labels' must have"),
+    ],
+)
+def test_selection_bad_input_names_the_argument(call, match):
+    C = Comparisons.from_array([[0, 1, 0, 2], [3, 1, 3, 0], [4, 2, 4, 1]], n_items=5)
+    with pytest.raises(ValueError, match=match):
+        call(C)
+
+
+def test_transformed_digits_bad_images():
+    from convexmetric.datasets.digits import transformed_digits
+
+    with pytest.raises(ValueError, match="'images' must be row numbers"):
+        transformed_digits(images=[0, 5000])
+
+
 def test_full_kpoe_escapes_and_certifies_on_the_sum_kernel():
     """Defaults that certify on the showcase's data: KPOE on the §5.1 sum kernel at the top
     of the validation grid (β = 1e4) needs rank far above the initial 8. The escape's step

@@ -66,7 +66,13 @@ def transformed_digits(
     d = _skd.load_digits()
     imgs, y = d.images, np.asarray(d.target)
     if images is not None:
-        rows = np.asarray(images, dtype=np.int64)
+        rows = np.asarray(images)
+        if (
+            rows.ndim != 1
+            or not np.issubdtype(rows.dtype, np.integer)
+            or (len(rows) and (rows.min() < 0 or rows.max() >= len(y)))
+        ):
+            raise ValueError(f"'images' must be row numbers in [0, {len(y)}) of load_digits().")
         imgs, y = imgs[rows], y[rows]
     if digits is not None:
         keep = np.isin(y, list(digits))

@@ -49,8 +49,15 @@ def restrict(C, items):
     Comparisons
         The comparisons whose four indices all lie in ``items``, over ``len(items)`` items.
     """
+    items = np.asarray(items)
+    if items.ndim != 1 or not np.issubdtype(items.dtype, np.integer):
+        raise ValueError(f"'items' must be a 1-D array of item indices; got {items!r}.")
+    if len(items) and (items.min() < 0 or items.max() >= C.n_items):
+        raise ValueError(f"'items' must lie in [0, {C.n_items}); got {items.min()}..{items.max()}.")
+    if len(np.unique(items)) != len(items):
+        raise ValueError("'items' must not repeat an item.")
     pos = np.full(C.n_items, -1)
-    pos[np.asarray(items)] = np.arange(len(items))
+    pos[items] = np.arange(len(items))
     arr = pos[C.to_array()]
     return Comparisons.from_array(arr[(arr >= 0).all(axis=1)].reshape(-1, 4), n_items=len(items))
 
@@ -86,7 +93,12 @@ def select_beta(embed, comparisons, judge, betas, *, labels, n_splits=3, random_
         Each β of the grid → its mean validation GAUC over the folds.
     """
     C = check_comparisons(comparisons, owner="select_beta")
-    n = C.n_items if labels is None else len(labels)
+    grid = np.asarray(betas, dtype=float)
+    if grid.ndim != 1 or not len(grid) or not np.all(np.isfinite(grid) & (grid > 0)):
+        raise ValueError(f"'betas' must be a non-empty sequence of finite β > 0; got {betas!r}.")
+    if labels is not None and len(labels) != C.n_items:
+        raise ValueError(f"'labels' must have one label per item ({C.n_items}); got {len(labels)}.")
+    n = C.n_items
     folds = (
         KFold(n_splits, shuffle=True, random_state=random_state)
         if labels is None
