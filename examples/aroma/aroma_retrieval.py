@@ -9,8 +9,10 @@ of the test fold, ranked by ``qᵀ W p``. Printed: ``precision@k`` (k = 1…50) 
 the identity ``W = I``, OASIS, d-AROMA and f-AROMA (Fig. 3 left), and ``precision@10``
 traced over training on the first fold (Fig. 3 middle).
 
-Run:  python examples/aroma/aroma_retrieval.py            (the full run: minutes)
-      python examples/aroma/aroma_retrieval.py --quick    (a small version, seconds)
+Run it as::
+
+    python examples/aroma/aroma_retrieval.py           # the full run (minutes)
+    python examples/aroma/aroma_retrieval.py --quick   # a small version (seconds)
 
 ``--plot DIR`` also writes ``DIR/aroma_precision_at_k.png``: ``precision@k`` (mean ± std
 over folds) for each method and ``precision@10`` along training (Fig. 3 left and middle).

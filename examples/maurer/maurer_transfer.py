@@ -10,11 +10,12 @@ is learned from 20 glyphs of the digits 0–4 and tested on 9 glyphs of the digi
 (9 is omitted, as in the paper: a rotated 6 is a 9). Settings are the paper's (§6.1):
 Maurer's kernel, λ = 0.005, γ = 1, θ = 0.01, balanced pairs, 10⁶ SGD steps.
 
-A second protocol shows why an earlier version of this page reported an ROC area of
-0.54: there a category was a whole digit *class* (every writer's 5), with the same
-random rotations. What is shared between 0–4 and 5–8 is then much less than "equal up
-to a rotation", and the learned ``T`` transfers poorly; the code and settings are the
-same, only the meaning of a category differs.
+A second protocol shows why a category must be one image, as in the paper, and not a
+class (ROC area 0.54 after 3,000 steps, 0.68 after 300,000): there a category is a
+whole digit *class* (every writer's 5), with the same random rotations. What is shared
+between 0–4 and 5–8 is then much less than "equal up to a rotation", and the learned
+``T`` transfers poorly; the code and settings are the same, only the meaning of a
+category differs.
 
 For the normalised raw input, the learned ``T`` and hyperbolic PCA (§4.2) the script
 prints the ROC area of the pair distance as a detector of "same category" (the
@@ -24,9 +25,11 @@ averaged over 100 draws); for ``T`` also the objective, the certified gap of the
 end point, the risk of the elementary verifier on balanced test pairs and the sparsity
 (singular values above 2% of the largest).
 
-Run:  python examples/maurer/maurer_transfer.py            (the full run: about 9 CPU minutes)
-      python examples/maurer/maurer_transfer.py --quick    (seconds: smaller sets, 10⁵ steps)
-      python examples/maurer/maurer_transfer.py --protocol glyphs   (the paper's protocol only)
+Run it as::
+
+    python examples/maurer/maurer_transfer.py                   # the full run (CPU minutes)
+    python examples/maurer/maurer_transfer.py --quick           # seconds: smaller sets, 10⁵ steps
+    python examples/maurer/maurer_transfer.py --protocol glyphs # the paper's protocol only
 
 ``--plot DIR`` also writes ``DIR/maurer_roc_rotation.png`` and
 ``DIR/maurer_roc_rotation_scale.png``: ROC curves of the pair distance on the test
