@@ -107,12 +107,12 @@ class POE(MahalanobisMixin, _POEBase):
     >>> from convexmetric import POE
     >>> from convexmetric.comparisons import Comparisons
     >>> X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 3.0], [1.0, 3.0]])
-    >>> C = Comparisons(i=[0, 2, 0], j=[1, 3, 1], k=[0, 1, 2], l=[2, 3, 3])  # d(i,j) < d(k,l)
+    >>> C = Comparisons(i=[0, 2, 0], j=[1, 3, 1], k=[0, 1, 1], l=[2, 3, 2])  # d(i,j) < d(k,l)
     >>> m = POE(beta=10.0).fit(C, X)
-    >>> m.result_.status, m.transform(X).shape
+    >>> m.result_.status, m.transform(X).shape  # one axis: the rows y = 0 and y = 3
     ('optimal', (4, 1))
     >>> round(m.score(C, X), 3)  # GAUC: the share of the comparisons the embedding keeps
-    0.667
+    1.0
     """
 
     _name = "POE"
