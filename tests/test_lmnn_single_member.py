@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from lmnn_verify import verified_solve
 from sklearn.exceptions import ConvergenceWarning
+from test_lmnn_ragged import own_targets  # none for a class of one
 
 from convexmetric import LMNN, KernelLMNN, MultiMetricLMNN, verify
 from convexmetric.lmnn import solver as S
@@ -37,16 +38,6 @@ def lonely(n_big=8, d=3, seed=0):
     X = np.r_[rng.normal(size=(n_big, d)), rng.normal(size=(n_big, d)) + 1.5,
               rng.normal(size=(1, d)) - 1.0]  # fmt: skip
     return X, np.repeat([0, 1, 2], [n_big, n_big, 1])
-
-
-def own_targets(X, y, k):
-    """Each point's ``min(k, m − 1)`` nearest same-class points (none for a class of one)."""
-    out = []
-    for i in range(len(y)):
-        same = np.flatnonzero((y == y[i]) & (np.arange(len(y)) != i))
-        d = ((X[same] - X[i]) ** 2).sum(axis=1)
-        out.append(same[np.argsort(d, kind="stable")][: min(k, len(same))])
-    return out
 
 
 def eq14(X, y, targets, D, mu=MU):
