@@ -24,34 +24,28 @@ import numpy as np
 from ..._sets import member, union, unique_inverse
 from ...optim.oracle import Oracle, StageHooks
 from ...problems import lmnn_multi as PM
+from ..constants import ASCENT_PROGRESS, ASCENT_WINDOW, MULTI_MARGIN
 from ..schedule import CheckSchedule
 from .certificate import RangeCertificate
 from .pairs import PairGraph
-
-#: the bound's ascent runs when the relative gap is within this (and above ``tol``) and
-#: the last stage lowered the best objective by at most ``ASCENT_PROGRESS·tol`` (relative:
-#: the stages converge linearly, and a primal still moving by more is not within ``tol``
-#: of the optimum), at a stage that did not run off (:meth:`MultiMetricOracle.bound`). The
-#: stages' own multipliers bound erratically (digits: relative gaps of 1e-2 to 3e-1 at
-#: objectives within 6e-4 of the optimum, a few negative eigenvalues that the ascent
-#: lifts): with 0.1 three such stages passed without an ascent (656 iterations to 1e-3
-#: instead of 356), and the progress test alone keeps the ascent from the stages far
-#: from the optimum (measurements: ``benchmarks/TUNING.md``)
-ASCENT_WINDOW, ASCENT_PROGRESS = 0.5, 2.0
-
-#: full checks list the triplets with ``z > −MARGIN``. Every evaluation costs in
-#: proportion to the list, and a narrow list goes stale sooner between checks. Digits
-#: (clusters = classes) lists 7,700 terms at the optimum with 0.1, 17,000 with 0.2; the
-#: seven instances take as many iterations or fewer with 0.1 (0.05: a stage more on
-#: digits; measurements: ``benchmarks/TUNING.md``)
-MARGIN = 0.1
 
 
 class MultiMetricOracle(Oracle, StageHooks):
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
 
-    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=MARGIN,
-                 prune=True):  # fmt: skip
+    def __init__(
+        self,
+        X,
+        y,
+        targets,
+        mu,
+        clusters,
+        n_clusters,
+        *,
+        check_every=10,
+        margin=MULTI_MARGIN,
+        prune=True,
+    ):
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.g, self.c = clusters, n_clusters
         self.n = X.shape[0]

@@ -48,30 +48,12 @@ from ...optim.smoothing import SmoothingSettings, smoothed_descent
 from ...optim.stages import StageSettings, run_stages
 from ...optim.subgradient import SubgradientSettings, projected_subgradient
 from ...result import SolveResult, certified_gap, certified_status
+from ..constants import BACKOFF, EXACT_STAGES, FIRST_STAGE, MAXCOR, MULTI_RANK_TOL
 from ..proof import prove
 from .oracle import MultiMetricOracle
 from .whitened import WhitenedOracle
 
 __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "solve"]
-
-#: the factors shed the eigen-directions below ``RANK_TOL·λ_max`` between stages
-#: (:func:`convexmetric.optim.factor.trimmed`). The blocks' optima have a few dominant
-#: directions (digits: 1–6 eigenvalues above 1e-3·λ_max, of 64), and an iteration costs
-#: in proportion to the factors' rows: 8–19 rows a block from the fifth stage with 1e-4,
-#: 22–30 with 1e-8 (LMNN's own setting; measurements: ``benchmarks/TUNING.md``).
-RANK_TOL = 1e-4
-#: the first stages that search all triplets at every evaluation, the first stage's
-#: iterations (doubled per stage), L-BFGS's correction pairs. 2, 10 and 10 over 3, 5 and
-#: 20: the seven instances of ``benchmarks/TUNING.md`` 6.9–7.2 s against 7.5–8.8 s (each
-#: one as fast or faster), digits to 1e-3 1.59–1.71 s against 1.95–2.06 s
-EXACT_STAGES, FIRST_STAGE, MAXCOR = 2, 10, 10
-#: a list-only stage whose exact objective ends above this multiple of the best ran off
-#: on its stale list, and ends at a point backed off towards its start
-#: (:attr:`~convexmetric.optim.stages.StageSettings.backoff`). Digits to 1e-3 from seven
-#: nearby single-metric starts (``benchmarks/ab_runoff.py``, two runs): 10.0–11.3 s in all
-#: against 12.8–15.1 s, the slowest 2.0–2.3 s against 2.8–3.4 s; the estimator's own start
-#: runs off to 6.8× the best, which is kept (the fit bit for bit as before)
-BACKOFF = 8.0
 
 
 @dataclass(kw_only=True)
@@ -209,7 +191,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
                        backoff=BACKOFF,
                        max_iterations=s.max_iterations, time_limit=time_limit,
                        name="multi-smoothed-lbfgs")  # fmt: skip
-    rank_tol = extra.pop("rank_tol", RANK_TOL)  # see convexmetric.optim.factor.trimmed
+    rank_tol = extra.pop("rank_tol", MULTI_RANK_TOL)  # see convexmetric.optim.factor.trimmed
     Ls = [components_from_metric(M) for M in Ms0]
     # trimmed now, as the first stage would: its check then reuses the start's search
     Ls = Ls if rank_tol is None else trimmed(Ls, rank_tol)
