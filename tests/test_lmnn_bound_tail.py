@@ -45,17 +45,17 @@ def test_crossover_backs_off_and_retries_near_the_tolerance(exact, monkeypatch):
     oracle = oracle_at(X, y, T)
     F = oracle.objective(M_star)
     calls = []
-    cert = oracle._certificate()
+    cert = oracle.bounds.cert
     monkeypatch.setattr(cert, "crossover", lambda *a, **k: calls.append(1) or -np.inf)
     z = oracle.hinge_arguments(M_star, accepted=True)
     lam = np.zeros(len(z))
     far = F * (1 - 1e-3)  # a bound 1e-3 below F: eligible, the crossover gains nothing
     for _ in range(8):
-        oracle._crossover(cert, M_star, z, lam, F, far, 1e-4)
+        oracle.bounds._crossover(M_star, z, lam, F, far, 1e-4)
     assert len(calls) == 3  # tried at bounds 1, 3 and 6: it skipped 1, then 2, then 4
     near = F * (1 - 1.5e-4)  # within 2·tol: always tried
     for _ in range(3):
-        oracle._crossover(cert, M_star, z, lam, F, near, 1e-4)
+        oracle.bounds._crossover(M_star, z, lam, F, near, 1e-4)
     assert len(calls) == 6
 
 
@@ -75,7 +75,7 @@ def every_triplet_at_optimum(exact):
     oracle._merge(*P.all_triplets(y, T))
     z = oracle.hinge_arguments(M_star)
     F = oracle.objective(M_star)
-    cert = oracle._certificate()
+    cert = oracle.bounds.cert
 
     def bound(lam):
         return cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
@@ -105,14 +105,14 @@ def test_crossover_only_when_the_ascent_falls_short(exact, monkeypatch):
     F = oracle.objective(M_star)
     z = oracle.hinge_arguments(M_star, accepted=True)
     lam = np.clip(z / 0.03, 0, 1)
-    cert = oracle._certificate()
+    cert = oracle.bounds.cert
     crossed = []
-    monkeypatch.setattr(oracle, "_crossover", lambda *a: crossed.append(1) or a[-2])
+    monkeypatch.setattr(oracle.bounds, "_crossover", lambda *a: crossed.append(1) or a[-2])
     low = F * (1 - 1e-3)
     for gain, calls in ((0.9, 0), (0.2, 1)):  # the ascent closes 90% / 20% of what it must
         monkeypatch.setattr(cert, "ascend", lambda *a, **k: lam)
         monkeypatch.setattr(cert, "bound", lambda *a, g=gain: low + g * (F * 1e-3 - F * 1e-4))
-        out = oracle._tightened(cert, M_star, z, lam, F, low, 1e-4)
+        out = oracle.bounds._tightened(M_star, z, lam, F, low, 1e-4)
         assert len(crossed) == calls
         assert out >= low + gain * (F * 1e-3 - F * 1e-4) - 1e-9
 

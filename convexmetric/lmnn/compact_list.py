@@ -107,6 +107,17 @@ class CompactList:
         self._set_list(*lists, masks)
         return True
 
+    @property
+    def prox_centre(self):
+        """λ̄, the smoothed stages' prox centre over the listed terms (0 at the start)."""
+        return self.mask["lam"]
+
+    def listed_arguments(self, Lc):
+        """``z = 1 + d(i, j) − d(i, l)`` over the listed terms at ``M = LcᵀLc``, with no
+        check (a bound of the listed multipliers is valid whatever the list misses)."""
+        Dt, d_il = self._list_distances(Lc)
+        return Dt[self.I, self.slot] + 1.0 - d_il[self._pair_of]
+
     def _list_distances(self, Lc, single=False):
         """The target distances (n × k) and the listed pairs' distances at ``Lc``; ``Z =
         X Lcᵀ`` is kept in ``self._Z`` (for the factor gradient, ActiveSetOracle), in

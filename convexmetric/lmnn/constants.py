@@ -88,6 +88,10 @@ STOP_WIDTHS = (1.0, 0.3, 0.1, 0.03)
 #: a stage's bound is tightened (ascent, crossover) only when its gap is within
 #: ``max(TIGHTEN_WINDOW_TOLS·tol, TIGHTEN_WINDOW)``: farther out the primal gap dominates
 TIGHTEN_WINDOW_TOLS, TIGHTEN_WINDOW = 30.0, 1e-3
+#: the ascent's bound is kept without a crossover when it closed this share of the gap it
+#: had to close; a crossover closing less than CROSSOVER_ENOUGH backs off for 1, 2, 4 … at
+#: most CROSSOVER_MAX_SKIP eligible bounds (``bench_mnist.py --rows sample``)
+ASCENT_ENOUGH, CROSSOVER_ENOUGH, CROSSOVER_MAX_SKIP = 0.5, 0.25, 8
 #: the objective a solver computed, raised by this share, bounds the optimum from above
 #: whatever its rounding (the trace bound needs some ``F ≥ f*``); a proof's slack
 OBJECTIVE_SLACK = 1e-9

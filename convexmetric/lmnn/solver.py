@@ -236,7 +236,7 @@ def _solve(X, y, targets, mu, M0, s):
         res = stopped(oracle, M0, t0)
     oracle.alarm = NEVER  # the certificate's multipliers (a pass when streaming) are listed
     if res.lower_bound is None:  # stopped before the refinement bounded it: a bound at its point
-        res.lower_bound = oracle.bound_at(res.matrix, res.objective)
+        res.lower_bound = oracle.bounds.at(res.matrix, res.objective)
     res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
     return res
 

@@ -17,7 +17,7 @@ def stopped(oracle, M0, t0):
     """The :class:`SolveResult` of a fit stopped at ``time.perf_counter() = t0 + time_limit``:
     the least exact objective the oracle computed (:attr:`.ActiveList.best_seen`; else
     ``M0``'s, computed now: the alarm rings once), status "user_limit"; the solver adds the
-    best bound so far (:meth:`.ActiveSetOracle.bound_at`)."""
+    best bound so far (:meth:`.bounds.ListBounds.at`)."""
     best = oracle.best_seen
     if best is None:
         oracle.objective(M0, bound=True)
