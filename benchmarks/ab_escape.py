@@ -57,16 +57,21 @@ def _saddle(name):
 
     from convexmetric.lmnn import solver as S
 
+    try:  # (a tree from before the solver's phases had their own modules: all in S)
+        from convexmetric.lmnn import oracle, phases, refinement, settings
+    except ImportError:
+        oracle = phases = refinement = settings = S
+
     X, y, T = _split(name)
-    o = S.ActiveSetOracle(X, y, T, 0.5)
+    o = oracle.ActiveSetOracle(X, y, T, 0.5)
     L0 = np.zeros((X.shape[1],) * 2)
     L0[0] = 1.0
-    rs = S.refine_settings(S.LMNNSettings(), None)
+    rs = refinement.refine_settings(settings.LMNNSettings(), None)
     if "max_escapes" in {f.name for f in fields(rs)}:
         rs = replace(rs, max_escapes=0)  # the saddle itself
-    res = S.refine(o, L0, rs)
+    res = refinement.refine(o, L0, rs)
     t = time.perf_counter()
-    r = S.close_gap(o, res, tol=1e-6)
+    r = phases.close_gap(o, res, tol=1e-6)
     return time.perf_counter() - t, r, {"escapes": r.info["escapes"]}
 
 
@@ -115,8 +120,11 @@ def main(other, cases=DEFAULT, repeats=3):
         for k in trees:
             print(case, k, {key: v for key, v in rows[k][-1].items() if key != "seconds"})
         best = {k: min(o["seconds"] for o in rows[k]) for k in trees}
-        print(f"{case}: best of {repeats}, this {best['this']:.3f} s, other "
-              f"{best['other']:.3f} s, this/other {best['this'] / best['other']:.3f}", flush=True)
+        print(
+            f"{case}: best of {repeats}, this {best['this']:.3f} s, other "
+            f"{best['other']:.3f} s, this/other {best['this'] / best['other']:.3f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -136,7 +136,7 @@ def fit_row(name, device, time_limit, max_n, n_jobs=None, scheduler=None, check=
 def check_row(device, max_n):
     """One full check and one streamed evaluation at 10⁶ points (no fit)."""
     from convexmetric.lmnn.blocks.device import DeviceExecutor
-    from convexmetric.lmnn.blocks.stream import StreamingEvaluator
+    from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
     from convexmetric.problems.lmnn import pull_matrix
 
     Xtr, _, ytr, _ = _subsample(_synthetic(), max_n)
@@ -165,9 +165,7 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per fit")
     ap.add_argument("--max-n", type=int, default=None, help="subsample the training part")
     ap.add_argument("--json", default=None, help="also write the rows to this file")
-    ap.add_argument(
-        "--n-jobs", type=int, default=None, help="LMNN's n_jobs (with --device cpu)"
-    )
+    ap.add_argument("--n-jobs", type=int, default=None, help="LMNN's n_jobs (with --device cpu)")
     ap.add_argument("--no-verify", action="store_true",
                     help="skip the verification (a rerun of a verified fit)")  # fmt: skip
     ap.add_argument("--scheduler", default=None,

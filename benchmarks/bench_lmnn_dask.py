@@ -29,7 +29,8 @@ import numpy as np
 
 from convexmetric import datasets
 from convexmetric.lmnn.blocks.dask_executor import DaskExecutor
-from convexmetric.lmnn.blocks.stream import LocalExecutor, StreamingEvaluator
+from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
+from convexmetric.lmnn.blocks.local import LocalExecutor
 from convexmetric.lmnn.constants import BYTES_PER_TERM, DEFAULT_MEMORY_LIMIT, MAX_TASKS
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import pull_matrix
@@ -164,7 +165,7 @@ def run(name, evals, fit, L):
 
 def on_paper(n=1_000_000, d=64, k=3, workers=32, memory_limit=1 << 30):
     """Cost of one evaluation of a 1M-point fit on 32 workers (no measurement)."""
-    from convexmetric.lmnn.blocks.stream import plan_blocks
+    from convexmetric.lmnn.blocks.data import plan_blocks
 
     block_rows = plan_blocks(n, d, k, memory_limit)[0]
     blocks = -(-n // block_rows)

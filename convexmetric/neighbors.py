@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._validation import check_indices
 from .linalg import in_lanes
 
 DEFAULT_BLOCK = 512
@@ -188,6 +189,28 @@ def _k_exact(Xc, rr, cc, s, rows, k):
     counts = np.bincount(rr, minlength=rows)
     starts = np.cumsum(counts) - counts
     return order[starts[:, None] + np.arange(k)]
+
+
+def check_targets(targets, y_enc, counts):
+    """The user's ``targets`` (n × k indices into the points) checked: each row names points
+    of its own class, at least one unless its class has one member (a slot naming the point
+    itself is padding, :func:`padding`), none twice; ValueError naming 'targets' else."""
+    T = check_indices(targets, len(y_enc), "targets")
+    if T.ndim != 2 or T.shape[0] != len(y_enc):
+        raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
+    if np.any(y_enc[T] != y_enc[:, None]):
+        raise ValueError("'targets' must name points of the same class as each row.")
+    pad = padding(T)  # a row naming its own point: padding, no target (neighbors.py)
+    if np.any(pad.all(axis=1) & (counts[y_enc] > 1)):  # (one member: no target to name)
+        raise ValueError(
+            "'targets' must name at least one target neighbour per row "
+            "of a class of two points or more (a slot naming the point "
+            "itself is padding)."
+        )
+    real = np.where(pad, -1 - np.arange(T.shape[1]), T)  # padded slots never collide
+    if T.shape[1] > 1 and np.any(np.diff(np.sort(real, axis=1), axis=1) == 0):
+        raise ValueError("'targets' must not list a target neighbour twice in one row.")
+    return T
 
 
 def padding(targets, rows=None):

@@ -12,6 +12,7 @@ from convexmetric import LMNN
 from convexmetric.cones import is_psd
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.exact import solve_working_set
+from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.neighbors import knn_predict, target_neighbors
 from convexmetric.optim.factor import Factored
 from convexmetric.problems import lmnn as P
@@ -89,7 +90,7 @@ def test_gradients_at_smooth_points(iris_instance):
     rng = np.random.default_rng(0)
     A = rng.normal(size=(d, d))
     M0 = np.eye(d) + 0.1 * A @ A.T
-    oracle = S.ActiveSetOracle(X, y, T, 0.5, check_every=1)
+    oracle = ActiveSetOracle(X, y, T, 0.5, check_every=1)
 
     def f(v):
         return P.objective(v.reshape(d, d), X, T, y, 0.5)
@@ -124,7 +125,7 @@ def test_gradients_at_smooth_points(iris_instance):
 def test_incremental_gradient_matches_direct_sum(wine_instance):
     """Eq. (19) bookkeeping: after many steps the gradient equals the direct sum."""
     X, y, T = wine_instance
-    oracle = S.ActiveSetOracle(X, y, T, 0.5)
+    oracle = ActiveSetOracle(X, y, T, 0.5)
     rng = np.random.default_rng(1)
     M = np.eye(X.shape[1])
     for _ in range(25):

@@ -14,8 +14,9 @@ import pytest
 from convexmetric import LMNN, verify
 from convexmetric.lmnn.blocks.data import StreamData, row_blocks
 from convexmetric.lmnn.blocks.device import DeviceExecutor, check_device, resolve
+from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
 from convexmetric.lmnn.blocks.full_check import terms_block
-from convexmetric.lmnn.blocks.stream import StreamingEvaluator, hinge_block
+from convexmetric.lmnn.blocks.stream import hinge_block
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import pull_matrix
 

@@ -6,6 +6,7 @@ import pytest
 from lmnn_verify import verified_solve
 
 from convexmetric.lmnn import solver as S
+from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.problems import lmnn as P
 
 
@@ -17,7 +18,7 @@ def exact(iris_instance):
 
 
 def oracle_at(X, y, T):
-    oracle = S.ActiveSetOracle(X, y, T, 0.5, prune=None)
+    oracle = ActiveSetOracle(X, y, T, 0.5, prune=None)
     oracle.tol = 1e-4
     return oracle
 

@@ -10,6 +10,10 @@ from lmnn_verify import lmnn_report, verified_solve
 from convexmetric import datasets, verify
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.constants import MAX_ESCAPES
+from convexmetric.lmnn.oracle import ActiveSetOracle
+from convexmetric.lmnn.phases import close_gap
+from convexmetric.lmnn.refinement import refine, refine_settings
+from convexmetric.lmnn.settings import LMNNSettings
 from convexmetric.problems import lmnn as P
 
 
@@ -28,11 +32,11 @@ def iris_exact(iris_instance):
 def _rank_one_saddle(X, y, T, max_escapes=0):
     """A rank-1 factor stays rank 1 under descent in L (the gradient 2LG keeps L's row
     space): without escapes the refinement stops at an exact Burer–Monteiro saddle."""
-    oracle = S.ActiveSetOracle(X, y, T, 0.5)
+    oracle = ActiveSetOracle(X, y, T, 0.5)
     L0 = np.zeros((X.shape[1], X.shape[1]))
     L0[0] = np.ones(X.shape[1])
-    rs = replace(S.refine_settings(S.LMNNSettings(), None, gap_tol=1e-6), max_escapes=max_escapes)
-    return oracle, S.refine(oracle, L0, rs)
+    rs = replace(refine_settings(LMNNSettings(), None, gap_tol=1e-6), max_escapes=max_escapes)
+    return oracle, refine(oracle, L0, rs)
 
 
 def test_rank_one_saddle_is_exposed_by_the_certificate(iris_exact):
@@ -63,7 +67,7 @@ def test_refinement_escapes_a_rank_one_start_and_certifies(iris_exact):
 def test_close_gap_escapes_and_certifies(iris_exact):
     X, y, T, value = iris_exact
     oracle, res = _rank_one_saddle(X, y, T)
-    out = S.close_gap(oracle, res, tol=1e-6)
+    out = close_gap(oracle, res, tol=1e-6)
     assert out.info["escapes"] >= 1
     assert out.status == "optimal"
     verified_solve(out, X, y, T, tol=1e-6)
@@ -74,10 +78,10 @@ def test_close_gap_escapes_and_certifies(iris_exact):
 def test_close_gap_reports_an_open_gap_honestly(iris_exact):
     X, y, T, _ = iris_exact
     oracle, res = _rank_one_saddle(X, y, T)
-    out = S.close_gap(oracle, res, tol=1e-6, time_limit=0.0)  # no time to continue
+    out = close_gap(oracle, res, tol=1e-6, time_limit=0.0)  # no time to continue
     assert out.status == "user_limit" and out.objective == res.objective
     assert out.info["certified_gap"] > 1e-3 and not out.info["escapes"]
-    stopped = S.close_gap(oracle, res, tol=1e-6, callback=lambda *a: True)  # user stops it
+    stopped = close_gap(oracle, res, tol=1e-6, callback=lambda *a: True)  # user stops it
     assert stopped.status == "user_limit" and stopped.info["certified_gap"] > 1e-6
 
 
@@ -129,10 +133,10 @@ def test_refinement_sheds_the_factor_rows_the_optimum_does_not_use(wine_instance
     L0 = np.eye(X.shape[1])
     out = {}
     for tol in (None, 1e-8, 1e-3):
-        oracle = S.ActiveSetOracle(X, y, T, 0.5)
+        oracle = ActiveSetOracle(X, y, T, 0.5)
         oracle.tol = 1e-4
-        rs = S.refine_settings(S.LMNNSettings(), None, gap_tol=1e-4)
-        out[tol] = S.refine(oracle, L0, rs, rank_tol=tol)
+        rs = refine_settings(LMNNSettings(), None, gap_tol=1e-4)
+        out[tol] = refine(oracle, L0, rs, rank_tol=tol)
     assert out[None].info["components"].shape[0] == X.shape[1]
     assert out[1e-8].info["components"].shape[0] < X.shape[1]
     for res in out.values():

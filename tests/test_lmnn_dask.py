@@ -20,17 +20,17 @@ from lmnn_verify import verified_solve  # noqa: E402
 from convexmetric import LMNN, datasets  # noqa: E402
 from convexmetric.lmnn import solver as S  # noqa: E402
 from convexmetric.lmnn.blocks.dask_executor import DaskBackendError, DaskExecutor  # noqa: E402
-from convexmetric.lmnn.blocks.data import least_budget  # noqa: E402
-from convexmetric.lmnn.blocks.stream import (  # noqa: E402
-    LocalExecutor,
+from convexmetric.lmnn.blocks.data import (  # noqa: E402
     StreamData,
-    TooManyTerms,
-    hinge_block,
+    least_budget,
     row_blocks,
-    terms_block,
 )
+from convexmetric.lmnn.blocks.full_check import terms_block  # noqa: E402
+from convexmetric.lmnn.blocks.local import LocalExecutor  # noqa: E402
+from convexmetric.lmnn.blocks.stream import hinge_block  # noqa: E402
 from convexmetric.neighbors import target_neighbors  # noqa: E402
 from convexmetric.problems import lmnn as P  # noqa: E402
+from convexmetric.problems.lmnn import TooManyTerms  # noqa: E402
 
 
 @pytest.fixture(scope="module")

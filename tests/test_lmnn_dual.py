@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from convexmetric.linalg import psd_scaling
-from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.certificate import DualCertificate
+from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.problems import lmnn as P
 
 
@@ -47,7 +47,7 @@ def test_crossover_tightens_a_near_optimal_point(exact):
     X, y, T, M_star, value, (I, J, L) = exact
     # CLARABEL's optimum (interior-point rounding): smoothed multipliers are poor at the kink
     M = M_star
-    oracle = S.ActiveSetOracle(X, y, T, 0.5, prune=None)
+    oracle = ActiveSetOracle(X, y, T, 0.5, prune=None)
     oracle._merge(I, J, L)  # every triplet, the kink's slightly negative ones included
     z = oracle.hinge_arguments(M)
     F = oracle.objective(M)
@@ -85,7 +85,7 @@ def test_factor_gradient_is_the_factor_times_the_gradient(wine_instance):
     from convexmetric.optim.factor import Factored
 
     X, y, T = wine_instance
-    oracle = S.ActiveSetOracle(X, y, T, 0.5)
+    oracle = ActiveSetOracle(X, y, T, 0.5)
     rng = np.random.default_rng(0)
     L = rng.standard_normal((5, X.shape[1])) / np.abs(X).max()
     M = L.T @ L
@@ -121,7 +121,7 @@ def test_trial_evaluations_in_single_precision_only_steer():
     rng = np.random.default_rng(0)
     L = rng.standard_normal((20, X.shape[1])) / np.abs(X).max()
     M = L.T @ L
-    oracles = [S.ActiveSetOracle(X, y, T, 0.5) for _ in range(2)]
+    oracles = [ActiveSetOracle(X, y, T, 0.5) for _ in range(2)]
     oracles[0].tol = 1e-4  # single-precision trials
     for o in oracles:
         o.full_check(M, L)

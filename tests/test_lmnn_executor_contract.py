@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from convexmetric.lmnn.blocks.dask_executor import DaskExecutor
-from convexmetric.lmnn.blocks.data import StreamData
+from convexmetric.lmnn.blocks.data import StreamData, row_blocks
 from convexmetric.lmnn.blocks.device import DeviceExecutor
 from convexmetric.lmnn.blocks.executor import Executor, executor_for
 from convexmetric.lmnn.blocks.local import LocalExecutor
-from convexmetric.lmnn.blocks.stream import hinge_block, row_blocks
+from convexmetric.lmnn.blocks.stream import hinge_block
 from convexmetric.neighbors import target_neighbors
 
 METHODS = [n for n, v in vars(Executor).items() if inspect.isfunction(v) and not n.startswith("_")]

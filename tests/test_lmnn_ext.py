@@ -10,10 +10,10 @@ from lmnn_verify import certified_kernel_solve, kernel_report
 from convexmetric import LMNN, datasets
 from convexmetric.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
 from convexmetric.lmnn import kernel_solver as SK
-from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.energy import energy_scores
 from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
 from convexmetric.lmnn.multi import solver as SM
+from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.lmnn.reduction import leading_components
 from convexmetric.neighbors import sqdist, target_neighbors
 from convexmetric.problems import lmnn as P
@@ -109,7 +109,7 @@ def test_active_sets_identical_and_auto_search_measures():
     rng = np.random.default_rng(2)
     X, y = rng.normal(size=(200, 2)), rng.integers(0, 2, 200)
     T = target_neighbors(X, y, 3)
-    oracles = [S.ActiveSetOracle(X, y, T, 0.5, search=s) for s in ("brute", "balltree", "auto")]
+    oracles = [ActiveSetOracle(X, y, T, 0.5, search=s) for s in ("brute", "balltree", "auto")]
     for o in oracles:
         for M in (np.eye(2), np.diag([3.0, 0.2]), np.eye(2), np.diag([0.5, 2.0])):
             o.full_check(M)

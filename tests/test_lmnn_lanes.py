@@ -11,9 +11,10 @@ from convexmetric.cli.main import main
 from convexmetric.lmnn.blocks.data import StreamData, Workspace, least_budget, row_blocks
 from convexmetric.lmnn.blocks.full_check import terms_block
 from convexmetric.lmnn.blocks.local import LocalExecutor
-from convexmetric.lmnn.blocks.stream import TooManyTerms, hinge_block
+from convexmetric.lmnn.blocks.stream import hinge_block
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.deadline import Alarm, TimeUp
+from convexmetric.problems.lmnn import TooManyTerms
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def test_lanes_add_the_same_sums_bit_for_bit(digits_blocks):
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_folded_sums_are_the_mapped_sums_in_block_order(digits_blocks, threads):
-    from convexmetric.lmnn.blocks.stream import _add_sums
+    from convexmetric.lmnn.blocks.evaluator import _add_sums
 
     data, blocks, L = digits_blocks
     parts = LocalExecutor().map_blocks(hinge_block, blocks, data, L, 0.05)

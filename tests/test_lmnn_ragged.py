@@ -15,8 +15,9 @@ from sklearn.exceptions import ConvergenceWarning
 from convexmetric import LMNN, KernelLMNN, MultiMetricLMNN, verify
 from convexmetric.lmnn import solver as S
 from convexmetric.lmnn.base import SmallClassWarning
-from convexmetric.lmnn.blocks.stream import StreamingEvaluator
+from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
 from convexmetric.lmnn.energy import energy_scores
+from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.neighbors import padding, target_counts, target_neighbors
 from convexmetric.problems import lmnn as P
 from convexmetric.problems import lmnn_kernel as PK
@@ -146,8 +147,8 @@ def test_streamed_and_listed_evaluations_agree_on_a_ragged_instance():
     rng = np.random.default_rng(3)
     A = rng.normal(size=(4, 4)) * 0.4
     M = A.T @ A
-    active = S.ActiveSetOracle(X, y, T, MU)
-    stream = S.ActiveSetOracle(X, y, T, MU, memory_limit=1 << 14)
+    active = ActiveSetOracle(X, y, T, MU)
+    stream = ActiveSetOracle(X, y, T, MU, memory_limit=1 << 14)
     fa, Ga = active(M)
     fs, Gs = stream(M)
     assert stream.mode == "streaming"

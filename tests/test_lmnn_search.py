@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from convexmetric.lmnn.blocks.stream import StreamingEvaluator
+from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import hinge_terms, pull_matrix
 

@@ -9,16 +9,13 @@ from lmnn_verify import lmnn_report, verified_solve
 from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
 from convexmetric.lmnn import solver as S
-from convexmetric.lmnn.blocks.data import least_budget
-from convexmetric.lmnn.blocks.stream import (
-    LocalExecutor,
-    StreamData,
-    StreamingEvaluator,
-    hinge_block,
-    plan_blocks,
-    row_blocks,
-)
-from convexmetric.lmnn.constants import BLOCK_BUDGET, BYTES_PER_TERM
+from convexmetric.lmnn.blocks.data import StreamData, least_budget, plan_blocks, row_blocks
+from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
+from convexmetric.lmnn.blocks.local import LocalExecutor
+from convexmetric.lmnn.blocks.stream import hinge_block
+from convexmetric.lmnn.constants import BLOCK_BUDGET, BYTES_PER_TERM, DEFAULT_MEMORY_LIMIT
+from convexmetric.lmnn.oracle import ActiveSetOracle
+from convexmetric.lmnn.settings import LMNNSettings
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P
@@ -46,8 +43,8 @@ def test_streaming_equals_active_list(wine_instance, seed, residual, monkeypatch
         monkeypatch.setattr(screen, "SCREEN_RESIDUAL", residual)
     X, y, T = wine_instance
     M = _random_metric(X.shape[1], seed)
-    active = S.ActiveSetOracle(X, y, T, 0.5)  # its first call is a full check
-    stream = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=TINY)
+    active = ActiveSetOracle(X, y, T, 0.5)  # its first call is a full check
+    stream = ActiveSetOracle(X, y, T, 0.5, memory_limit=TINY)
     fa, Ga = active(M)
     fs, Gs = stream(M)
     assert active.mode == "active_set" and stream.mode == "streaming"
@@ -97,8 +94,8 @@ def test_plan_blocks_respects_the_budget():
 def test_default_memory_limit_is_one_fixed_number():
     # the estimator, the solver's settings and the CLI share one default, fixed (not read
     # from the machine: the mode and the blocks, and so the iterates, are the same anywhere)
-    assert LMNN().get_params()["memory_limit"] == S.LMNNSettings().memory_limit
-    assert S.DEFAULT_MEMORY_LIMIT == 2 << 30
+    assert LMNN().get_params()["memory_limit"] == LMNNSettings().memory_limit
+    assert DEFAULT_MEMORY_LIMIT == 2 << 30
     assert (
         LMNN(memory_limit=None).fit(*datasets.load_split("iris")[::2]).result_.info["memory_limit"]
         is None
@@ -217,7 +214,7 @@ def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
     d = X.shape[1]
     M = S.solve(X, y, T, 0.5, refine=False, max_iter=100).matrix  # a good metric
     n_terms = len(P.hinge_terms(M, X, T, y)[0])
-    oracle = S.ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
+    oracle = ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
     f, _ = oracle(M)  # an accepted point: its terms fit in the list
     assert oracle.mode == "active_set" and np.isfinite(f)
     oracle.schedule.now(0)  # the next call checks all triplets

@@ -33,7 +33,8 @@ import numpy as np
 from ..linalg import Spread, components_from_metric
 from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
-from .blocks.stream import StreamingEvaluator, plan_blocks
+from .blocks.data import plan_blocks
+from .blocks.evaluator import StreamingEvaluator
 from .compact_list import CompactList
 from .constants import (
     BYTES_PER_TERM,
@@ -45,7 +46,7 @@ from .constants import (
     WIDE_MEMO_MARGIN,
 )
 from .memo import SearchMemo, violated
-from .schedule import CheckSchedule
+from .schedule import CheckSchedule, check_cap
 
 
 class ActiveList(CompactList):
@@ -76,9 +77,19 @@ class ActiveList(CompactList):
     """
 
     def __init__(
-        self, X, y, targets, mu, *, check_every=10, prune=1.0, block_size=512, search="brute",
-        memory_limit=None, executor=None,
-    ):  # fmt: skip
+        self,
+        X,
+        y,
+        targets,
+        mu,
+        *,
+        check_every=10,
+        prune=1.0,
+        block_size=512,
+        search="brute",
+        memory_limit=None,
+        executor=None,
+    ):
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.n, self.k = targets.shape
         self.check_every = check_every
@@ -142,8 +153,9 @@ class ActiveList(CompactList):
             drop &= m == 0
         if drop.any():
             keep = ~drop
-            self._set_list(self.I[keep], self.J[keep], self.L[keep],
-                           {k: m[keep] for k, m in self.mask.items()})  # fmt: skip
+            self._set_list(
+                self.I[keep], self.J[keep], self.L[keep], {k: m[keep] for k, m in self.mask.items()}
+            )
             return z[keep]
         return z
 
@@ -195,9 +207,16 @@ class ActiveList(CompactList):
                 self._memo = SearchMemo(M, Lc, near, margin)
                 out = self._violated(near, Lc) if margin else near
             else:
-                out = hinge_terms(M, self.X, self.T, self.y, block_size=self.block_size,
-                                  components=Lc, search=self.search,
-                                  max_terms=limit)[:3]  # fmt: skip
+                out = hinge_terms(
+                    M,
+                    self.X,
+                    self.T,
+                    self.y,
+                    block_size=self.block_size,
+                    components=Lc,
+                    search=self.search,
+                    max_terms=limit,
+                )[:3]
                 self._memo = SearchMemo(M, Lc, out, 0.0)
         if limit is not None and len(out[0]) > limit:
             raise TooManyTerms(f"more than {limit} candidate hinge terms")
@@ -276,9 +295,9 @@ class ActiveList(CompactList):
 
     def _streamer(self):
         if self.stream is None:
-            self.stream = StreamingEvaluator(self.X, self.y, self.T, self.mu, self.C_pull,
-                                             memory_limit=self.memory_limit,
-                                             executor=self.executor)  # fmt: skip
+            data = (self.X, self.y, self.T, self.mu, self.C_pull)
+            limit, executor = self.memory_limit, self.executor
+            self.stream = StreamingEvaluator(*data, memory_limit=limit, executor=executor)
             self.stream.executor.alarm = self._alarm
         return self.stream
 
@@ -296,8 +315,7 @@ class ActiveList(CompactList):
             # cap's reference is the exact value at the last point that passed a check
             M_ok, L_ok = self.last_checked
             self._f_seen = self._streamer().objective(M_ok, self._components(M_ok, L_ok))
-        f, G = self._streamer().evaluate(M, self._components(M, components), sigma,
-                                         cap=self._cap())  # fmt: skip
+        f, G = self._streamer().evaluate(M, self._components(M, components), sigma, cap=self._cap())
         self._overflows += 1
         if self.term_budget is not None and (np.isfinite(f) or self._overflows >= 3):
             self._go_streaming()
@@ -316,8 +334,9 @@ class ActiveList(CompactList):
             self._f_seen = self.stream.objective(M_ok, self._components(M_ok, L_ok))
             self.last_checked_value = self._f_seen
         e = np.empty(0, self._index)
-        self._set_list(e, e, e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool),
-                           "lam": np.zeros(0)})  # fmt: skip
+        self._set_list(
+            e, e, e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
+        )
         self.version += 1  # the approximation changed: drivers re-evaluate
 
     def _cap(self):
@@ -354,7 +373,9 @@ class ActiveList(CompactList):
             # checks' flops at most about those of the evaluations between them (on large
             # data a check costs hundreds of evaluations); new violations halve it (not
             # below check_every; the start-up ramp 1, 2, 4, ... goes on up to it)
-            self.schedule.checked(self.calls, stable, self._check_cap())
+            self.schedule.checked(
+                self.calls, stable, check_cap(*self.X.shape, len(self.I), self.check_every)
+            )
         self.calls += 1
         Dt, d_il = self._list_distances(Lc, not accepted and self._single())
         z = Dt[self.I, self.slot]  # 1 + d(i, j) − d(i, l), in place: (d(i, j) + 1) − d(i, l)
@@ -367,25 +388,3 @@ class ActiveList(CompactList):
     def _single(self):
         """Whether trial evaluations run in single precision (:data:`SINGLE_TOL`)."""
         return self.tol is not None and self.tol >= SINGLE_TOL and self.X.size >= SINGLE_SIZE
-
-    def _check_cap(self):
-        """The largest check interval: ``max(2·check_every, flops(check)/flops(evaluation))``
-        (a deterministic cost model: ``n²d`` for a check, ``nd² + 3|list|d`` for an
-        evaluation), so the result never depends on the machine's speed."""
-        n, d = self.X.shape
-        ratio = n * n * d / (n * d * d + 3 * len(self.I) * d + 1)
-        return int(max(2 * self.check_every, min(ratio, 10_000)))
-
-    def mode_info(self):
-        """``SolveResult.info``'s entries on the mode (and the block work's time)."""
-        info = {"mode": self.mode, "memory_limit": self.memory_limit}
-        if self.mode == "streaming":  # (in the active-set mode the evaluator only searches)
-            info.update(stream_evaluations=self.stream.evaluations,
-                        stream_block_rows=self.stream.block_rows,
-                        switched_after_calls=getattr(self, "switched_at", None))  # fmt: skip
-        if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
-            info.update(block_seconds=self.stream.seconds, block_executor=self.stream.executor.name,
-                        partial_checks=self.stream.partial_checks)  # fmt: skip
-            traffic = getattr(self.stream.executor, "traffic_info", None)  # (Dask: bytes moved)
-            info.update(traffic() if traffic is not None else {})
-        return info

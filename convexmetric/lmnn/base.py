@@ -149,11 +149,13 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
         check_scalar(self.max_iter, "max_iter", int, min_val=1, owner=name)
         check_scalar(self.tol, "tol", float, min_val=0, closed="neither", owner=name)
         if self.time_limit is not None:
-            check_scalar(self.time_limit, "time_limit", float, min_val=0, closed="neither",
-                         owner=name)  # fmt: skip
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=name
+            )
         if hasattr(self, "conic_solver"):
-            check_choice(str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"),
-                         owner=name)  # fmt: skip
+            check_choice(
+                str(self.conic_solver).upper(), "conic_solver", ("CLARABEL", "SCS"), owner=name
+            )
         check_verbose(self.verbose, name)
         predict_k = renamed(self, "n_neighbors", "predict_k", hint=_N_NEIGHBORS)
         if predict_k is not None:
@@ -223,10 +225,16 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
         k = self.predict_k_
         Z = self._embed(Q)
         if Z is None:  # no single embedding: from the distances, by row blocks
-            pred = np.concatenate([
-                knn_from_distances(self._distances(Q[s : s + 512]), self._y, k)
-                for s in range(0, len(Q), 512)
-            ]) if len(Q) else np.empty(0, np.int64)  # fmt: skip
+            pred = (
+                np.concatenate(
+                    [
+                        knn_from_distances(self._distances(Q[s : s + 512]), self._y, k)
+                        for s in range(0, len(Q), 512)
+                    ]
+                )
+                if len(Q)
+                else np.empty(0, np.int64)
+            )
         else:
             train = (self._train_embedding(), self._y)
             pred = predict_blocks(knn_chunk, train, Z, self._executor(), k=k)
@@ -276,11 +284,17 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
             pred = knn_predict(Z, self._y, Z, kk, exclude_self=True)
         else:
             Q, n = self._X, len(self._y)
-            pred = np.concatenate([
-                knn_from_distances(self._distances(Q[s : s + 512]), self._y, kk,
-                                   exclude=np.arange(s, min(s + 512, n)))
-                for s in range(0, n, 512)
-            ])  # fmt: skip
+            pred = np.concatenate(
+                [
+                    knn_from_distances(
+                        self._distances(Q[s : s + 512]),
+                        self._y,
+                        kk,
+                        exclude=np.arange(s, min(s + 512, n)),
+                    )
+                    for s in range(0, n, 512)
+                ]
+            )
         return float(np.mean(pred != self._y))
 
     def energy_predict(self, X):
@@ -303,6 +317,11 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
 
     def _energy_inputs(self, Q):
         """``(training keyword arguments, (test rows, test clusters))`` of eq. (15)."""
-        train = dict(X_train=self._X, y_train=self._y, targets=self.targets_,
-                     components=self.components_, mu=float(self.mu))  # fmt: skip
+        train = dict(
+            X_train=self._X,
+            y_train=self._y,
+            targets=self.targets_,
+            components=self.components_,
+            mu=float(self.mu),
+        )
         return train, (Q, None)

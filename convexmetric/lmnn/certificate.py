@@ -115,8 +115,7 @@ class DualCertificate:
         if np.isfinite(bound) and (self.best is None or bound > self.best["bound"]):
             self.best = {"bound": float(bound), "F": F, **point}
 
-    def crossover(self, M, I, J, L, z, lam_s, F, taus=(0.03,), ridge=1e-4,
-                  max_kinks=3000):  # fmt: skip
+    def crossover(self, M, I, J, L, z, lam_s, F, taus=(0.03,), ridge=1e-4, max_kinks=3000):
         """The best bound over kink multipliers fitted to ``S(λ)M = 0`` (module docstring).
 
         ``z``: hinge arguments of the listed triplets ``(I, J, L)`` at ``M``; ``lam_s``: the
@@ -135,8 +134,15 @@ class DualCertificate:
             S_fix = self.scatter(I, J, L, lam)
             keys = self._keys(I[K], J[K], L[K])
             start = self._warm_start(keys, lam_s[K])
-            lam[K] = self._fit(M, self.X[I[K]] - self.X[J[K]], self.X[I[K]] - self.X[L[K]],
-                               S_fix, lam_s[K], ridge, start=start)  # fmt: skip
+            lam[K] = self._fit(
+                M,
+                self.X[I[K]] - self.X[J[K]],
+                self.X[I[K]] - self.X[L[K]],
+                S_fix,
+                lam_s[K],
+                ridge,
+                start=start,
+            )
             self._warm = (keys, lam[K].copy())
             best = max(best, self.certified(I, J, L, lam, F))
         return best
@@ -170,8 +176,13 @@ class DualCertificate:
         blk.S = T.T @ self.scatter(I, J, L, lam) @ T + blk.scatter(x, self.mu)
         const = self.mu * float(lam.sum())
         first = trace_ascent.ascend([blk], x, self.mu, F, const, iterations=iterations, tol=tol)
-        lam[K] = first if tol is None else trace_ascent.smooth_ascend(
-            [blk], x, self.mu, F, const, tol=tol, start=first, window=SOFT_WINDOW)  # fmt: skip
+        lam[K] = (
+            first
+            if tol is None
+            else trace_ascent.smooth_ascend(
+                [blk], x, self.mu, F, const, tol=tol, start=first, window=SOFT_WINDOW
+            )
+        )
         return lam
 
     def _differences(self, P, Q, chunk=8192):
@@ -222,7 +233,12 @@ class DualCertificate:
             return 0.5 * float(x @ Hx) + float(g @ x), Hx + g
 
         x_start = x0 if start is None else start
-        res = minimize(fun, np.clip(x_start, 0.0, 1.0), jac=True, method="L-BFGS-B",
-                       bounds=[(0.0, 1.0)] * len(x0),
-                       options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-10})  # fmt: skip
+        res = minimize(
+            fun,
+            np.clip(x_start, 0.0, 1.0),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(0.0, 1.0)] * len(x0),
+            options={"maxiter": 400, "gtol": 1e-12, "ftol": 1e-10},
+        )
         return np.clip(res.x, 0.0, 1.0)

@@ -97,8 +97,10 @@ class CompactList:
         del old
         new = (keys // (n * n), (keys // n) % n, keys % n)
         del keys
-        lists = [np.concatenate([a, self._compact(b)])[order] for a, b in
-                 zip((self.I, self.J, self.L), new)]  # fmt: skip
+        lists = [
+            np.concatenate([a, self._compact(b)])[order]
+            for a, b in zip((self.I, self.J, self.L), new)
+        ]
         size = len(new[0])
         masks = {
             k: np.concatenate([m, np.zeros(size, m.dtype)])[order] for k, m in self.mask.items()
@@ -129,8 +131,10 @@ class CompactList:
         if on_device is None:  # (a padded target slot is never listed: never read here)
             Z = self._Z = self._project(Lc, single)
             t = self.threads
-            return (target_distances(Z, self.T, threads=t),
-                    row_distances(Z, self._pair_I, self._pair_L, threads=t))  # fmt: skip
+            return (
+                target_distances(Z, self.T, threads=t),
+                row_distances(Z, self._pair_I, self._pair_L, threads=t),
+            )
         self._Z, Dt, d_il = on_device(self._streamer().data, Lc, self._pair_I, self._pair_L)
         return Dt, d_il
 

@@ -10,8 +10,8 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 
-import numpy as np
 from sklearn.base import TransformerMixin
 
 from .._convergence import warn_unconverged
@@ -20,13 +20,12 @@ from .._renamed import DEPRECATED
 from .._validation import (
     check_bool,
     check_choice,
-    check_indices,
     check_memory_limit,
     check_n_jobs,
     check_scalar,
 )
 from .._verbose import log_summary, logging_to_stderr, progress_callback
-from ..neighbors import padding, target_neighbors
+from ..neighbors import check_targets, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
@@ -271,10 +270,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         T = self._targets(X, y_enc, counts, targets)
         mu = float(self.mu)
         left = clock.remaining()  # (spent already: the solver returns its start, evaluated)
+        budget, solve_pass = None if left is None else max(left, 1e-9), self._solve_pass
         with logging_to_stderr(logger, self.verbose):
-            res, T, earlier = run_passes(lambda *a: self._solve_pass(X, y_enc, mu, *a), X, y_enc, T,
-                                T.shape[1], self.n_passes, self.max_iter,
-                                None if left is None else max(left, 1e-9))  # fmt: skip
+            res, T, earlier = run_passes(
+                partial(solve_pass, X, y_enc, mu), X, y_enc, T, self.n_passes, self.max_iter, budget
+            )
             log_summary(logger, self.verbose, type(self).__name__, res)
         if res.status == "optimal_inaccurate" and self.solver == "subgradient":
             warn_unconverged(self, res)
@@ -306,19 +306,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             threads = check_n_jobs(getattr(self, "n_jobs", None), type(self).__name__)
             return target_neighbors(X, y_enc, self._set_k(counts), screen=screen, threads=threads)
         self.k_, self.predict_k_ = None, int(self._predict_k or self.k)
-        T = check_indices(targets, X.shape[0], "targets")
-        if T.ndim != 2 or T.shape[0] != X.shape[0]:
-            raise ValueError(f"'targets' must have shape (n_samples, k); got {T.shape}.")
-        if np.any(y_enc[T] != y_enc[:, None]):
-            raise ValueError("'targets' must name points of the same class as each row.")
-        pad = padding(T)  # a row naming its own point: padding, no target (neighbors.py)
-        if np.any(pad.all(axis=1) & (counts[y_enc] > 1)):  # (one member: no target to name)
-            raise ValueError("'targets' must name at least one target neighbour per row "
-                             "of a class of two points or more (a slot naming the point "
-                             "itself is padding).")  # fmt: skip
-        real = np.where(pad, -1 - np.arange(T.shape[1]), T)  # padded slots never collide
-        if T.shape[1] > 1 and np.any(np.diff(np.sort(real, axis=1), axis=1) == 0):
-            raise ValueError("'targets' must not list a target neighbour twice in one row.")
+        T = check_targets(targets, y_enc, counts)
         self.k_ = T.shape[1]
         return T
 
@@ -332,8 +320,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if self.n_components is not None:
             Lc = leading_components(M, self.n_components)
             if self.reduction == "R":
-                res = solve_rectangular(X, y_enc, T, float(self.mu), self.n_components, L0=Lc,
-                                        search=self.search)  # fmt: skip
+                res = solve_rectangular(
+                    X, y_enc, T, float(self.mu), self.n_components, L0=Lc, search=self.search
+                )
                 Lc = res.matrix
             self.objective_ = P.objective(Lc.T @ Lc, X, T, y_enc, float(self.mu))
         if axes is not None:

@@ -31,7 +31,7 @@ from ..problems.common import psd_value, solve_problem
 from ..result import SolveResult
 from .certificate import DualCertificate
 from .proof import prove
-from .solver import LMNNSettings
+from .settings import LMNNSettings
 
 
 def _keys(n, I, J, L):
@@ -129,6 +129,11 @@ def _certificate(cert, n):
     I, J, L, lam = cert.best["triplets"]
     index = np.int32 if n < 2**31 else np.int64
     F = cert.best["F"]
-    return {"kind": "lmnn", "i": np.asarray(I, index), "j": np.asarray(J, index),
-            "l": np.asarray(L, index), "lam": np.asarray(lam, np.float64),
-            "F": float("nan") if F is None else float(F)}  # fmt: skip
+    return {
+        "kind": "lmnn",
+        "i": np.asarray(I, index),
+        "j": np.asarray(J, index),
+        "l": np.asarray(L, index),
+        "lam": np.asarray(lam, np.float64),
+        "F": float("nan") if F is None else float(F),
+    }

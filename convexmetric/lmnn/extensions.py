@@ -153,9 +153,15 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         T = target_neighbors(X, y, self._set_k(counts))
         mu = float(self.mu)
         # only a start: certified to 1e-2 is plenty (the multi-metric optimum is far away)
-        self.single_ = LMNN(k=self.k_, mu=mu, solver=self.solver, verbose=self.verbose,
-                            tol=max(float(self.tol), 1e-2), max_iter=self.max_iter - 1,
-                            time_limit=self.time_limit)  # fmt: skip
+        self.single_ = LMNN(
+            k=self.k_,
+            mu=mu,
+            solver=self.solver,
+            verbose=self.verbose,
+            tol=max(float(self.tol), 1e-2),
+            max_iter=self.max_iter - 1,
+            time_limit=self.time_limit,
+        )
         with warnings.catch_warnings():  # a start short of 1e-2 is still a start
             warnings.simplefilter("ignore", ConvergenceWarning)
             self.single_.fit(X, y, targets=T)
@@ -164,9 +170,19 @@ class MultiMetricLMNN(LMNNBaseEstimator):
             res = self._solve_exact(X, y, T, mu, g, c)
         else:
             left = clock.remaining()
-            res = SM.solve(X, y, T, mu, g, c, M0=self.single_.metric_, max_iter=1,
-                           max_iterations=self.max_iter - used, tol=float(self.tol),
-                           time_limit=None if left is None else max(left, 1e-9))  # fmt: skip
+            res = SM.solve(
+                X,
+                y,
+                T,
+                mu,
+                g,
+                c,
+                M0=self.single_.metric_,
+                max_iter=1,
+                max_iterations=self.max_iter - used,
+                tol=float(self.tol),
+                time_limit=None if left is None else max(left, 1e-9),
+            )
             res.iterations += used
             warn_unconverged(self, res)
         with logging_to_stderr(logger, self.verbose):
@@ -185,8 +201,14 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         if self.n_clusters is None:
             self.cluster_centers_ = None
             return y, len(self.classes_)
-        c = check_scalar(self.n_clusters, "n_clusters", int, min_val=1, max_val=X.shape[0],
-                         owner=type(self).__name__)  # fmt: skip
+        c = check_scalar(
+            self.n_clusters,
+            "n_clusters",
+            int,
+            min_val=1,
+            max_val=X.shape[0],
+            owner=type(self).__name__,
+        )
         from sklearn.cluster import KMeans
 
         km = KMeans(n_clusters=c, n_init=10, random_state=self.random_state).fit(X)
@@ -216,10 +238,17 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         duals = problem.constraints[0].dual_value if problem.constraints else np.zeros(0)
         oracle = MultiMetricOracle(X, y, T, mu, g, c)
         lower, cert = exact_certificate(oracle, trip, duals, f)  # its hinge duals' bound
-        return SolveResult(matrix=Ms, matrices=list(Ms), objective=f, status=status,
-                           seconds=time.perf_counter() - t0, solver=solver, lower_bound=lower,
-                           info={"cvxpy_value": float(problem.value)},
-                           certificate=cert)  # fmt: skip
+        return SolveResult(
+            matrix=Ms,
+            matrices=list(Ms),
+            objective=f,
+            status=status,
+            seconds=time.perf_counter() - t0,
+            solver=solver,
+            lower_bound=lower,
+            info={"cvxpy_value": float(problem.value)},
+            certificate=cert,
+        )
 
     def distances(self, X):
         """Compute ``D̂(x, x_i)`` of eq. (16) to every training point ``x_i``.

@@ -141,9 +141,16 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             if self.solver == "exact":
                 res = SK.solve(K, y, T, mu, exact=True)
             else:
-                res = SK.solve(K, y, T, mu, max_iter=self.max_iter, tol=float(self.tol),
-                               time_limit=clock.remaining(),
-                               callback=progress_callback(logger, self.verbose, name))  # fmt: skip
+                res = SK.solve(
+                    K,
+                    y,
+                    T,
+                    mu,
+                    max_iter=self.max_iter,
+                    tol=float(self.tol),
+                    time_limit=clock.remaining(),
+                    callback=progress_callback(logger, self.verbose, name),
+                )
             log_summary(logger, self.verbose, name, res)
         if self.solver == "subgradient":
             warn_unconverged(self, res)
@@ -212,8 +219,9 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         return self.kernel not in ("rbf",)
 
     def _point_map(self):
-        return kernel_point_map(self.kernel, self._X, getattr(self, "gamma_", None),
-                                self.components_)  # fmt: skip
+        return kernel_point_map(
+            self.kernel, self._X, getattr(self, "gamma_", None), self.components_
+        )
 
     def _queries(self, X):
         return self.kernel_rows(X)  # kernel rows: the hooks' queries
@@ -231,6 +239,11 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         keep = w > 1e-12 * max(float(w.max()), 1e-300)
         V, w = V[:, keep], w[keep]
         E = V * np.sqrt(w)
-        train = dict(X_train=E, y_train=self._y, targets=self.targets_,
-                     components=self.components_ @ E, mu=float(self.mu))  # fmt: skip
+        train = dict(
+            X_train=E,
+            y_train=self._y,
+            targets=self.targets_,
+            components=self.components_ @ E,
+            mu=float(self.mu),
+        )
         return train, ((Q @ V) / np.sqrt(w), None)

@@ -22,7 +22,7 @@ from ..kernels import empirical_features
 from ..linalg import components_from_metric
 from .exact import solve_working_set
 from .proof import applied
-from .solver import LMNNSettings
+from .settings import LMNNSettings
 from .solver import solve as _solve_linear
 
 

@@ -66,8 +66,9 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             except TooManyTerms:
                 return self._overflow(M, components)
         if self.mode == "streaming":
-            return self._capped(self.stream.evaluate(M, self._components(M, components),
-                                                     cap=self._cap()))  # fmt: skip
+            return self._capped(
+                self.stream.evaluate(M, self._components(M, components), cap=self._cap())
+            )
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
@@ -99,8 +100,9 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             except TooManyTerms:
                 return self._times(self._overflow(M, components, sigma), grad, left)
         if self.mode == "streaming":
-            out = self._capped(self.stream.evaluate(M, self._components(M, components), sigma,
-                                                    cap=self._cap()))  # fmt: skip
+            out = self._capped(
+                self.stream.evaluate(M, self._components(M, components), sigma, cap=self._cap())
+            )
             return self._times(out, grad, left)
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
@@ -113,8 +115,9 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         part = np.flatnonzero((lam > 0) & ~sat)
         I, J, L = self.I[part], self.J[part], self.L[part]
         if left is None:
-            return f, G + self.mu * triplet_scatter(self.X, I, J, L, lam[part],
-                                                     threads=self.threads)  # fmt: skip
+            return f, G + self.mu * triplet_scatter(
+                self.X, I, J, L, lam[part], threads=self.threads
+            )
         Z = self._Z  # X Lᵀ, from hinge_arguments at this very factor (float32 if single)
         H = triplet_scatter(self.rows(Z.dtype), I, J, L, lam[part], Z, self.threads)
         return f, left @ G + self.mu * H
@@ -163,9 +166,29 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             return self.stream.dual(components_from_metric(M), sigma)[0]
         lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
         nz = np.flatnonzero(lam > 0)
-        G = triplet_scatter(self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz],
-                            threads=self.threads)  # fmt: skip
+        G = triplet_scatter(
+            self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz], threads=self.threads
+        )
         return (1 - self.mu) * self.C_pull + self.mu * G
+
+    def mode_info(self):
+        """``SolveResult.info``'s entries on the mode (and the block work's time)."""
+        info = {"mode": self.mode, "memory_limit": self.memory_limit}
+        if self.mode == "streaming":  # (in the active-set mode the evaluator only searches)
+            info.update(
+                stream_evaluations=self.stream.evaluations,
+                stream_block_rows=self.stream.block_rows,
+                switched_after_calls=getattr(self, "switched_at", None),
+            )
+        if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
+            info.update(
+                block_seconds=self.stream.seconds,
+                block_executor=self.stream.executor.name,
+                partial_checks=self.stream.partial_checks,
+            )
+            traffic = getattr(self.stream.executor, "traffic_info", None)  # (Dask: bytes moved)
+            info.update(traffic() if traffic is not None else {})
+        return info
 
     # -- the engine's protocol (convexmetric.optim.oracle) -------------------------
     def bound(self, stage):

@@ -13,7 +13,7 @@ from ..optim.deadline import Deadline
 from ..problems.lmnn import components_from_metric
 
 
-def run_passes(solve_pass, X, y_enc, T, k, n_passes, max_iter, time_limit):
+def run_passes(solve_pass, X, y_enc, T, n_passes, max_iter, time_limit):
     """Run up to ``n_passes`` passes; return the last pass's result and its targets.
 
     Parameters
@@ -24,9 +24,7 @@ def run_passes(solve_pass, X, y_enc, T, k, n_passes, max_iter, time_limit):
     X, y_enc : ndarray
         The (reduced) inputs and the encoded labels.
     T : int ndarray (n, k)
-        The first pass's target neighbours.
-    k : int
-        Target neighbours per point (for the re-selection).
+        The first pass's target neighbours (each pass re-selects ``k`` per point).
     n_passes : int
     max_iter : int
         Iterations of all passes together.
@@ -54,9 +52,16 @@ def run_passes(solve_pass, X, y_enc, T, k, n_passes, max_iter, time_limit):
             break
         if p > 0:  # §5.1: re-select targets under the metric of the previous pass
             L = components_from_metric(0.5 * (res.matrix + res.matrix.T))
-            earlier.append({"components": L, "targets": T, "certificate": res.certificate,
-                            "objective": float(res.objective), "status": res.status})  # fmt: skip
-            T = target_neighbors(X @ L.T, y_enc, k)
+            earlier.append(
+                {
+                    "components": L,
+                    "targets": T,
+                    "certificate": res.certificate,
+                    "objective": float(res.objective),
+                    "status": res.status,
+                }
+            )
+            T = target_neighbors(X @ L.T, y_enc, T.shape[1])
         res = solve_pass(T, None if res is None else res.matrix, left, remaining)
         counts.append(int(res.iterations))
         if res.status == "user_limit":

@@ -36,8 +36,9 @@ def prove(res, X, y, targets, mu, tol, clusters=None, n_clusters=1):
         res.lower_bound = None
         res.info["certificate_refused"] = str(exc)
     if res.status in ("optimal", "optimal_inaccurate"):
-        res.status = certified_status(res.objective, res.lower_bound, tol,
-                                      zero_value=res.info["zero_value"])  # fmt: skip
+        res.status = certified_status(
+            res.objective, res.lower_bound, tol, zero_value=res.info["zero_value"]
+        )
     res.info["certified_gap"] = res.certified_gap
     return res
 

@@ -35,10 +35,22 @@ def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):
     iterations a stage, ×0.3 at stalls, a stall ends the run only once σ ≤ 3e-4 (and
     :data:`MAX_ESCAPES` escapes are spent or none is left);
     ``s.refine_settings`` overrides them (unless ``overrides=False``)."""
-    rs = StageSettings(sigma0=0.03, sigma_factor=1.0, stall_shrink=0.3, sigma_min=1e-6,
-                       stage_iter=50, rtol=1e-7, stalls=2, stall_sigma=1e-2, gap_tol=gap_tol,
-                       max_stages=500, max_escapes=MAX_ESCAPES, time_limit=time_limit,
-                       callback=s.callback, name="smoothed-lbfgs")  # fmt: skip
+    rs = StageSettings(
+        sigma0=0.03,
+        sigma_factor=1.0,
+        stall_shrink=0.3,
+        sigma_min=1e-6,
+        stage_iter=50,
+        rtol=1e-7,
+        stalls=2,
+        stall_sigma=1e-2,
+        gap_tol=gap_tol,
+        max_stages=500,
+        max_escapes=MAX_ESCAPES,
+        time_limit=time_limit,
+        callback=s.callback,
+        name="smoothed-lbfgs",
+    )
     extra = s.refine_settings if overrides and s.refine is True else None
     if isinstance(extra, StageSettings):
         return replace(extra, time_limit=time_limit, callback=s.callback)
@@ -59,7 +71,7 @@ def refine(oracle, L0, settings, rank_tol=None):
 
 class GapClosing:
     """The best point and bound over the runs that close a refinement's gap
-    (:func:`.solver.close_gap`), their counts, and the convex fallback."""
+    (:func:`.phases.close_gap`), their counts, and the convex fallback."""
 
     def __init__(self, oracle, result, s, max_iter):
         self.oracle, self.s, self.left, self.clock = oracle, s, max_iter, Deadline(s.time_limit)
@@ -92,14 +104,20 @@ class GapClosing:
         # the dual estimate of a saddle is poor: restart the prox centre at λ̄ = 0 and the
         # continuation at the default width (a small σ with a stale centre stalls)
         oracle.mask["lam"] = np.zeros_like(oracle.mask["lam"])
-        fs = SmoothingSettings(gap_tol=s.tol, max_iter=20000, callback=s.callback,
-                               time_limit=self.clock.remaining(),
-                               max_iterations=self.left)  # fmt: skip
+        fs = SmoothingSettings(
+            gap_tol=s.tol,
+            max_iter=20000,
+            callback=s.callback,
+            time_limit=self.clock.remaining(),
+            max_iterations=self.left,
+        )
         r = self.keep(smoothed_descent(oracle, self.best.matrix, PSDCone(), fs))
         if self.open():  # polish in the factor, now away from the saddle
-            rs = replace(refine_settings(s, self.clock.remaining(), overrides=False),
-                         sigma0=float(r.info.get("final_sigma", 1e-3)),
-                         max_iterations=self.left)  # fmt: skip
+            rs = replace(
+                refine_settings(s, self.clock.remaining(), overrides=False),
+                sigma0=float(r.info.get("final_sigma", 1e-3)),
+                max_iterations=self.left,
+            )
             self.keep(refine(oracle, components_from_metric(self.best.matrix), rs, s.rank_tol))
         return self
 
@@ -107,8 +125,18 @@ class GapClosing:
         """The best point with the best bound (at least 0), this stage's counts, status."""
         f, lower = self.best.objective, max(self.lower, 0.0)
         stopped = "user_limit" if self.clock.expired() or self.stopped else None
-        info = dict(self.best.info, escapes=self.escapes, fallback=self.fell_back,
-                    certified_gap=certified_gap(f, lower))  # fmt: skip
-        return replace(self.best, lower_bound=lower, iterations=self.iterations,
-                       seconds=self.clock.elapsed(), history=self.history, info=info,
-                       status=certified_status(f, lower, self.s.tol, stopped))  # fmt: skip
+        info = dict(
+            self.best.info,
+            escapes=self.escapes,
+            fallback=self.fell_back,
+            certified_gap=certified_gap(f, lower),
+        )
+        return replace(
+            self.best,
+            lower_bound=lower,
+            iterations=self.iterations,
+            seconds=self.clock.elapsed(),
+            history=self.history,
+            info=info,
+            status=certified_status(f, lower, self.s.tol, stopped),
+        )

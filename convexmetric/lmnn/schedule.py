@@ -59,3 +59,13 @@ class CheckSchedule:
         (``None``: none between the drivers' checks)."""
         self.every = self.interval = every
         self.next = calls
+
+
+def check_cap(n, d, listed, check_every):
+    """The largest check interval of an active list of ``listed`` terms over ``n × d`` data:
+    ``max(2·check_every, flops(check)/flops(evaluation))`` (a deterministic cost model:
+    ``n²d`` for a check, ``nd² + 3·listed·d`` for an evaluation), so that the checks cost
+    at most about the evaluations between them and the result never depends on the
+    machine's speed."""
+    ratio = n * n * d / (n * d * d + 3 * listed * d + 1)
+    return int(max(2 * check_every, min(ratio, 10_000)))

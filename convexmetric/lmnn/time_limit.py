@@ -23,8 +23,20 @@ def stopped(oracle, M0, t0):
         oracle.objective(M0, bound=True)
         best = oracle.best_seen
     f, M = best
-    info = {"stop": "time_limit", "active_list": len(oracle), "full_checks": oracle.full_checks,
-            **oracle.mode_info()}  # fmt: skip
-    return SolveResult(matrix=M, objective=f, status="user_limit", iterations=0,
-                       seconds=time.perf_counter() - t0, solver="time_limit", history=[f],
-                       lower_bound=None, info=info)  # fmt: skip
+    info = {
+        "stop": "time_limit",
+        "active_list": len(oracle),
+        "full_checks": oracle.full_checks,
+        **oracle.mode_info(),
+    }
+    return SolveResult(
+        matrix=M,
+        objective=f,
+        status="user_limit",
+        iterations=0,
+        seconds=time.perf_counter() - t0,
+        solver="time_limit",
+        history=[f],
+        lower_bound=None,
+        info=info,
+    )

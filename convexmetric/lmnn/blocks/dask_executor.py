@@ -93,8 +93,11 @@ class DaskExecutor:
         self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
         #: payload bytes (arrays and numbers; not Dask's framing) sent to and gathered from
         #: the tasks, per kind of map: "evaluation" (sums) and "check" (triplets)
-        self.traffic = {f"{kind}_{what}": 0 for kind in ("evaluation", "check")
-                        for what in ("count", "sent", "received")}  # fmt: skip
+        self.traffic = {
+            f"{kind}_{what}": 0
+            for kind in ("evaluation", "check")
+            for what in ("count", "sent", "received")
+        }
         self._data = self._blocks = self._groups = None
         #: per task: (check, sorted keys of its violated triplets) at the last full check,
         #: and the worker that holds them
@@ -167,7 +170,7 @@ class DaskExecutor:
         worker's memory until the counts of all tasks are known. Past ``max_terms``
         violated triplets in all, it raises
         :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
-        from .stream import TooManyTerms
+        from ...problems.lmnn import TooManyTerms
 
         def run(watch):
             self._checks += 1
@@ -351,10 +354,11 @@ def dask_client(scheduler, owner="--scheduler", timeout=30):
                 f"N an int in the range [1, inf). Got {text!r} instead."
             )
         with (
-            distributed.LocalCluster(n_workers=int(n), processes=True, threads_per_worker=1,
-                                     dashboard_address=":0") as cluster,
+            distributed.LocalCluster(
+                n_workers=int(n), processes=True, threads_per_worker=1, dashboard_address=":0"
+            ) as cluster,
             distributed.Client(cluster) as client,
-        ):  # fmt: skip
+        ):
             yield client
         return
     if "://" not in text:

@@ -116,8 +116,13 @@ def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
         return {**out, "full": True, "keys": keys, "size": len(keys)}
     added = keys[~member(keys, prev[1])]  # both sorted and distinct
     removed = prev[1][~member(prev[1], keys)]
-    return {**out, "full": False, "added": added, "removed": removed,
-            "size": len(added) + len(removed)}  # fmt: skip
+    return {
+        **out,
+        "full": False,
+        "added": added,
+        "removed": removed,
+        "size": len(added) + len(removed),
+    }
 
 
 def rebuild(known, part):
@@ -132,8 +137,13 @@ def small_part(part, share):
     """``part`` if it may travel now, else its count (``held``: it stays on the worker)."""
     if part["overflow"] or share is None or part["size"] <= share:
         return part
-    return {"count": part["count"], "overflow": False, "size": part["size"], "held": True,
-            "worker": part.get("worker")}  # fmt: skip
+    return {
+        "count": part["count"],
+        "overflow": False,
+        "size": part["size"],
+        "held": True,
+        "worker": part.get("worker"),
+    }
 
 
 def _worker_address():

@@ -100,8 +100,11 @@ def row_blocks(y, block_rows):
     ys = np.asarray(y)[order]
     starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
     ends = np.r_[starts[1:], len(ys)]
-    return [order[s : min(e, s + block_rows)] for a, e in zip(starts, ends)
-            for s in range(a, e, block_rows)]  # fmt: skip
+    return [
+        order[s : min(e, s + block_rows)]
+        for a, e in zip(starts, ends)
+        for s in range(a, e, block_rows)
+    ]
 
 
 class Projection(NamedTuple):
@@ -169,8 +172,12 @@ class Workspace:
             return self._parent.project(data, L)
         with self._lock:
             last = self.last
-            if last is not None and last.X is data.X and last.L.shape == L.shape \
-                    and np.array_equal(last.L, L):  # fmt: skip
+            if (
+                last is not None
+                and last.X is data.X
+                and last.L.shape == L.shape
+                and np.array_equal(last.L, L)
+            ):
                 return last
             self.last = _projection(data, L)
             return self.last

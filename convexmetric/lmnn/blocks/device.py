@@ -35,7 +35,7 @@ import numpy as np
 
 from ..constants import DEVICE_BLOCK_MEMORY
 from .data import StreamData
-from .stream import LocalExecutor
+from .local import LocalExecutor
 from .xp import device_of, row_distances, to_numpy
 
 
@@ -152,9 +152,11 @@ class DeviceExecutor(LocalExecutor):
     def scatter(self, data):
         """The data on the device (labels and targets as int64)."""
         X, y, T = data
-        return StreamData(self.asarray(np.asarray(X, np.float64)),
-                          self.asarray(np.asarray(y, np.int64)),
-                          self.asarray(np.asarray(T, np.int64)))  # fmt: skip
+        return StreamData(
+            self.asarray(np.asarray(X, np.float64)),
+            self.asarray(np.asarray(y, np.int64)),
+            self.asarray(np.asarray(T, np.int64)),
+        )
 
     def plan_blocks(self, n, d, k, memory_limit=None):
         """``(block_rows, chunk)`` for the device: a block's ``rows × n`` float32 product,

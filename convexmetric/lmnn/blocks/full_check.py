@@ -87,8 +87,9 @@ def _row_matrix(xp, Zr, sr, r):
         A[:, r + 1] = -0.5 * sr
         return A
     ones = xp.ones((sr.shape[0], 1), dtype=xp.float32, device=device_of(Zr))
-    return xp.concat([xp.astype(Zr, xp.float32), ones, xp.astype(-0.5 * sr[:, None], xp.float32)],
-                     axis=1)  # fmt: skip
+    return xp.concat(
+        [xp.astype(Zr, xp.float32), ones, xp.astype(-0.5 * sr[:, None], xp.float32)], axis=1
+    )
 
 
 def _hits(xp, G, hr, hc, ws):
@@ -110,8 +111,9 @@ def _hits(xp, G, hr, hc, ws):
     return ii[keep], ll[keep]
 
 
-def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0, ws=None,
-                stale=None):  # fmt: skip
+def terms_block(
+    rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, margin=0.0, ws=None, stale=None
+):
     """The violated triplets (``z_ijl > 0``) of the block's pairs (:func:`_pairs`; of a
     partial check with ``stale``): a full check, each differently labelled pair ``{a, b}``
     tested both ways (``i = a, l = b`` and ``i = b, l = a``); with ``margin``, the
@@ -143,8 +145,10 @@ def terms_block(rows, data, L, *, max_terms=None, chunk=1 << 18, rtol=1e-5, marg
             out_J.append(_gather2(xp, T, ip, q))
             out_L.append(take(xp, l, p))
     kind = np.int32 if len(P.labels) < 2**31 else np.int64
-    I, J, L_ = (to_numpy(concat(xp, a)).astype(kind, copy=False) if a else np.empty(0, kind)
-                for a in (out_I, out_J, out_L))  # fmt: skip
+    I, J, L_ = (
+        to_numpy(concat(xp, a)).astype(kind, copy=False) if a else np.empty(0, kind)
+        for a in (out_I, out_J, out_L)
+    )
     return {"I": I, "J": J, "L": L_, "count": count, "overflow": False}
 
 

@@ -81,8 +81,10 @@ class LocalExecutor:
         part is dropped once folded (a map of many small blocks holds no d × d sum per
         block)."""
         acc = _InOrder(fold, total)
-        self._map(lambda ib, ws: acc.put(ib[0], fn(ib[1], data, *args, ws=ws, **kwargs)),
-                  list(enumerate(blocks)))  # fmt: skip
+        self._map(
+            lambda ib, ws: acc.put(ib[0], fn(ib[1], data, *args, ws=ws, **kwargs)),
+            list(enumerate(blocks)),
+        )
         return acc.total
 
     def map_chunks(self, fn, chunks, data, **kwargs):
@@ -94,8 +96,16 @@ class LocalExecutor:
         joined in block order: raises :class:`TooManyTerms` as soon as more than
         ``max_terms`` were found."""
         if self.threads == 1:
-            part = collect_terms(fn, blocks, data, *args, max_terms=max_terms,
-                                 ws=self.workspace, alarm=self.alarm, **kwargs)  # fmt: skip
+            part = collect_terms(
+                fn,
+                blocks,
+                data,
+                *args,
+                max_terms=max_terms,
+                ws=self.workspace,
+                alarm=self.alarm,
+                **kwargs,
+            )
         else:
             part = self._terms(fn, blocks, data, args, max_terms, kwargs)
         if part["overflow"]:

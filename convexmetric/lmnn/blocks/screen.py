@@ -81,8 +81,9 @@ def search_matrix(xp, Wo, so):
     """float32 ``[w, −‖w‖²/2, 1]`` (NumPy: written in place, no concatenated temporaries)."""
     if not is_numpy(xp):
         ones = xp.ones((so.shape[0], 1), dtype=xp.float32, device=device_of(Wo))
-        return xp.concat([xp.astype(Wo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32),
-                          ones], axis=1)  # fmt: skip
+        return xp.concat(
+            [xp.astype(Wo, xp.float32), xp.astype(-0.5 * so[:, None], xp.float32), ones], axis=1
+        )
     c = Wo.shape[1]
     B = np.empty((len(so), c + 2), np.float32)
     B[:, :c] = Wo

@@ -21,39 +21,18 @@ Summing the blocks gives the objective ``(1 − μ)⟨P, M⟩ + μ Σ φ``, its 
 certificate (:meth:`~convexmetric.lmnn.oracle.ActiveSetOracle.lower_bound`).
 
 The block function :func:`hinge_block` is pure: a function of the row indices, the data
-(``X``, labels, targets), ``L`` and σ, returning small partial sums. So is
-:func:`~.full_check.terms_block`, the full check of the active-set mode, returning violated
-triplets ``(i, j, l)`` (each differently labelled pair once, by symmetry:
-:mod:`.full_check`). An *executor* maps them over the blocks: :class:`~.local.LocalExecutor`
-runs in this process (in one thread or several lanes); a distributed executor (Dask,
-:mod:`.dask_executor`) ships the data once (``scatter``) and runs ``map_blocks`` /
-``map_terms`` on its workers. Every block of one evaluation shares ``Z = X Lᵀ`` and the
-float32 search matrix, computed once per process (:func:`~.data.project`).
-
-Memory: one block holds ``O(block_rows · n)`` floats and one chunk ``O(chunk · (d + k))``;
-:func:`plan_blocks` sizes both from the budget.
+(``X``, labels, targets), ``L`` and σ, returning small partial sums; :mod:`.evaluator` maps
+it (and the full check's :func:`~.full_check.terms_block`) over the blocks through an
+executor (:mod:`.executor`).
 """
 
 from __future__ import annotations
-
-import time
 
 import numpy as np
 import scipy.sparse as sp
 
 from ..._sets import unique
-from ...problems.lmnn import TooManyTerms  # noqa: F401 (what the executors' map_terms raises)
-from .data import (  # noqa: F401 (the block helpers, importable from here as before)
-    BYTES_PER_BLOCK_CELL,
-    Projection,
-    StreamData,
-    Workspace,
-    plan_blocks,
-    project,
-    row_blocks,
-)
-from .full_check import terms_block
-from .local import LocalExecutor
+from .data import Workspace
 from .xp import (
     astype,
     concat,
@@ -107,8 +86,19 @@ def _row_matrix(xp, Zb):
     return concat(xp, [astype(xp, Zb, xp.float32), one, xp.zeros_like(one)], axis=1)
 
 
-def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-5, cap=None,
-                ws=None, triplets=False):  # fmt: skip
+def hinge_block(
+    rows,
+    data,
+    L,
+    sigma=None,
+    *,
+    grad=True,
+    chunk=1 << 18,
+    rtol=1e-5,
+    cap=None,
+    ws=None,
+    triplets=False,
+):
     """Partial sums of eq. (14)'s push term over the triplets ``(i, j, l)`` with ``i ∈ rows``.
 
     Parameters
@@ -124,9 +114,8 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
     grad : bool
         Also return ``Σ λ (C_ij − C_il)`` (else ``None``).
     cap : float or None
-        Give up (``value = inf``) once the block's ``Σ φ`` exceeds ``cap``: a trial
-        point whose objective is that large is rejected anyway, and at a collapsed
-        metric (every pair an impostor) the exact sum would cost ``O(n² k d)``.
+        Give up (``value = inf``) once the block's ``Σ φ`` exceeds ``cap`` (a trial point
+        rejected anyway; at a collapsed metric the exact sum would cost ``O(n² k d)``).
     ws : Workspace or None
         The calling thread's workspace (its projection is reused); a fresh one if None.
     triplets : bool
@@ -158,15 +147,9 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
         e = min(s + chunk, ii.shape[0])  # (in bounds: the standard leaves the rest open)
         ic, lc = ii[s:e], ll[s:e]
         H = 1.0 + take(xp, Dt, ic) - row_distances(xp, Z, take(xp, rd, ic), lc)[:, None]  # (c, k)
-        pos = H > 0
-        out["count"] += int(xp.count_nonzero(pos))
-        if sigma is None:
-            lam = astype(xp, pos, xp.float64)
-            out["value"] += float(xp.sum(H[pos]))
-        else:
-            lam = xp.clip(H / sigma, 0.0, 1.0)
-            # λ·max(z, 0): λ = 0 where z ≤ 0 (and a padded slot's z = −inf gives no NaN)
-            out["value"] += float(xp.sum(lam * xp.clip(H, 0.0, None) - 0.5 * sigma * lam**2))
+        lam, value = _hinge(xp, H, sigma)
+        out["count"] += int(xp.count_nonzero(H > 0))
+        out["value"] += value
         out["lam"] += float(xp.sum(lam))
         if triplets:
             listed.append(_listed(xp, take(xp, rd, ic), take(xp, T, take(xp, rd, ic)), lc, lam))
@@ -175,11 +158,7 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
         if not grad:
             continue
         pull_w += _row_sums(xp, ic, lam, len(rows))
-        # 3. push part Σ w_il (x_i − x_l)(x_i − x_l)ᵀ = Xᵀ(D − W)X, W sparse (b × n)
-        w = xp.sum(lam, axis=1)
-        keep = w > 0
-        if bool(xp.any(keep)):
-            out["G"] -= _pair_block(xp, X, rd, ic[keep], lc[keep], w[keep])
+        out["G"] -= _push(xp, X, rd, ic, lc, lam)
     if grad:
         for part in _pull_parts(xp, X, rd, take(xp, T, rd), pull_w):
             out["G"] += part
@@ -187,6 +166,27 @@ def hinge_block(rows, data, L, sigma=None, *, grad=True, chunk=1 << 18, rtol=1e-
         e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]
         out["triplets"] = tuple(np.concatenate(p) for p in zip(e, *listed))
     return out
+
+
+def _hinge(xp, H, sigma):
+    """``(λ, Σ φ)`` of the hinge arguments ``H``: the hinge with ``λ = 1[z > 0]`` (``sigma``
+    None), or its smoothing ``φ_σ`` with ``λ = clip(z/σ, 0, 1)``."""
+    if sigma is None:
+        pos = H > 0
+        return astype(xp, pos, xp.float64), float(xp.sum(H[pos]))
+    lam = xp.clip(H / sigma, 0.0, 1.0)
+    # λ·max(z, 0): λ = 0 where z ≤ 0 (and a padded slot's z = −inf gives no NaN)
+    return lam, float(xp.sum(lam * xp.clip(H, 0.0, None) - 0.5 * sigma * lam**2))
+
+
+def _push(xp, X, rd, ic, lc, lam):
+    """3. The push part ``Σ w_il (x_i − x_l)(x_i − x_l)ᵀ = Xᵀ(D − W)X`` of a chunk's pairs
+    ``(rd[ic], lc)`` with weights ``w = Σ_j λ`` (``W`` sparse, b × n); 0 without one."""
+    w = xp.sum(lam, axis=1)
+    keep = w > 0
+    if not bool(xp.any(keep)):
+        return 0.0
+    return _pair_block(xp, X, rd, ic[keep], lc[keep], w[keep])
 
 
 def _listed(xp, i, targets, l, lam):
@@ -247,134 +247,3 @@ def _pair_block(xp, X, rd, ic, lc, w):
     Xc = X[cols]
     cross = Xb.T @ WX
     return (Xb.T * r) @ Xb + (Xc.T * c) @ Xc - cross - cross.T
-
-
-def _add_sums(total, part):
-    """``total`` plus one block's :func:`hinge_block` sums (in place: ``total`` is the
-    fold's own)."""
-    for key in ("value", "lam", "count"):
-        total[key] += part[key]
-    if part["G"] is not None:
-        total["G"] = part["G"] if total["G"] is None else total["G"] + part["G"]
-    return total
-
-
-class StreamingEvaluator:
-    """Eq. (14) over all triplets, streamed by row blocks through an executor.
-
-    Parameters
-    ----------
-    X, y, targets : arrays
-        Inputs (n, d), encoded labels and target neighbours (n, k).
-    mu : float
-    pull : ndarray (d, d)
-        ``Σ C_ij`` over target pairs (:func:`~convexmetric.problems.lmnn.pull_matrix`).
-    memory_limit : int or None
-        Bytes of working memory; sizes the blocks (:func:`plan_blocks`).
-    executor : Executor, default :class:`LocalExecutor`
-        Runs the block maps (the contract: :mod:`.executor`).
-    """
-
-    def __init__(self, X, y, targets, mu, pull, *, memory_limit=None, executor=None):
-        self.mu, self.pull = mu, pull
-        n, d = X.shape
-        self.n = n
-        self.executor = executor if executor is not None else LocalExecutor()
-        # an executor sizes its blocks itself (a device: its own memory; lanes: their share)
-        self.block_rows, self.chunk = self.executor.plan_blocks(
-            n, d, targets.shape[1], memory_limit
-        )
-        self.y, self.blocks = y, row_blocks(y, self.block_rows)
-        self.data = self.executor.scatter(StreamData(X, y, targets))
-        self.evaluations = self.checks = self.partial_checks = 0
-        self.seconds = 0.0  #: wall time spent in the block functions (all calls)
-
-    def terms(self, L, max_terms=None, margin=0.0):
-        """The violated triplets at ``M = LᵀL``: int arrays ``(I, J, L)`` (int32 while ``n <
-        2³¹``, as the blocks return them; a full check
-        of the active-set mode, by blocks); with ``margin``, those with ``z > −margin``.
-        Past ``max_terms`` raises :class:`TooManyTerms`."""
-        self.checks += 1
-        return self._terms(self.blocks, L, max_terms, {"margin": margin} if margin else {})
-
-    def partial_terms(self, L, stale, max_terms=None):
-        """The violated triplets of the pairs with an end in ``stale`` (a bool mask over
-        the points), each pair once: a full check's block work over the stale rows alone
-        (:func:`~.full_check.terms_block`). For the executors that map the blocks given
-        (:attr:`partial`): not Dask's, whose tasks keep their own groups of blocks."""
-        self.partial_checks += 1
-        rows = np.flatnonzero(stale)
-        blocks = [rows[b] for b in row_blocks(self.y[rows], self.block_rows)]
-        return self._terms(blocks, L, max_terms, {"stale": stale})
-
-    @property
-    def partial(self):
-        """Whether :meth:`partial_terms` runs here (the executor maps the blocks given)."""
-        return isinstance(self.executor, LocalExecutor)
-
-    def _terms(self, blocks, L, max_terms, kw):
-        start = time.perf_counter()
-        try:
-            parts = self.executor.map_terms(terms_block, blocks, self.data, L,
-                                            max_terms=max_terms, chunk=self.chunk,
-                                            **kw)  # fmt: skip
-        finally:
-            self.executor.release()
-            self.seconds += time.perf_counter() - start
-        if not parts:
-            e = np.empty(0, np.int32 if self.n < 2**31 else np.int64)
-            return e, e, e
-        return tuple(np.concatenate([p[key] for p in parts]) for key in ("I", "J", "L"))
-
-    def sums(self, L, sigma=None, grad=True, cap=None):
-        """Block partial sums added up: ``value``, ``lam``, ``count`` and ``G``.
-
-        ``cap``: give up once ``Σ φ`` is known to exceed it (``value = inf``)."""
-        self.evaluations += 1
-        start = time.perf_counter()
-        total = self.executor.fold_blocks(
-            _add_sums, {"value": 0.0, "lam": 0.0, "count": 0, "G": None},
-            hinge_block, self.blocks, self.data, L, sigma, grad=grad, chunk=self.chunk, cap=cap,
-        )  # fmt: skip
-        self.seconds += time.perf_counter() - start
-        if grad and total["G"] is None:
-            total["G"] = np.zeros_like(self.pull)
-        return total
-
-    def evaluate(self, M, L, sigma=None, cap=None):
-        """``(f, G)``: eq. (14) (or its smoothing with width σ, prox centre 0) and gradient.
-
-        With ``cap``, a point whose value exceeds it returns ``(inf, 0)`` early (a
-        trial point the descent rejects anyway)."""
-        f_pull = (1 - self.mu) * float(np.sum(self.pull * M))
-        push_cap = None if cap is None else max((cap - f_pull) / self.mu, 0.0)
-        if push_cap is not None and f_pull > cap:
-            return np.inf, np.zeros_like(M)
-        t = self.sums(L, sigma, cap=push_cap)
-        if not np.isfinite(t["value"]):
-            return np.inf, np.zeros_like(M)
-        return f_pull + self.mu * t["value"], (1 - self.mu) * self.pull + self.mu * t["G"]
-
-    def objective(self, M, L, dual=False):
-        """Eq. (14) at ``M = LᵀL`` over all triplets (exact); with ``dual``, ``(f, S(λ), Σ λ)``
-        at ``λ = 1[z > 0]`` from the same pass (a certificate's dual point, as :meth:`dual`)."""
-        t = self.sums(L, None, grad=dual)
-        f = (1 - self.mu) * float(np.sum(self.pull * M)) + self.mu * t["value"]
-        return (f, (1 - self.mu) * self.pull + self.mu * t["G"], t["lam"]) if dual else f
-
-    def dual(self, L, sigma):
-        """``(S(λ), Σ λ)`` with ``λ = clip(z/σ, 0, 1)`` at ``M = LᵀL`` (the certificate's)."""
-        t = self.sums(L, sigma)
-        return (1 - self.mu) * self.pull + self.mu * t["G"], t["lam"]
-
-    def multipliers(self, L, sigma):
-        """The triplets with ``λ = clip(z/σ, 0, 1) > 0`` at ``M = LᵀL`` and their ``λ``
-        (the dual point of :meth:`dual`): int64 ``I, J, L`` and float64 ``λ``."""
-        start = time.perf_counter()
-        parts = self.executor.map_blocks(hinge_block, self.blocks, self.data, L, sigma,
-                                         grad=False, chunk=self.chunk, triplets=True)  # fmt: skip
-        self.seconds += time.perf_counter() - start
-        # (a Dask task adds its blocks' dicts up: their tuples come concatenated)
-        listed = [q["triplets"][s : s + 4] for q in parts for s in range(0, len(q["triplets"]), 4)]
-        e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]
-        return tuple(np.concatenate(p) for p in zip(e, *listed))

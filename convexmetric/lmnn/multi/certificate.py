@@ -63,8 +63,14 @@ class RangeCertificate:
             lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
             lam[base.outside_range()] = 0.0
             nz = np.flatnonzero(lam > 0)
-            self.best = {"bound": float(bound), "F": F, "i": base.I[nz], "j": base.J[nz],
-                         "l": base.L[nz], "lam": lam[nz]}  # fmt: skip
+            self.best = {
+                "bound": float(bound),
+                "F": F,
+                "i": base.I[nz],
+                "j": base.J[nz],
+                "l": base.L[nz],
+                "lam": lam[nz],
+            }
         return bound
 
     def dual_point(self, lower_bound):
@@ -82,8 +88,12 @@ class RangeCertificate:
         index = np.int32 if self.base.n < 2**31 else np.int64
         F = best["F"]
         out = {key: np.asarray(best[key], index) for key in ("i", "j", "l")}
-        return {"kind": "lmnn_multi", **out, "lam": np.asarray(best["lam"], np.float64),
-                "F": float("nan") if F is None or not np.isfinite(F) else float(F)}  # fmt: skip
+        return {
+            "kind": "lmnn_multi",
+            **out,
+            "lam": np.asarray(best["lam"], np.float64),
+            "F": float("nan") if F is None or not np.isfinite(F) else float(F),
+        }
 
     def multipliers(self, Ms, sigma):
         """``(λ, z)``: the smoothed dual estimate ``clip(λ̄ + z/σ, 0, 1)`` at ``Ms``
@@ -140,12 +150,14 @@ class RangeCertificate:
             self.face_reach = b_face
             if b_face >= target:
                 return x_face
-        first = trace_ascent.ascend(blocks, x, mu, F, const, scale=scale,
-                                    iterations=iterations, tol=tol)  # fmt: skip
+        first = trace_ascent.ascend(
+            blocks, x, mu, F, const, scale=scale, iterations=iterations, tol=tol
+        )
         if tol is None:
             return first
-        last = trace_ascent.smooth_ascend(blocks, x, mu, F, const, scale=scale, tol=tol,
-                                          start=first, window=SOFT_WINDOW)  # fmt: skip
+        last = trace_ascent.smooth_ascend(
+            blocks, x, mu, F, const, scale=scale, tol=tol, start=first, window=SOFT_WINDOW
+        )
         if not face:
             return last
         S = [blk.S + blk.scatter(last - x, mu) for blk in blocks]

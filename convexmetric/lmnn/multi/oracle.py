@@ -118,14 +118,19 @@ class MultiMetricOracle(Oracle, StageHooks):
         start's check, then its objective."""
         kind, point = ("metrics", Ms) if components is None else ("factors", components)
         last = self._last
-        if (last is not None and margin <= last[0] and last[1] == kind
-                and len(last[2]) == len(point)
-                and all(np.array_equal(a, b) for a, b in zip(last[2], point))):  # fmt: skip
+        if (
+            last is not None
+            and margin <= last[0]
+            and last[1] == kind
+            and len(last[2]) == len(point)
+            and all(np.array_equal(a, b) for a, b in zip(last[2], point))
+        ):
             I, J, L, H = last[3]
             keep = H > -margin
             return I[keep], J[keep], L[keep], H[keep]
-        out = PM.hinge_terms(Ms, self.X, self.T, self.y, self.g, margin=margin,
-                             components=components, pairs=self._tp)  # fmt: skip
+        out = PM.hinge_terms(
+            Ms, self.X, self.T, self.y, self.g, margin=margin, components=components, pairs=self._tp
+        )
         self._last = (margin, kind, [np.array(a) for a in point], out)
         return out
 
@@ -164,8 +169,9 @@ class MultiMetricOracle(Oracle, StageHooks):
         sum of ``(L P) ⊙ L``; whitened, ``Σ_j p_j ‖L_{:j}‖²``), and then ``Ms`` may be
         ``None``, as everywhere below: whitened factor descents never form the metrics."""
         if whitened:
-            terms = (np.dot(np.einsum("ij,ij->j", L, L), p)
-                     for L, p in zip(components, self._pull_diag))  # fmt: skip
+            terms = (
+                np.dot(np.einsum("ij,ij->j", L, L), p) for L, p in zip(components, self._pull_diag)
+            )
         elif components is not None:
             terms = (np.sum((L @ P) * L) for L, P in zip(components, self.P))
         else:
@@ -205,13 +211,17 @@ class MultiMetricOracle(Oracle, StageHooks):
         (:meth:`.pairs.PairGraph.factor_scatter`: no ``d × d`` sum). ``whitened``: the
         factors and the result are in :meth:`whiten`'s coordinates."""
         f, lam = self._smoothed(Ms, sigma, components, whitened)
-        H = self.pairs.factor_scatter(self._pair_weights(lam), self._Z,
-                                      [len(Lg) for Lg in components],
-                                      self.maps if whitened else None)  # fmt: skip
+        H = self.pairs.factor_scatter(
+            self._pair_weights(lam),
+            self._Z,
+            [len(Lg) for Lg in components],
+            self.maps if whitened else None,
+        )
         mu = self.mu
         if whitened:
-            return f, [(1 - mu) * (Lg * p) + mu * Hg
-                       for Lg, p, Hg in zip(components, self._pull_diag, H)]  # fmt: skip
+            return f, [
+                (1 - mu) * (Lg * p) + mu * Hg for Lg, p, Hg in zip(components, self._pull_diag, H)
+            ]
         return f, [(1 - mu) * (Lg @ P) + mu * Hg for Lg, P, Hg in zip(components, self.P, H)]
 
     def whiten(self, maps):

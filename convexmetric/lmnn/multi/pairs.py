@@ -59,9 +59,10 @@ class PairGraph:
         self.a, self.b = np.concatenate(a), np.concatenate(b)
         m, rows = len(self.a), len(self.U)
         edges = np.arange(m)
-        self.E = sp.csr_matrix((np.r_[np.ones(m), -np.ones(m)],
-                                (np.r_[edges, edges], np.r_[self.a, self.b])),
-                               shape=(m, rows))  # fmt: skip
+        self.E = sp.csr_matrix(
+            (np.r_[np.ones(m), -np.ones(m)], (np.r_[edges, edges], np.r_[self.a, self.b])),
+            shape=(m, rows),
+        )
         self.Et = self.E.T.tocsr()  # the Laplacian's scatter back to the rows
         self._diff = self._mapped = self._last_D = None
         self._UT = {}  # per block, the rows' transpose (contiguous), for project
@@ -69,8 +70,10 @@ class PairGraph:
     def blocks(self):
         """``(g, rows slice, edges slice)`` for every block."""
         po = self.pair_off
-        return [(g, slice(s, e), slice(po[g], po[g + 1]))
-                for g, (s, e) in enumerate(zip(self.off, self.off[1:]))]  # fmt: skip
+        return [
+            (g, slice(s, e), slice(po[g], po[g + 1]))
+            for g, (s, e) in enumerate(zip(self.off, self.off[1:]))
+        ]
 
     def project(self, components, maps=None):
         """``Z`` (rows × max r): block ``g``'s rows times ``components[g]ᵀ``, zero-padded;

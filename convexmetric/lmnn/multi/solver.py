@@ -108,9 +108,13 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     x0 = oracle.from_original(x0) if s.precondition else x0
     cone = ProductCone([PSDCone() for _ in range(c)])
     cap = s.max_iterations
-    ps = SubgradientSettings(max_iter=s.max_iter if cap is None else min(s.max_iter, cap),
-                             rtol=1e-5, patience=30, step_scale=0.1,
-                             time_limit=s.time_limit)  # fmt: skip
+    ps = SubgradientSettings(
+        max_iter=s.max_iter if cap is None else min(s.max_iter, cap),
+        rtol=1e-5,
+        patience=30,
+        step_scale=0.1,
+        time_limit=s.time_limit,
+    )
     res = projected_subgradient(oracle, x0, cone, ps)
     run = _Pipeline(res)
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
@@ -120,16 +124,27 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     best = oracle.to_original(run.best) if s.precondition else run.best
     if run.status != "user_limit":  # every path: "optimal" only with a certified gap ≤ tol
         run.status = certified_status(run.best_f, run.lower, s.tol)
-    info = {**run.extra, "active_list": len(base.keys), "full_checks": base.full_checks,
-            "preconditioned": bool(s.precondition),
-            "certified_gap": certified_gap(run.best_f, run.lower),
-            "stages": run.stages}  # fmt: skip
-    return SolveResult(matrix=np.stack(best), matrices=list(best), objective=float(run.best_f),
-                       status=run.status, iterations=run.iterations,
-                       seconds=time.perf_counter() - t0,
-                       solver="multi-" + "+".join(run.stages),
-                       history=run.history, lower_bound=run.lower, info=info,
-                       certificate=base.certificate().dual_point(run.lower))  # fmt: skip
+    info = {
+        **run.extra,
+        "active_list": len(base.keys),
+        "full_checks": base.full_checks,
+        "preconditioned": bool(s.precondition),
+        "certified_gap": certified_gap(run.best_f, run.lower),
+        "stages": run.stages,
+    }
+    return SolveResult(
+        matrix=np.stack(best),
+        matrices=list(best),
+        objective=float(run.best_f),
+        status=run.status,
+        iterations=run.iterations,
+        seconds=time.perf_counter() - t0,
+        solver="multi-" + "+".join(run.stages),
+        history=run.history,
+        lower_bound=run.lower,
+        info=info,
+        certificate=base.certificate().dual_point(run.lower),
+    )
 
 
 class _Pipeline:
@@ -166,11 +181,21 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
     more = None if s.max_iterations is None else s.max_iterations - res2.iterations
     if more is not None and more <= 0:
         return res2
-    res3 = polish(oracle, res2.matrices, best=(res2.matrices, res2.objective),
-                  lower=res2.lower_bound, sigma=s.polish_sigma, tol=s.tol,
-                  time_limit=left, max_iterations=more)  # fmt: skip
-    res2.info = {**res3.info, "polish_evaluations": res3.info["evaluations"],
-                 "stages": ["smoothed-lbfgs", "polish"]}  # fmt: skip
+    res3 = polish(
+        oracle,
+        res2.matrices,
+        best=(res2.matrices, res2.objective),
+        lower=res2.lower_bound,
+        sigma=s.polish_sigma,
+        tol=s.tol,
+        time_limit=left,
+        max_iterations=more,
+    )
+    res2.info = {
+        **res3.info,
+        "polish_evaluations": res3.info["evaluations"],
+        "stages": ["smoothed-lbfgs", "polish"],
+    }
     res2.status, res2.lower_bound = res3.status, res3.lower_bound
     res2.history += res3.history
     res2.iterations += res3.iterations
@@ -186,11 +211,20 @@ def refine_factors(oracle, Ms0, s, time_limit):
     oracle.base_oracle().exact_stages = extra.pop("exact_stages", EXACT_STAGES)
     inner = LBFGS(maxcor=extra.pop("maxcor", MAXCOR))
     gap_tol = extra.pop("switch_gap", s.tol)
-    rs = StageSettings(sigma0=0.03, sigma_factor=1.0, sigma_min=1e-6, stage_iter=100,
-                       first_stage=FIRST_STAGE, rtol=1e-7, stalls=2, gap_tol=gap_tol,
-                       backoff=BACKOFF,
-                       max_iterations=s.max_iterations, time_limit=time_limit,
-                       name="multi-smoothed-lbfgs")  # fmt: skip
+    rs = StageSettings(
+        sigma0=0.03,
+        sigma_factor=1.0,
+        sigma_min=1e-6,
+        stage_iter=100,
+        first_stage=FIRST_STAGE,
+        rtol=1e-7,
+        stalls=2,
+        gap_tol=gap_tol,
+        backoff=BACKOFF,
+        max_iterations=s.max_iterations,
+        time_limit=time_limit,
+        name="multi-smoothed-lbfgs",
+    )
     rank_tol = extra.pop("rank_tol", MULTI_RANK_TOL)  # see convexmetric.optim.factor.trimmed
     Ls = [components_from_metric(M) for M in Ms0]
     # trimmed now, as the first stage would: its check then reuses the start's search
@@ -206,8 +240,18 @@ def refine_factors(oracle, Ms0, s, time_limit):
     return res
 
 
-def polish(oracle, Ms0, *, best=None, lower=None, sigma=1.0, tol=1e-4, max_stages=200,
-           time_limit=None, max_iterations=None):  # fmt: skip
+def polish(
+    oracle,
+    Ms0,
+    *,
+    best=None,
+    lower=None,
+    sigma=1.0,
+    tol=1e-4,
+    max_stages=200,
+    time_limit=None,
+    max_iterations=None,
+):
     """Stage 3: FISTA on the smoothed objective over ``M^g ⪰ 0`` at fixed σ, recentring
     after every 30 steps, until the certified relative gap is within ``tol``.
 
@@ -219,13 +263,22 @@ def polish(oracle, Ms0, *, best=None, lower=None, sigma=1.0, tol=1e-4, max_stage
     base = oracle.base_oracle()
     cone = ProductCone([PSDCone() for _ in Ms0])
     inner = FISTA(cone=cone, window=None, restart_shrink=1.0)
-    ps = StageSettings(sigma0=sigma, sigma_factor=1.0, stage_iter=30, stalls=None,
-                       gap_tol=tol, max_stages=max_stages, max_iterations=max_iterations,
-                       time_limit=time_limit, name="multi-polish")  # fmt: skip
+    ps = StageSettings(
+        sigma0=sigma,
+        sigma_factor=1.0,
+        stage_iter=30,
+        stalls=None,
+        gap_tol=tol,
+        max_stages=max_stages,
+        max_iterations=max_iterations,
+        time_limit=time_limit,
+        name="multi-polish",
+    )
     base.trace_bound = True
     try:
-        res = run_stages(oracle, [np.array(M, dtype=float) for M in Ms0], inner, ps,
-                         best=best, lower=lower)  # fmt: skip
+        res = run_stages(
+            oracle, [np.array(M, dtype=float) for M in Ms0], inner, ps, best=best, lower=lower
+        )
     finally:
         base.trace_bound = False
     res.matrix = np.stack(res.matrices)
