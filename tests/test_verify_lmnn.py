@@ -186,11 +186,16 @@ def test_targets_that_are_not_the_nearest_are_refused():
         verify_fitted(Fitted("LMNN", fitted.params, attrs, fitted.certificate, 0.0), X, y)
 
 
-def test_uncertified_fit_has_nothing_to_verify():
+def test_unrefined_fit_is_checked_at_its_own_gap_and_a_bare_one_refused():
     from convexmetric.verifier import VerificationError
 
     X, y = _split("iris")
-    est = LMNN(refine=False).fit(X, y)
+    est = LMNN(refine=False).fit(X, y)  # App. A alone: the bound of its listed multipliers
+    report = verify(est, X, y)
+    gap = est.result_.certified_gap
+    assert 0 < gap < 1 and report.certified_gap == pytest.approx(gap, rel=1e-6)
+    assert report.verified == (gap <= report.tol)
+    est.result_.certificate = None  # a result that carries none: nothing to verify
     with pytest.raises(VerificationError, match="no certificate"):
         verify(est, X, y)
 
