@@ -190,5 +190,5 @@ def test_settings_are_one_shape_the_fields_of_the_methods_class():
         assert isinstance(st, cls) and (st.tol, st.max_iter, st.time_limit) == (1e-3, 7, 5.0)
     assert S.method_settings("subgradient").tol == S.method_settings("factored").tol
     X, C = poe_instance(8, 30)
-    with pytest.raises(ValueError, match="'settings' of method='lbfgs'.*DiagonalSettings.*rank"):
+    with pytest.raises(ValueError, match=r"'settings' of method='lbfgs'.*DiagonalSettings.*rank"):
         S.solve(P.lpoe_blocks(X), C, 1.0, diagonal=True, settings={"rank": 2})
