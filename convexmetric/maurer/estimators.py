@@ -149,14 +149,13 @@ class OperatorSimilarity(_PairOperator):
         own = "OperatorSimilarity"
         lam, gamma = renamed(self, "lam", "reg_weight"), renamed(self, "gamma", "margin")
         gamma_neg = renamed(self, "gamma_neg", "margin_neg")
+        positive = {"min_val": 0, "closed": "neither", "owner": own}
+        if gamma_neg is not None:
+            gamma_neg = check_scalar(gamma_neg, "margin_neg", float, **positive)
         p = {
-            "lam": check_scalar(lam, "reg_weight", float, min_val=0, closed="neither", owner=own),
-            "gamma": check_scalar(gamma, "margin", float, min_val=0, closed="neither", owner=own),
-            "gamma_neg": None
-            if gamma_neg is None
-            else check_scalar(
-                gamma_neg, "margin_neg", float, min_val=0, closed="neither", owner=own
-            ),
+            "lam": check_scalar(lam, "reg_weight", float, **positive),
+            "gamma": check_scalar(gamma, "margin", float, **positive),
+            "gamma_neg": gamma_neg,
         }
         p["regularizer"] = check_choice(self.regularizer, "regularizer", ("hs", "trace"), owner=own)
         check_choice(self.solver, "solver", ("sgd", "subgradient", "exact"), owner=own)
