@@ -11,7 +11,7 @@
    solver's objective first came within 1e-3 of the optimum, side by side. The diagonal
    LPs take milliseconds, so both sides are the best of 5 runs there.
 
-3. Full SDPs at the paper's scale (issue 13), timings "under load" on a shared machine:
+3. Full SDPs at the paper's scale, timings "under load" on a shared machine:
    MKPOE, 5 kernels (four digit views and one noise kernel) over 330 training digits,
    4,400 triadic comparisons (the size of aset400 after filtering, §5.2): seconds,
    certified relative gap, kernel weights ``tr(WᵖKᵖ)`` normalised (the noise kernel's
@@ -59,8 +59,10 @@ def bench_filter(n=500, m=100_000, seed=0):
     D = ((Z[:, None, :] - Z[None, :, :]) ** 2).sum(-1)
     worst = rep.comparisons.margins(D).min()
     secs = time.perf_counter() - t0
-    print(f"App. A embedding of the {len(rep.comparisons)} kept comparisons: {secs:.2f} s, "
-          f"dim {Z.shape[1]}, smallest margin {worst:.6f}")  # fmt: skip
+    print(
+        f"App. A embedding of the {len(rep.comparisons)} kept comparisons: {secs:.2f} s, "
+        f"dim {Z.shape[1]}, smallest margin {worst:.6f}"
+    )
 
 
 def instances():
@@ -91,8 +93,10 @@ VARIANTS = [
 
 def bench_solvers(beta=100.0):
     print(f"\nexact (CLARABEL) vs large-scale solver, beta={beta}; diagonal LPs: best of 5 runs")
-    print(f"{'instance':32s} {'variant':>12s} {'exact s':>8s} {'status':>18s} {'ours s':>7s} "
-          f"{'ratio':>6s} {'rel gap':>9s} {'t(1e-3)':>8s} {'ratio':>6s}")  # fmt: skip
+    print(
+        f"{'instance':32s} {'variant':>12s} {'exact s':>8s} {'status':>18s} {'ours s':>7s} "
+        f"{'ratio':>6s} {'rel gap':>9s} {'t(1e-3)':>8s} {'ratio':>6s}"
+    )
     for name, blocks, kernels, C in instances():
         for label, diagonal, method, tol in VARIANTS:
             value, status, t_exact = exact_time(blocks, C, beta, diagonal, 5 if diagonal else 1)
@@ -103,9 +107,11 @@ def bench_solvers(beta=100.0):
                     t2, h2, _ = run_ours(*args)
                     t_ours, t_hit = min(t_ours, t2), min(t_hit, h2)
             gap = relative_gap(P.objective(res.matrices, blocks, C, beta), value)
-            print(f"{name:32s} {label:>12s} {t_exact:8.3f} {status:>18s} {t_ours:7.3f} "
-                  f"{t_ours / t_exact:6.3f} {gap:9.2e} {t_hit:8.4f} "
-                  f"{t_hit / t_exact:6.3f}")  # fmt: skip
+            print(
+                f"{name:32s} {label:>12s} {t_exact:8.3f} {status:>18s} {t_ours:7.3f} "
+                f"{t_ours / t_exact:6.3f} {gap:9.2e} {t_hit:8.4f} "
+                f"{t_hit / t_exact:6.3f}"
+            )
 
 
 def run_ours(blocks, kernels, C, beta, diagonal, method, tol, value):
@@ -136,8 +142,14 @@ def run_ours(blocks, kernels, C, beta, diagonal, method, tol, value):
 
 def aset_scale(random_state=0):
     """330 training digits (of 420), 4,400 comparisons, kernels: 4 views + 1 noise."""
-    T = make_taxonomy(42, n_noise=1, n_train_comparisons=4400, n_test_comparisons=10,
-                      test_size=90 / 420, random_state=random_state)  # fmt: skip
+    T = make_taxonomy(
+        42,
+        n_noise=1,
+        n_train_comparisons=4400,
+        n_test_comparisons=10,
+        test_size=90 / 420,
+        random_state=random_state,
+    )
     Ks = T.train_kernels()
     names = T.kernel_names
     keep = [0, 1, 2, 3, names.index("noise1")]
@@ -146,16 +158,20 @@ def aset_scale(random_state=0):
 
 def bench_mkpoe_scale(beta=100.0, tol=1e-3):
     kernels, names, C = aset_scale()
-    print(f"\nMKPOE full, {len(kernels)} kernels x {kernels[0].shape[0]} digits, {len(C)} "
-          f"comparisons, beta={beta}, certified tol {tol} (under load)")  # fmt: skip
+    print(
+        f"\nMKPOE full, {len(kernels)} kernels x {kernels[0].shape[0]} digits, {len(C)} "
+        f"comparisons, beta={beta}, certified tol {tol} (under load)"
+    )
     t0 = time.perf_counter()
     res = S.solve_kernels(kernels, C, beta, settings={"tol": tol, "time_limit": 600})
     secs = time.perf_counter() - t0
     tr = np.array([float(np.sum(W * K)) for W, K in zip(res.matrices, kernels)])
     gap = (res.objective - res.lower_bound) / res.objective
-    print(f"  factored: {secs:.1f} s, status {res.status}, objective {res.objective:.6f}, "
-          f"lower bound {res.lower_bound:.6f}, certified gap {gap:.2e}, "
-          f"ranks {res.info['ranks']}, escapes {res.info['escapes']}")  # fmt: skip
+    print(
+        f"  factored: {secs:.1f} s, status {res.status}, objective {res.objective:.6f}, "
+        f"lower bound {res.lower_bound:.6f}, certified gap {gap:.2e}, "
+        f"ranks {res.info['ranks']}, escapes {res.info['escapes']}"
+    )
     for name, w in zip(names, tr / tr.sum()):
         print(f"  weight {name:10s} {w:.4f}")
 
@@ -167,8 +183,10 @@ def bench_kpoe_800(beta=100.0, tol=1e-3, old=True):
 
     K = rbf_kernel(X, gamma=1.0 / (X.shape[1] * X.var()))
     C = T.train_comparisons
-    print(f"\nKPOE full, RBF kernel, {K.shape[0]} digits, {len(C)} comparisons, beta={beta} "
-          f"(under load)")  # fmt: skip
+    print(
+        f"\nKPOE full, RBF kernel, {K.shape[0]} digits, {len(C)} comparisons, beta={beta} "
+        f"(under load)"
+    )
     rows = [("factored", {"settings": {"tol": tol, "time_limit": 1200}})]
     if old:
         rows.append(("subgradient", {"method": "subgradient"}))
@@ -179,35 +197,48 @@ def bench_kpoe_800(beta=100.0, tol=1e-3, old=True):
         secs = time.perf_counter() - t0
         gap = (res.objective - res.lower_bound) / res.objective
         out[label] = (secs, res.objective)
-        print(f"  {label:12s} {secs:8.1f} s  status {res.status:18s} objective "
-              f"{res.objective:.6f}  lower bound {res.lower_bound:.6f}  "
-              f"certified gap {gap:.2e}")  # fmt: skip
+        print(
+            f"  {label:12s} {secs:8.1f} s  status {res.status:18s} objective "
+            f"{res.objective:.6f}  lower bound {res.lower_bound:.6f}  "
+            f"certified gap {gap:.2e}"
+        )
     if old:
         (t_new, f_new), (t_old, f_old) = out["factored"], out["subgradient"]
-        print(f"  time ratio old/new {t_old / t_new:.1f}x; objectives differ by "
-              f"{(f_old - f_new) / f_new:+.2e} (relative)")  # fmt: skip
+        print(
+            f"  time ratio old/new {t_old / t_new:.1f}x; objectives differ by "
+            f"{(f_old - f_new) / f_new:+.2e} (relative)"
+        )
 
 
 def bench_diagonal_51(betas=(100.0, 1000.0), tol=1e-4):
     T = make_taxonomy(20, random_state=0)
     Ks, C = T.train_kernels(), T.train_comparisons
-    print(f"\nMKPOE diagonal LP, {len(Ks)} kernels x {Ks[0].shape[0]} digits, {len(C)} "
-          f"comparisons, certified tol {tol} (under load)")  # fmt: skip
+    print(
+        f"\nMKPOE diagonal LP, {len(Ks)} kernels x {Ks[0].shape[0]} digits, {len(C)} "
+        f"comparisons, certified tol {tol} (under load)"
+    )
     for beta in betas:
         t0 = time.perf_counter()
         res = S.solve_kernels(Ks, C, beta, diagonal=True, settings={"tol": tol})
         secs = time.perf_counter() - t0
-        print(f"  beta={beta:7.1f} {secs:7.1f} s  status {res.status:18s} objective "
-              f"{res.objective:.6f}  certified gap {res.info['relative_gap']:.2e}")  # fmt: skip
+        print(
+            f"  beta={beta:7.1f} {secs:7.1f} s  status {res.status:18s} objective "
+            f"{res.objective:.6f}  certified gap {res.info['relative_gap']:.2e}"
+        )
 
 
 def _mkpoe_fit(n_per_class, n_comparisons, beta=100.0, tol=1e-3):
     """MKPOE (public API) on ``10·n_per_class − 90`` training digits; (seconds, model)."""
     from convexmetric import MKPOE
 
-    T = make_taxonomy(n_per_class, n_noise=1, n_train_comparisons=n_comparisons,
-                      n_test_comparisons=10, test_size=90 / (10 * n_per_class),
-                      random_state=0)  # fmt: skip
+    T = make_taxonomy(
+        n_per_class,
+        n_noise=1,
+        n_train_comparisons=n_comparisons,
+        n_test_comparisons=10,
+        test_size=90 / (10 * n_per_class),
+        random_state=0,
+    )
     Ks, names = T.train_kernels(), T.kernel_names
     keep = [0, 1, 2, 3, names.index("noise1")]
     t0 = time.perf_counter()
@@ -224,9 +255,11 @@ def bench_mkpoe_1650(tol=1e-3):
         t, est = _mkpoe_fit(n, m, tol=tol)
         r = est.result_
         secs[n] = t
-        print(f"  {est.W_[0].shape[0]:5d} digits, {m:6d} comparisons: {t:7.1f} s  status "
-              f"{r.status}  objective {r.objective:.6f}  certified gap {r.certified_gap:.2e}"
-              f"  solver {r.solver}")  # fmt: skip
+        print(
+            f"  {est.W_[0].shape[0]:5d} digits, {m:6d} comparisons: {t:7.1f} s  status "
+            f"{r.status}  objective {r.objective:.6f}  certified gap {r.certified_gap:.2e}"
+            f"  solver {r.solver}"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(f"  time ratio 1650/330: {secs[174] / secs[42]:.1f}x; peak RSS {rss:.2f} GiB")
 

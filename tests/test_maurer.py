@@ -62,8 +62,10 @@ def test_projected_subgradient_agrees_with_exact(reg, gneg):
 def test_sgd_agrees_with_exact_on_average(reg, gneg):
     U, r = instance(m=500, D=10)
     _, val, _, _ = P.solve(U, r, 0.05, 1.0, gneg, reg)
-    runs = [S.sgd(S.LinearBackend(U), r, 0.05, 1.0, gneg, reg, max_iter=60_000, random_state=s)
-            for s in range(3)]  # fmt: skip
+    runs = [
+        S.sgd(S.LinearBackend(U), r, 0.05, 1.0, gneg, reg, max_iter=60_000, random_state=s)
+        for s in range(3)
+    ]
     gaps = [(res.objective - val) / val for res in runs]
     assert min(gaps) >= -1e-6  # never below CLARABEL's optimum (to its accuracy)
     assert np.mean(gaps) <= 1e-2  # a stochastic learner: no certified claim ("completed")

@@ -221,8 +221,11 @@ def test_subgradient_settings_never_change_the_algorithm():
     quiet = OperatorSimilarity(solver="subgradient", random_state=0).fit(X, y).result_
     for extra in ({"verbose": 1}, {"time_limit": 1e6}):
         r = OperatorSimilarity(solver="subgradient", random_state=0, **extra).fit(X, y).result_
-        assert (r.objective, r.iterations, r.status) == (quiet.objective, quiet.iterations,
-                                                          quiet.status)  # fmt: skip
+        assert (r.objective, r.iterations, r.status) == (
+            quiet.objective,
+            quiet.iterations,
+            quiet.status,
+        )
     assert quiet.iterations > 600  # so that the cap below binds
 
 
@@ -237,8 +240,12 @@ def test_subgradient_max_iter_bounds_both_stages():
 
 
 def test_cli_refuses_options_a_solver_does_not_use():
-    unused = [("hpca", "--reg-weight", "0.1"), ("exact", "--max-iter", "10"),
-              ("subgradient", "--learning-rate", "0.1"), ("sgd", "--c", "3")]  # fmt: skip
+    unused = [
+        ("hpca", "--reg-weight", "0.1"),
+        ("exact", "--max-iter", "10"),
+        ("subgradient", "--learning-rate", "0.1"),
+        ("sgd", "--c", "3"),
+    ]
     for solver, flag, value in unused:
         args = ["--dataset", "iris", "--solver", solver, flag, value]
         res = CliRunner().invoke(SOLVE, args)

@@ -103,3 +103,15 @@ def test_gallery_scripts_keep_warnings_and_public_attributes():
         assert not re.search(r"filterwarnings|simplefilter", src), path.name
         private = re.findall(r"\b(?!__)\w+\.(_[a-zA-Z]\w*)", src)
         assert not private, (path.name, private)
+
+
+def test_estimator_and_verifier_read_the_solvers_defaults():
+    """The estimator's SGD defaults are the solver's (one definition); the verifier keeps
+    its own copy of the tolerances (it imports nothing of the library), pinned here."""
+    from convexmetric.verifier import maurer as verifier_maurer
+
+    est = OperatorSimilarity()
+    sgd = S.SGDSettings()
+    for name in ("learning_rate", "max_iter", "block_size", "reg_every"):
+        assert getattr(est, name) == getattr(sgd, name), name
+    assert verifier_maurer.TOLS == S.TOL

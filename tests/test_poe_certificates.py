@@ -43,10 +43,18 @@ CONIC = 1e-6
 
 def verification(res, name, diagonal, tol=1e-4):
     """The verifier's report on a solver result, as a POE / MKPOE fitted on the case."""
-    est, kernel, items = {"lpoe": ("POE", None, X), "kpoe": ("POE", "precomputed", KERNELS[0]),
-                          "mkpoe": ("MKPOE", None, KERNELS)}[name]  # fmt: skip
-    params = {"beta": BETA, "diagonal": diagonal, "kernel": kernel, "tol": tol,
-              "filter_graph": False}  # fmt: skip
+    est, kernel, items = {
+        "lpoe": ("POE", None, X),
+        "kpoe": ("POE", "precomputed", KERNELS[0]),
+        "mkpoe": ("MKPOE", None, KERNELS),
+    }[name]
+    params = {
+        "beta": BETA,
+        "diagonal": diagonal,
+        "kernel": kernel,
+        "tol": tol,
+        "filter_graph": False,
+    }
     W = res.matrices if est == "MKPOE" else res.matrix
     v = verify_fitted(
         Fitted(est, params, {"W_": W}, res.certificate, res.objective), C, items, tol=tol
@@ -138,10 +146,10 @@ def test_hand_computed_bound():
     Ch = Comparisons.triadic([0], [1], [2])
     res = S.solve(P.lpoe_blocks(Xh), Ch, 10.0, settings={"tol": 1e-8})
     assert res.status == "optimal"
-    params = {"beta": 10.0, "diagonal": False, "kernel": None, "tol": 1e-8,
-              "filter_graph": False}  # fmt: skip
-    v = verify_fitted(Fitted("POE", params, {"W_": res.matrix}, res.certificate,
-                             res.objective), Ch, Xh)  # fmt: skip
+    params = {"beta": 10.0, "diagonal": False, "kernel": None, "tol": 1e-8, "filter_graph": False}
+    v = verify_fitted(
+        Fitted("POE", params, {"W_": res.matrix}, res.certificate, res.objective), Ch, Xh
+    )
     assert v.verified, v.reason
     assert res.lower_bound == pytest.approx(0.125, rel=1e-8)
     assert res.lower_bound <= 0.125 + 1e-15
@@ -171,3 +179,16 @@ def test_factored_rejects_features_off_the_range_of_R():
     Ch = Comparisons.triadic([0], [1], [2])
     with pytest.raises(ValueError, match="range of its regulariser"):
         S.solve(blocks, Ch, 10.0)
+
+
+def test_settings_are_one_shape_the_fields_of_the_methods_class():
+    """``solve``'s ``settings`` is always a dict of the fields of ``SETTINGS[method]``;
+    a field of another method's class is refused, naming the argument and the class."""
+    assert set(S.SETTINGS) == {"factored", "lbfgs", "subgradient"}
+    for method, cls in S.SETTINGS.items():
+        st = S.method_settings(method, {"tol": 1e-3, "max_iter": 7, "time_limit": 5.0})
+        assert isinstance(st, cls) and (st.tol, st.max_iter, st.time_limit) == (1e-3, 7, 5.0)
+    assert S.method_settings("subgradient").tol == S.method_settings("factored").tol
+    X, C = poe_instance(8, 30)
+    with pytest.raises(ValueError, match=r"'settings' of method='lbfgs'.*DiagonalSettings.*rank"):
+        S.solve(P.lpoe_blocks(X), C, 1.0, diagonal=True, settings={"rank": 2})

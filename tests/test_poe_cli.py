@@ -46,36 +46,69 @@ def test_solve_multi_from_files(tmp_path):
     np.save(tmp_path / "K2.npy", np.eye(10))
     (tmp_path / "c.csv").write_text("i,j,k,l\n0,1,0,2\n3,4,3,5\n6,7,6,8\n")
     out = tmp_path / "out"
-    args = ["solve", "poe", "--kind", "multi", "--diagonal", "--comparisons",
-            str(tmp_path / "c.csv"), "--kernel", str(tmp_path / "K1.npy"), "--kernel",
-            str(tmp_path / "K2.npy"), "--out", str(out), "--json"]  # fmt: skip
+    args = [
+        "solve",
+        "poe",
+        "--kind",
+        "multi",
+        "--diagonal",
+        "--comparisons",
+        str(tmp_path / "c.csv"),
+        "--kernel",
+        str(tmp_path / "K1.npy"),
+        "--kernel",
+        str(tmp_path / "K2.npy"),
+        "--out",
+        str(out),
+        "--json",
+    ]
     res = CliRunner().invoke(main, args)
     assert res.exit_code == 0, res.output
     rep = json.loads(res.output)
     assert rep["training_gauc"] == 1.0 and len(rep["kernel_weights"]) == 2
     assert sorted(p.name for p in out.iterdir()) == [
-        "W0.npy", "W1.npy", "convexmetric-output.json", "embedding.npy", "report.json"
-    ]  # fmt: skip
+        "W0.npy",
+        "W1.npy",
+        "convexmetric-output.json",
+        "embedding.npy",
+        "report.json",
+    ]
 
 
 def test_solve_errors_name_the_problem(tmp_path):
     (tmp_path / "c.csv").write_text("i,j,k,l\n0,1,0,20\n")
     np.save(tmp_path / "K.npy", np.eye(5))
     res = CliRunner().invoke(
-        main, ["solve", "poe", "--comparisons", str(tmp_path / "c.csv"), "--kernel",
-               str(tmp_path / "K.npy")],
-    )  # fmt: skip
+        main,
+        [
+            "solve",
+            "poe",
+            "--comparisons",
+            str(tmp_path / "c.csv"),
+            "--kernel",
+            str(tmp_path / "K.npy"),
+        ],
+    )
     assert res.exit_code != 0 and "'c.csv', row 2, column 4 ('l'): index 20 is past" in res.output
-    res = CliRunner().invoke(main, ["solve", "poe", "--kind", "linear", "--comparisons",
-                                    str(tmp_path / "c.csv")])  # fmt: skip
+    res = CliRunner().invoke(
+        main, ["solve", "poe", "--kind", "linear", "--comparisons", str(tmp_path / "c.csv")]
+    )
     assert res.exit_code != 0 and "--features" in res.output
 
 
 def test_solve_from_files_refuses_the_built_in_instance_options(tmp_path):
     (tmp_path / "c.csv").write_text("i,j,k,l\n0,1,0,2\n")
     np.save(tmp_path / "X.npy", np.eye(3))
-    base = ["solve", "poe", "--kind", "linear", "--comparisons", str(tmp_path / "c.csv"),
-            "--features", str(tmp_path / "X.npy")]  # fmt: skip
+    base = [
+        "solve",
+        "poe",
+        "--kind",
+        "linear",
+        "--comparisons",
+        str(tmp_path / "c.csv"),
+        "--features",
+        str(tmp_path / "X.npy"),
+    ]
     for flag in ("--seed", "--n-comparisons"):
         res = CliRunner().invoke(main, [*base, flag, "3"])
         assert res.exit_code == 2 and flag in res.output and "not used" in res.output

@@ -26,15 +26,23 @@ CASES = {
 
 #: CLARABEL's accuracy here (its value agrees with the numpy objective to 1e-6)
 CONIC = 1e-6
-ITEMS = {"lpoe": ("POE", None, X), "kpoe": ("POE", "precomputed", KERNELS[0]),
-         "mkpoe": ("MKPOE", None, KERNELS)}  # fmt: skip
+ITEMS = {
+    "lpoe": ("POE", None, X),
+    "kpoe": ("POE", "precomputed", KERNELS[0]),
+    "mkpoe": ("MKPOE", None, KERNELS),
+}
 
 
 def assert_verified(res, name, diagonal, tol=1e-4, comparisons=C, beta=BETA):
     """The independent verifier recomputes the result's objective and certified bound."""
     est, kernel, items = ITEMS[name]
-    params = {"beta": beta, "diagonal": diagonal, "kernel": kernel, "tol": tol,
-              "filter_graph": False}  # fmt: skip
+    params = {
+        "beta": beta,
+        "diagonal": diagonal,
+        "kernel": kernel,
+        "tol": tol,
+        "filter_graph": False,
+    }
     W = res.matrices if est == "MKPOE" else res.matrix
     fitted = Fitted(est, params, {"W_": W}, res.certificate, res.objective)
     v = verify_fitted(fitted, comparisons, items if comparisons is C else X_HAND, tol=tol)

@@ -59,9 +59,7 @@ and gain next to nothing):
    the kink) a quadratic-penalty path with L-BFGS-B instead.
 
 The dual point recovered from an approximate primal is only accurate to about the
-square root of the primal gap (stages 1–2: relative gaps ~1e-4 at a primal gap of
-2e-7); stage 3 removes that loss, and on small instances the certified gap equals the
-true primal gap to ~1e-10.
+square root of the primal gap (stages 1–2); stage 3 removes that loss.
 
 **The certificate as data.** The bound is a function of ``α`` and ``f`` alone (the
 data fix the rest): the solvers report the pair behind their best bound as
@@ -75,8 +73,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..problems.maurer import margins
 from ..result import certified_gap
+from . import constants as const
+from .dual import _data, _kkt_fit, _penalty_polish, _polish, dual_bound
 
 __all__ = ["AT_SOLUTION", "BestDual", "CertifySettings", "certify", "dual_bound"]
 
@@ -96,174 +95,12 @@ class BestDual:
         """``result.certificate`` (:mod:`convexmetric.verifier.maurer`), or ``None``."""
         if self.alpha is None or not np.isfinite(self.bound):
             return None
-        return {"kind": "maurer", "regularizer": self.regularizer, "alpha": self.alpha,
-                "radius": float(self.radius)}  # fmt: skip
-
-
-def _data(r, lam, gamma, gamma_neg):
-    c = r / margins(r, gamma, gamma_neg)
-    return c, 1.0 - c, lam / np.sqrt(len(r))
-
-
-def _violation(G, regularizer):
-    """``ν``: ``‖[G]₋‖₂`` (HS) or ``max(0, −λ_min G)`` (trace), from the eigenvalues."""
-    w = np.linalg.eigvalsh(0.5 * (G + G.T))
-    if regularizer == "trace":
-        return max(0.0, -float(w[0]))
-    return float(np.sqrt(np.sum(np.minimum(w, 0.0) ** 2)))
-
-
-def dual_bound(alpha, U, c, b, mu, regularizer, f_upper):
-    """Certified lower bound from an ``α`` in ``[0, 1/m]^m`` (module doc, items 1 and 2).
-
-    ``G(α)`` sums over the pairs with ``α_i ≠ 0`` only (a zero term adds nothing)."""
-    on = np.flatnonzero(alpha)
-    Uo = U[on]
-    G = (Uo.T * (alpha[on] * c[on])) @ Uo
-    nu = _violation(G, regularizer)
-    val = float(b @ alpha)
-    scaled = max(0.0, min(1.0, mu / nu) * val) if nu > 0 else max(0.0, val)
-    restricted = val - (f_upper / mu) * max(0.0, nu - mu) if mu > 0 else -np.inf
-    return max(scaled, restricted)
-
-
-def _kkt_fit(z, A, U, c, b, mu, regularizer, f_upper, deltas, rank_tols):
-    """Solve the stationarity condition for the near-kink pairs by bounded least squares.
-
-    At an optimum ``G(α) = −μ ∂‖A‖ + S`` with ``S ⪰ 0``, ``SA = 0``: on the range of
-    ``A = V Λ Vᵀ`` (rank ``k``) this reads ``Vᵀ G V = −μ Λ/‖Λ‖₂`` (HS) or ``−μ I_k`` (trace),
-    linear in ``α``. Pairs with ``z_i > δ`` keep ``1/m``, those with ``z_i < −δ`` keep 0,
-    the rest are fitted in ``[0, 1/m]`` (``scipy.optimize.lsq_linear``) and certified.
-    """
-    from scipy.optimize import lsq_linear
-
-    m = len(z)
-    w, E = np.linalg.eigh(0.5 * (A + A.T))
-    top = float(w[-1])
-    best, best_alpha = -np.inf, None
-    if top <= 0:
-        return best, best_alpha
-    for rt in rank_tols:
-        keep = w > rt * top
-        k = int(keep.sum())
-        B = np.concatenate([E[:, keep], E[:, ~keep]], axis=1)  # range first, then null space
-        if regularizer == "trace":
-            target = -mu * np.eye(k)
-        else:
-            target = -mu * np.diag(w[keep]) / float(np.linalg.norm(w[w > 0]))
-        # equations: the range block (upper triangle) and the range × null block
-        ri, ci = np.triu_indices(k)
-        ri = np.concatenate([ri, np.repeat(np.arange(k), len(w) - k)])
-        ci = np.concatenate([ci, np.tile(np.arange(k, len(w)), k)])
-        scale = np.where(ri == ci, 1.0, np.sqrt(2.0))
-        T = np.zeros((len(w), len(w)))
-        T[:k, :k] = target
-        P = U @ B  # (m, D): the pairs in the eigenbasis of A
-        for delta in deltas:
-            free = np.abs(z) <= delta
-            if not free.any() or free.sum() > 5000:
-                continue
-            alpha = np.where(z > delta, 1.0 / m, 0.0)
-            G0 = (P.T * (alpha * c)) @ P
-            rhs = (T - G0)[ri, ci] * scale
-            Pf = P[free]
-            cols = (Pf[:, ri] * Pf[:, ci] * c[free, None]).T * scale[:, None]
-            sol = lsq_linear(cols / m, rhs, bounds=(0.0, 1.0), method="bvls")
-            alpha[free] = np.clip(sol.x, 0.0, 1.0) / m
-            val = dual_bound(alpha, U, c, b, mu, regularizer, f_upper)
-            if val > best:
-                best, best_alpha = val, alpha
-    return best, best_alpha
-
-
-def _polish(alpha, free, U, c, b, mu, regularizer, f_upper, max_iter=100):
-    """Maximise ``bᵀα`` over the free pairs s.t. ``ν(G(α)) ≤ μ`` (SLSQP; a small smooth dual).
-
-    HS: the constraint ``μ² − ‖[G]₋‖₂² ≥ 0`` is differentiable. Trace: one constraint
-    ``λ_j(G) + μ ≥ 0`` per smallest eigenvalue (gradient ``c_i (u_iᵀe_j)²``).
-    """
-    from scipy.optimize import minimize
-
-    m = len(alpha)
-    Uf, cf, bf = U[free], c[free] / m, b[free] / m
-    base = alpha.copy()
-    base[free] = 0.0
-    G0 = (U.T * (base * c)) @ U
-    n_eig = min(U.shape[1], 10)
-
-    cache = {}
-
-    def eig(x):  # SLSQP asks for the constraint and its Jacobian at the same x
-        key = x.tobytes()
-        if key not in cache:
-            cache.clear()
-            cache[key] = np.linalg.eigh(G0 + (Uf.T * (x * cf)) @ Uf)
-        return cache[key]
-
-    def cons(x):
-        w, _ = eig(x)
-        if regularizer == "trace":
-            return w[:n_eig] + mu
-        return np.array([mu**2 - float(np.sum(np.minimum(w, 0.0) ** 2))])
-
-    def jac(x):
-        w, E = eig(x)
-        if regularizer == "trace":
-            return ((Uf @ E[:, :n_eig]) ** 2 * cf[:, None]).T
-        return -(2.0 * np.sum((Uf @ E) ** 2 * np.minimum(w, 0.0), axis=1) * cf)[None, :]
-
-    res = minimize(
-        lambda x: -float(bf @ x),
-        alpha[free] * m,
-        jac=lambda x: -bf,
-        bounds=[(0.0, 1.0)] * len(free),
-        constraints=[{"type": "ineq", "fun": cons, "jac": jac}],
-        method="SLSQP",
-        options={"maxiter": max_iter, "ftol": 1e-15},
-    )
-    out = base.copy()
-    out[free] = np.clip(res.x, 0.0, 1.0) / m
-    return dual_bound(out, U, c, b, mu, regularizer, f_upper), out
-
-
-def _penalty_polish(alpha, free, U, c, b, mu, regularizer, f_upper, rounds=7):
-    """The same small dual by a quadratic-penalty path (L-BFGS-B), for large free sets.
-
-    Minimises ``−bᵀα + ρ p(α)`` with the C¹ penalty ``p = ‖[G + μI]₋‖₂²`` (trace) or
-    ``((‖[G]₋‖₂² − μ²)₊)²`` (HS) for ``ρ`` growing by 10× per round, warm-started,
-    certifying every round (``O(|F| D²)`` per evaluation, no ``|F|³`` QP as in SLSQP).
-    """
-    from scipy.optimize import minimize
-
-    m, D = len(alpha), U.shape[1]
-    Uf, cf, bf = U[free], c[free] / m, b[free] / m
-    base = alpha.copy()
-    base[free] = 0.0
-    G0 = (U.T * (base * c)) @ U + (mu * np.eye(D) if regularizer == "trace" else 0.0)
-
-    def fg(x, rho):
-        w, E = np.linalg.eigh(G0 + (Uf.T * (x * cf)) @ Uf)
-        neg = np.minimum(w, 0.0)
-        nu2 = float(np.sum(neg**2))
-        dnu2 = 2.0 * np.sum((Uf @ E) ** 2 * neg, axis=1) * cf
-        if regularizer == "trace":
-            return -float(bf @ x) + rho * nu2, -bf + rho * dnu2
-        e = max(nu2 - mu**2, 0.0)
-        return -float(bf @ x) + rho * e * e, -bf + rho * 2.0 * e * dnu2
-
-    rho0 = f_upper / mu if regularizer == "trace" else f_upper / mu**4
-    x, best, best_alpha = alpha[free] * m, -np.inf, alpha
-    for rho in rho0 * 10.0 ** np.arange(rounds):
-        x = minimize(
-            fg, x, args=(rho,), jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * len(free),
-            options={"maxiter": 300},
-        ).x  # fmt: skip
-        out = base.copy()
-        out[free] = np.clip(x, 0.0, 1.0) / m
-        val = dual_bound(out, U, c, b, mu, regularizer, f_upper)
-        if val > best:
-            best, best_alpha = val, out
-    return best, best_alpha
+        return {
+            "kind": "maurer",
+            "regularizer": self.regularizer,
+            "alpha": self.alpha,
+            "radius": float(self.radius),
+        }
 
 
 @dataclass(kw_only=True)
@@ -271,39 +108,35 @@ class CertifySettings:
     """How hard :func:`certify` searches for a good dual point (documented defaults)."""
 
     sigmas: tuple = ()  #: extra smoothing widths to try (the smoothing solver's current σ)
-    n_ladder: int = 12  #: smoothing widths of the ladder, geometric from max|z|
+    n_ladder: int = const.N_LADDER  #: smoothing widths of the ladder, geometric from max|z|
     #: largest number of near-kink pairs handed to the polish
-    max_polish: int = 3000
+    max_polish: int = const.MAX_POLISH
     #: up to this many of them SLSQP (:func:`_polish`), beyond it the penalty path
-    max_slsqp: int = 40
+    max_slsqp: int = const.MAX_SLSQP
     #: SLSQP's iterations at most
-    slsqp_iter: int = 100
+    slsqp_iter: int = const.SLSQP_ITER
     #: the polish frees the pairs with ``|z_i| ≤ δ`` for each ``δ`` (at most
     #: ``max_polish`` of them, the smallest ``|z_i|``); wide sets recover the dual at
     #: points far from optimal (an SGD iterate), narrow ones are cheap
-    polish_widths: tuple = (1e-4, 1e-2, 0.1, 0.3)
+    polish_widths: tuple = const.POLISH_WIDTHS
     #: the stationarity fit and the polish run only when the ladder's certified relative
-    #: gap is at most this (None: always). From SGD's end points the polish brings a gap
-    #: of 0.10–0.13 down to 1e-4–2e-2, but one of 0.79 only to 0.73, and 0.975 and
-    #: 0.995 not at all, for 20–46 s against the ladder's 3–4 s with a kernel of 901
-    #: points (measurements: ``benchmarks/TUNING.md``)
-    polish_gap: float | None = 0.5
+    #: gap is at most this (None: always): far from the optimum they gain next to nothing
+    polish_gap: float | None = const.POLISH_GAP
 
 
 #: The search at a returned point of the projected-subgradient route, whose status
-#: "optimal" means a relative gap within 1e-6: narrow sets too (1e-6, 1e-3), SLSQP up to
-#: 150 free pairs (the penalty path stops short of 1e-6) and for up to 300 iterations.
-#: On the guide's data (iris and wine scaled to diameter ≤ 1, 2000 balanced pairs) the
-#: defaults certify 3.5e-5 and 1.7e-8 at λ = 0.005, 1.3e-6 and 5.3e-6 at λ = 0.01, from
-#: points whose objective is within 2e-7 of Clarabel's optimum; these settings certify
-#: 7.0e-7, 1.7e-8, 1.7e-7 and 3.0e-8, in 0.2–3 s of CPU.
+#: "optimal" means a gap within ``TOL_SUBGRADIENT``: narrow sets too, and SLSQP on more
+#: free pairs for more iterations (the penalty path stops short of that gap).
 AT_SOLUTION = CertifySettings(
-    polish_widths=(1e-6, 1e-4, 1e-3, 1e-2, 0.1, 0.3), max_slsqp=150, slsqp_iter=300
+    polish_widths=const.AT_SOLUTION_POLISH_WIDTHS,
+    max_slsqp=const.AT_SOLUTION_MAX_SLSQP,
+    slsqp_iter=const.AT_SOLUTION_SLSQP_ITER,
 )
 
 
-def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_upper, A=None,
-            settings=None):  # fmt: skip
+def certify(
+    z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_upper, A=None, settings=None
+):
     """Best certified lower bound on min eq. (5) from the point with hinge arguments ``z``.
 
     Parameters
@@ -344,8 +177,9 @@ def certify(z, U, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", *, f_uppe
     if mu <= 0 or far:
         return best, {"method": how, "alpha": best_alpha}
     if A is not None:
-        deltas = (1e-8, 1e-6, 1e-4, 1e-3, 1e-2)
-        val, alpha = _kkt_fit(z, A, U, c, b, mu, regularizer, f_upper, deltas, (1e-8, 1e-5, 1e-3))
+        val, alpha = _kkt_fit(
+            z, A, U, c, b, mu, regularizer, f_upper, const.KKT_DELTAS, const.KKT_RANK_TOLS
+        )
         if val > best:
             best, how, best_alpha = val, "kkt", alpha
     val, alpha = _polish_sets(z, dual, s, best, best_alpha)

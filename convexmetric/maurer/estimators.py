@@ -28,6 +28,7 @@ from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_c
 from ..optim.deadline import Deadline
 from ..problems import maurer as _problem
 from ..result import SolveResult
+from . import constants as const
 from . import solver as _solvers
 from .base import KERNELS, ORACLES, _PairOperator, logger  # noqa: F401
 from .hpca import HyperbolicPCA  # noqa: F401
@@ -122,12 +123,12 @@ class OperatorSimilarity(_PairOperator):
         solver="sgd",
         kernel=None,
         n_components=None,
-        learning_rate=0.01,
-        max_iter=100_000,
-        block_size=50,
-        reg_every=500,
+        learning_rate=const.LEARNING_RATE,
+        max_iter=const.SGD_MAX_ITER,
+        block_size=const.BLOCK_SIZE,
+        reg_every=const.REG_EVERY,
         tol=None,
-        n_pairs=2000,
+        n_pairs=const.N_PAIRS,
         oracle="balanced",
         random_state=None,
         time_limit=None,
@@ -148,12 +149,14 @@ class OperatorSimilarity(_PairOperator):
         own = "OperatorSimilarity"
         lam, gamma = renamed(self, "lam", "reg_weight"), renamed(self, "gamma", "margin")
         gamma_neg = renamed(self, "gamma_neg", "margin_neg")
+        positive = {"min_val": 0, "closed": "neither", "owner": own}
+        if gamma_neg is not None:
+            gamma_neg = check_scalar(gamma_neg, "margin_neg", float, **positive)
         p = {
-            "lam": check_scalar(lam, "reg_weight", float, min_val=0, closed="neither", owner=own),
-            "gamma": check_scalar(gamma, "margin", float, min_val=0, closed="neither", owner=own),
-            "gamma_neg": None if gamma_neg is None else check_scalar(
-                gamma_neg, "margin_neg", float, min_val=0, closed="neither", owner=own),
-        }  # fmt: skip
+            "lam": check_scalar(lam, "reg_weight", float, **positive),
+            "gamma": check_scalar(gamma, "margin", float, **positive),
+            "gamma_neg": gamma_neg,
+        }
         p["regularizer"] = check_choice(self.regularizer, "regularizer", ("hs", "trace"), owner=own)
         check_choice(self.solver, "solver", ("sgd", "subgradient", "exact"), owner=own)
         if self.solver != "exact":
@@ -256,8 +259,9 @@ class OperatorSimilarity(_PairOperator):
                 )
             else:
                 budget = _WholeFit(self.max_iter, self.time_limit, cb, self._tol())
-                res = _solvers.solve_projected(U, pairs.r, **p, **budget.settings(),
-                                               tol=self._tol())  # fmt: skip
+                res = _solvers.solve_projected(
+                    U, pairs.r, **p, **budget.settings(), tol=self._tol()
+                )
             w, E = np.linalg.eigh(res.matrix)
             V = E * np.sqrt(np.maximum(w, 0.0))  # A = V Vᵀ in the feature coordinates
             coef = V if fmap is None else fmap.basis_ @ V
@@ -280,10 +284,15 @@ class _WholeFit:
         self.clock = Deadline(time_limit)
         # the solver's own stages (defaults in one place), within max_iter and time_limit
         first = min(_solvers.first_stage().max_iter, self.max_iter)
-        self.first = _solvers.first_stage(max_iter=first, time_limit=time_limit,
-                                          callback=self._step)  # fmt: skip
-        self.refine = _solvers.refinement(gap_tol=tol, time_limit=time_limit, callback=callback,
-                                          max_iterations=self.max_iter - first)  # fmt: skip
+        self.first = _solvers.first_stage(
+            max_iter=first, time_limit=time_limit, callback=self._step
+        )
+        self.refine = _solvers.refinement(
+            gap_tol=tol,
+            time_limit=time_limit,
+            callback=callback,
+            max_iterations=self.max_iter - first,
+        )
 
     def settings(self):
         """Keyword arguments of ``solve_projected``."""

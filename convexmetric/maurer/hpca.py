@@ -10,6 +10,7 @@ from .. import kernels as _kernels
 from .._validation import check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr
 from ..result import SolveResult
+from . import constants as const
 from .base import _PairOperator, logger
 
 
@@ -54,7 +55,7 @@ class HyperbolicPCA(_PairOperator):
         n_components=10,
         c=2.0,
         kernel=None,
-        n_pairs=2000,
+        n_pairs=const.N_PAIRS,
         oracle="balanced",
         random_state=None,
         verbose=0,

@@ -57,6 +57,7 @@ from .._threads import one_blas_thread
 from ..problems.maurer import margins
 from ..progress import notify
 from ..result import SolveResult, certified_gap
+from . import constants as const
 from .certificate import BestDual
 from .certificate import certify as _certify
 
@@ -182,16 +183,17 @@ class SGDSettings:
     """Settings of :func:`sgd` (documented defaults)."""
 
     n_components: int | None = None  #: rows ``d`` of ``V`` (default ``min(m, 100)``)
-    learning_rate: float = 0.01  #: θ, for inputs of diameter 1 (module doc: the step)
-    max_iter: int = 100_000  #: steps (pair draws) at most
-    block_size: int = 50  #: consecutive draws evaluated together (module doc)
-    reg_every: int = 500  #: steps between refreshes of the regulariser's gradient
+    #: θ, for inputs of diameter 1 (module doc: the step)
+    learning_rate: float = const.LEARNING_RATE
+    max_iter: int = const.SGD_MAX_ITER  #: steps (pair draws) at most
+    block_size: int = const.BLOCK_SIZE  #: consecutive draws evaluated together (module doc)
+    reg_every: int = const.REG_EVERY  #: steps between refreshes of the regulariser's gradient
     eval_every: int | None = None  #: steps between full objectives (default: every m)
-    init_scale: float = 0.1  #: mean ``b = ‖a‖²`` at the start
+    init_scale: float = const.INIT_SCALE  #: mean ``b = ‖a‖²`` at the start
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(step, f, θ)``; True stops
     random_state: object = None  #: seeds the start and the draws
-    tol: float = 1e-4  #: certified relative gap for status "optimal"
+    tol: float = const.TOL_SGD  #: certified relative gap for status "optimal"
     certify: bool = True  #: compute the dual certificate at the returned point
 
 
@@ -224,9 +226,8 @@ def sgd(backend, r, lam, gamma=1.0, gamma_neg=None, regularizer="hs", **kw):
     evaluated every ``eval_every`` steps (default: every ``m`` steps, at least 10 times
     per run) and the best evaluated iterate is returned.
 
-    The block's small products and triangular solves run with one BLAS thread: a
-    multi-threaded BLAS spends orders of magnitude longer synchronising on a 50×50
-    solve than computing it.
+    The block's small products and triangular solves run with one BLAS thread: on a
+    block-sized solve a multi-threaded BLAS synchronises longer than it computes.
     """
     s = SGDSettings(**kw)
     prob = _Problem(backend, r, lam, gamma, gamma_neg, regularizer)
@@ -271,12 +272,15 @@ def _certify_best(prob, P, f):
     Uf, A = prob.backend.certificate_data(P)
     a = prob.backend.all_inner(P)
     z = 1.0 - prob.r * (1.0 - np.einsum("ij,ij->i", a, a)) / prob.g
-    lower, found = _certify(z, Uf, prob.r, prob.lam, prob.gamma, prob.gamma_neg,
-                            prob.regularizer, f_upper=f, A=A)  # fmt: skip
+    lower, found = _certify(
+        z, Uf, prob.r, prob.lam, prob.gamma, prob.gamma_neg, prob.regularizer, f_upper=f, A=A
+    )
     best = BestDual(prob.regularizer)
     best.offer(lower, found["alpha"], f)
-    info = {"certified_gap": certified_gap(f, lower),
-            "certificate_seconds": time.perf_counter() - t_cert}  # fmt: skip
+    info = {
+        "certified_gap": certified_gap(f, lower),
+        "certificate_seconds": time.perf_counter() - t_cert,
+    }
     return lower, info, best.certificate()
 
 
@@ -287,10 +291,10 @@ class _Run:
         self.prob, self.s = prob, s
         self.rng = np.random.default_rng(s.random_state)
         m = len(prob.r)
-        self.d = min(m, 100) if s.n_components is None else s.n_components
+        self.d = min(m, const.MAX_COMPONENTS) if s.n_components is None else s.n_components
         self.reg_every = max(s.block_size, s.reg_every // s.block_size * s.block_size)
         self.eval_every = s.eval_every or min(
-            max(m, s.block_size), max(s.max_iter // 10, s.block_size)
+            max(m, s.block_size), max(s.max_iter // const.MIN_EVALUATIONS, s.block_size)
         )
         self.P = self._start(m)
         self.best_f = prob.objective(self.P)
@@ -301,10 +305,10 @@ class _Run:
 
     def _start(self, m):
         """A random start in M^d: every v_i a random combination of a few differences."""
-        backend, k0 = self.prob.backend, min(m, 10)
+        backend, k0 = self.prob.backend, min(m, const.START_TERMS)
         alpha_idx = self.rng.integers(0, m, (self.d, k0))
         P = backend.init(alpha_idx, self.rng.standard_normal((self.d, k0)))
-        sample = self.rng.integers(0, m, min(m, 2000))
+        sample = self.rng.integers(0, m, min(m, const.START_SAMPLE))
         b0 = float(np.mean(np.sum(backend.inner(P, sample) ** 2, axis=1)))
         return backend.matmul(P, np.eye(self.d) * np.sqrt(self.s.init_scale / max(b0, 1e-300)))
 
@@ -351,8 +355,8 @@ class _Run:
     def _evaluate(self):
         """The full objective at the iterate; a status if the run must end."""
         f = self.prob.objective(self.P)
-        # a million times the start's objective: blowing up, not learning
-        if not np.isfinite(f) or f > 1e6 * max(self.history[0], 1.0):
+        # far above the start's objective: blowing up, not learning
+        if not np.isfinite(f) or f > const.DIVERGENCE * max(self.history[0], 1.0):
             self.diverged_at = self.step
             return "solver_error"
         self.history.append(f)

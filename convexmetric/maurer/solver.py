@@ -5,7 +5,7 @@ Two routes, both reporting through :class:`~convexmetric.result.SolveResult`:
 **Projected subgradient on A** (the alternative of §3.3, after Xing et al.): a
 subgradient step on ``A`` followed by eigenvalue clipping (``PSDCone``), then the
 smoothed refinement of :mod:`convexmetric.optim.smoothing` (FISTA on the
-Huber-smoothed hinge), which takes the plain method's ~1e-3 stall down to ~1e-6.
+Huber-smoothed hinge), which goes on where the plain method stalls at the kinks.
 :class:`HingeOracle` serves both.
 
 Every result carries a certified ``lower_bound`` from the dual of eq. (5)
@@ -31,6 +31,7 @@ from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.maurer import hinge_arguments, margins, quadratic_forms, regularizer_value
 from ..result import certified_status
+from . import constants as const
 from .certificate import AT_SOLUTION, BestDual, CertifySettings, certify
 from .sgd import KernelBackend, LinearBackend, SGDSettings, factor_to_metric, sgd
 
@@ -39,6 +40,7 @@ __all__ = [
     "HingeOracle",
     "KernelBackend",
     "LinearBackend",
+    "SGDSettings",
     "factor_to_metric",
     "first_stage",
     "refinement",
@@ -100,11 +102,11 @@ class HingeOracle(Oracle):
         """Certified lower bound on the optimum from the dual point at ``A``.
 
         With ``sigma`` (a call between smoothing stages) the cheap version: no
-        stationarity fit, and only the pairs within 1e-4 of the kink are polished;
-        for ``sigma > 1e-4`` none at all (``-inf``): the smoothed iterate is then still
-        ~σ away from the optimum and the bound could not end the run.
+        stationarity fit, and only the pairs within ``BOUND_SIGMA`` of the kink are
+        polished; for ``sigma > BOUND_SIGMA`` none at all (``-inf``): the smoothed iterate
+        is then still ~σ away from the optimum and the bound could not end the run.
         """
-        if sigma is not None and sigma > 1e-4:
+        if sigma is not None and sigma > const.BOUND_SIGMA:
             return -np.inf
         f_upper = self.objective(A)
         lb, info = certify(
@@ -119,7 +121,7 @@ class HingeOracle(Oracle):
             A=A if sigma is None else None,
             settings=AT_SOLUTION
             if sigma is None
-            else CertifySettings(sigmas=(sigma,), polish_widths=(1e-4,)),
+            else CertifySettings(sigmas=(sigma,), polish_widths=(const.BOUND_SIGMA,)),
         )
         self.best.offer(lb, info["alpha"], f_upper)
         return lb
@@ -141,22 +143,29 @@ def _finish(res, oracle, tol):
 
 #: the certified relative gap that status "optimal" means, per route (the estimator's
 #: ``tol=None``): the projected-subgradient route runs until it; SGD only certifies its end
-TOL = {"subgradient": 1e-6, "sgd": SGDSettings.tol}
+TOL = {"subgradient": const.TOL_SUBGRADIENT, "sgd": const.TOL_SGD}
 
 
 def first_stage(**changes):
-    """The plain projected-subgradient stage's settings (3000 steps at most, patience
-    200), with ``changes`` (``max_iter``, ``time_limit``, ``callback``) applied."""
-    return replace(SubgradientSettings(max_iter=3000, patience=200), **changes)
+    """The plain projected-subgradient stage's settings (``FIRST_STAGE_MAX_ITER`` steps
+    at most), with ``changes`` (``max_iter``, ``time_limit``, ``callback``) applied."""
+    base = SubgradientSettings(
+        max_iter=const.FIRST_STAGE_MAX_ITER, patience=const.FIRST_STAGE_PATIENCE
+    )
+    return replace(base, **changes)
 
 
 def refinement(**changes):
-    """The smoothed refinement's settings: up to 1000 FISTA steps per stage and two
-    stalled stages before giving up; the run ends early once the certificate closes
-    (``gap_tol``, default ``TOL["subgradient"]``), so easy instances do not pay, and hard
-    ones (a kernel map of iris) need both (benchmarks/TUNING.md)."""
-    base = SmoothingSettings(sigma0=0.01, sigma_min=1e-7, stage_iter=1000, stalls=2,
-                             gap_tol=TOL["subgradient"])  # fmt: skip
+    """The smoothed refinement's settings (:mod:`.constants`); the run ends early once
+    the certificate closes (``gap_tol``, default ``TOL["subgradient"]``), so easy
+    instances do not pay for the hard ones' long stages."""
+    base = SmoothingSettings(
+        sigma0=const.REFINE_SIGMA0,
+        sigma_min=const.REFINE_SIGMA_MIN,
+        stage_iter=const.REFINE_STAGE_ITER,
+        stalls=const.REFINE_STALLS,
+        gap_tol=TOL["subgradient"],
+    )
     return replace(base, **changes)
 
 

@@ -19,6 +19,7 @@ from ..optim.deadline import Deadline
 from ..problems import poe as formulations
 from ..problems.common import SOLVER_OPTIONS
 from ..result import SolveResult
+from . import constants as const
 from . import solver as large_scale
 from .graph import filter_comparisons
 from .items import components_from_W, unbundle
@@ -50,8 +51,9 @@ class _POEBase(BaseEstimator):
         own = self._name
         check_scalar(self.beta, "beta", float, min_val=0.0, closed="neither", owner=own)
         check_choice(self.solver, "solver", ["subgradient", "exact", *SOLVER_OPTIONS], owner=own)
-        conic = check_choice(str(self.conic_solver).upper(), "conic_solver", list(SOLVER_OPTIONS),
-                             owner=own)  # fmt: skip
+        conic = check_choice(
+            str(self.conic_solver).upper(), "conic_solver", list(SOLVER_OPTIONS), owner=own
+        )
         self._algorithm, self._conic = self.solver, conic
         if self.solver in SOLVER_OPTIONS:  # a conic solver's name: "exact" with it
             warnings.warn(
@@ -86,8 +88,9 @@ class _POEBase(BaseEstimator):
         """Run the solver (with the estimator's caps and progress logging); a SolveResult."""
         with logging_to_stderr(logger, self.verbose):
             solver = self._conic if self._algorithm == "exact" else "subgradient"
-            res = _fit_blocks(blocks, kernels, C, self.beta, self.diagonal, solver,
-                              self._solver_options())  # fmt: skip
+            res = _fit_blocks(
+                blocks, kernels, C, self.beta, self.diagonal, solver, self._solver_options()
+            )
             log_summary(logger, self.verbose, self._name, res)
         return res
 
@@ -109,8 +112,9 @@ class _POEBase(BaseEstimator):
             # the multipliers index the filtered comparisons: name them in the input
             result.certificate["comparisons"] = np.asarray(self.filter_report_.kept, np.int64)
         if self._algorithm == "subgradient":
-            warn_unconverged(self, result, tol=1e-4 if self.tol is None else self.tol,
-                             stacklevel=4)  # fmt: skip
+            warn_unconverged(
+                self, result, tol=const.TOL if self.tol is None else self.tol, stacklevel=4
+            )
         self.result_ = result
         self.n_iter_ = result.iterations
         self.W_ = [np.asarray(W) for W in result.matrices]

@@ -58,6 +58,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import whitening
+from . import constants as const
 from .oracle import POEOracle
 
 
@@ -77,8 +78,13 @@ class BestDual:
         """``result.certificate`` of :mod:`convexmetric.verifier.poe`, or ``None``."""
         if self.lam is None or not np.isfinite(self.bound):
             return None
-        return {"kind": "poe", "form": form, "blocks": int(blocks), "lam": self.lam,
-                "radius": self.radius}  # fmt: skip
+        return {
+            "kind": "poe",
+            "form": form,
+            "blocks": int(blocks),
+            "lam": self.lam,
+            "radius": self.radius,
+        }
 
 
 class Certificate:
@@ -146,7 +152,9 @@ class Certificate:
         """``Ŵᵖ = T⁺WᵖT⁺ᵀ`` (the coordinates of :attr:`feats`)."""
         return [Ti @ W @ Ti.T for Ti, W in zip(self.Tinv, Ws)]
 
-    def crossover(self, Whs, z, F, taus=(1e-7, 1e-6, 1e-5, 1e-4, 1e-3), max_kinks=3000):
+    def crossover(
+        self, Whs, z, F, taus=const.FULL_CROSSOVER_TAUS, max_kinks=const.FULL_CROSSOVER_MAX_KINKS
+    ):
         """The best bound over kink multipliers fitted to ``Sᵖ(λ)Wᵖ = 0`` (see above) for
         kink widths ``|z| < τ``, ``τ ∈ taus``; ``Whs`` in whitened coordinates."""
         from scipy.optimize import lsq_linear
@@ -183,20 +191,24 @@ class Certificate:
                         )
                     )
                 A = np.hstack(cols).T
-                fit = lsq_linear(A, np.concatenate(rhs), bounds=(0.0, s), method="bvls"
-                                 if len(kidx) <= 300 else "trf")  # fmt: skip
+                fit = lsq_linear(
+                    A,
+                    np.concatenate(rhs),
+                    bounds=(0.0, s),
+                    method="bvls" if len(kidx) <= const.BVLS_MAX_KINKS else "trf",
+                )
                 lam[kidx] = fit.x
             best = max(best, self.bound(lam, F)[0])
         return best
 
 
-def certify(blocks, C, beta, Ws, oracle=None, sigmas=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0)):
+def certify(blocks, C, beta, Ws, oracle=None, sigmas=const.CERT_SIGMAS):
     """A certified lower bound for full ``Ws`` over ``blocks`` (the returned point of any
     full-matrix POE solver); ``-inf`` when it cannot be certified."""
     return certify_dual(blocks, C, beta, Ws, oracle, sigmas)[0]
 
 
-def certify_dual(blocks, C, beta, Ws, oracle=None, sigmas=(1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0)):
+def certify_dual(blocks, C, beta, Ws, oracle=None, sigmas=const.CERT_SIGMAS):
     """:func:`certify` and the :class:`BestDual` that proves the bound."""
     oracle = oracle or POEOracle(blocks, C, beta)
     z = oracle.hinge_arguments(Ws)

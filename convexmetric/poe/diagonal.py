@@ -24,9 +24,9 @@ scipy's L-BFGS-B under the bounds ``w ≥ 0`` (the engine's staged driver,
 
 valid for *any* ``λ ∈ [0, s]`` (it needs ``r > 0``). A second candidate ``λ`` comes from
 the active structure at the best point (:func:`crossover_bound`), a third from the exact
-LP dual restricted to the near-kink multipliers, solved by HiGHS (:func:`lp_bound`; the
-smoothed multipliers alone stall near 4e-4 on the §5.1 problem at β = 1000, where
-hundreds of comparisons sit at the kink); the best bound is kept.
+LP dual restricted to the near-kink multipliers, solved by HiGHS (:func:`lp_bound`: the
+smoothed multipliers alone stall short of ``tol`` where hundreds of comparisons sit at
+the kink, as on the §5.1 problem at β = 1000); the best bound is kept.
 The solver stops once ``(F − bound)/|F| ≤ tol``: its gap is certified, not estimated.
 The ``λ`` and ``F`` of the best bound are the result's ``certificate`` (form
 ``"diagonal"``, :class:`.certificate.BestDual`); the bound is invariant under the
@@ -43,6 +43,7 @@ from scipy.optimize import lsq_linear
 from ..optim.lbfgs import LBFGS
 from ..optim.oracle import Oracle
 from ..optim.stages import StageSettings, run_stages
+from . import constants as const
 from .certificate import BestDual
 
 
@@ -68,10 +69,11 @@ def crossover_bound(A, r, s, w, z, sigma, F, best=None):
     Terms with ``z ≥ τ`` get ``λ = s``, those with ``z ≤ −τ`` get 0, and the near-kink
     ones ``|z| < τ`` are fitted, within ``[0, s]``, to zero reduced cost on the support
     of ``w`` (bounded least squares, as in an LP crossover); the best :func:`dual_bound`
-    over ``τ ∈ {σ/10, σ, 10σ}`` is returned (still a valid bound whatever the fit).
+    over ``τ = c·σ``, ``c ∈`` :data:`.constants.CROSSOVER_WIDTHS`, is returned (still a
+    valid bound whatever the fit).
     """
     record, best, support = best, -np.inf, w > 1e-9 * max(float(w.max()), 1e-300)
-    for tau in (0.1 * sigma, sigma, 10 * sigma):
+    for tau in (c * sigma for c in const.CROSSOVER_WIDTHS):
         pos, kink = z >= tau, np.abs(z) < tau
         lam = np.where(pos, s, 0.0)
         if kink.any() and support.any():
@@ -82,7 +84,7 @@ def crossover_bound(A, r, s, w, z, sigma, F, best=None):
     return best
 
 
-def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500, best=None):
+def lp_bound(A, r, s, z, F, taus=const.LP_TAUS, max_free=const.LP_MAX_FREE, best=None):
     """The exact LP dual over the near-kink multipliers (HiGHS), the rest fixed.
 
     ``λ_c = s`` for ``z_c ≥ τ`` and ``0`` for ``z_c ≤ −τ``; the free ones solve
@@ -101,8 +103,7 @@ def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500, best=None):
         if n_free == 0 or n_free > max_free:
             continue
         rhs = r - s * A[pos].sum(0)
-        res = linprog(-np.ones(n_free), A_ub=A[kink].T, b_ub=rhs, bounds=(0.0, s),
-                      method="highs")  # fmt: skip
+        res = linprog(-np.ones(n_free), A_ub=A[kink].T, b_ub=rhs, bounds=(0.0, s), method="highs")
         if res.status != 0:
             continue
         lam = np.where(pos, s, 0.0)
@@ -115,14 +116,16 @@ def lp_bound(A, r, s, z, F, taus=(1e-3, 1e-2, 1e-1), max_free=1500, best=None):
 class DiagonalSettings:
     """Settings of :func:`solve_diagonal` (documented defaults)."""
 
-    tol: float = 1e-4  #: stop when the certified relative gap is at most this
-    sigma0: float = 0.1  #: first smoothing width (the margin is 1)
-    sigma_factor: float = 0.1  #: σ ← σ·factor per stage
-    gtol: float = 1e-4  #: L-BFGS-B's projected-gradient tolerance, relative to ``min r``
-    stage_iter: int = 2000  #: L-BFGS-B iterations per stage
-    max_stages: int = 12  #: stages at most
+    tol: float = const.TOL  #: stop when the certified relative gap is at most this
+    sigma0: float = const.SIGMA0  #: first smoothing width (the margin is 1)
+    sigma_factor: float = const.SIGMA_FACTOR  #: σ ← σ·factor per stage
+    #: L-BFGS-B's projected-gradient tolerance, relative to ``min r``
+    gtol: float = const.DIAGONAL_GTOL
+    stage_iter: int = const.DIAGONAL_STAGE_ITER  #: L-BFGS-B iterations per stage
+    max_stages: int = const.DIAGONAL_MAX_STAGES  #: stages at most
     max_iter: int | None = None  #: L-BFGS iterations at most, over all stages
-    lp_sigma: float = 1e-3  #: from this width on, an uncertified stage also tries lp_bound
+    #: from this width on, an uncertified stage also tries lp_bound
+    lp_sigma: float = const.LP_SIGMA
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
 
@@ -198,12 +201,21 @@ def solve_diagonal(blocks, C, beta, settings=None, **overrides):
         raise ValueError("diag(R) of every block must be positive (a kernel with a zero row?).")
     scale = 1.0 / np.sqrt(np.maximum(np.linalg.norm(A, axis=0), 1e-12 * max(np.abs(A).max(), 1)))
     A, r = A * scale, r * scale
-    stages = StageSettings(sigma0=st.sigma0, sigma_factor=st.sigma_factor, sigma_min=0.0,
-                           stage_iter=st.stage_iter, stalls=None, gap_tol=st.tol,
-                           max_stages=st.max_stages, max_iterations=st.max_iter, recenter=False,
-                           time_limit=st.time_limit,
-                           callback=st.callback, name="smoothed L-BFGS-B")  # fmt: skip
-    inner = LBFGS(maxcor=10, gtol=st.gtol * r.min(), ftol=0.0)
+    stages = StageSettings(
+        sigma0=st.sigma0,
+        sigma_factor=st.sigma_factor,
+        sigma_min=0.0,
+        stage_iter=st.stage_iter,
+        stalls=None,
+        gap_tol=st.tol,
+        max_stages=st.max_stages,
+        max_iterations=st.max_iter,
+        recenter=False,
+        time_limit=st.time_limit,
+        callback=st.callback,
+        name="smoothed L-BFGS-B",
+    )
+    inner = LBFGS(maxcor=const.DIAGONAL_MAXCOR, gtol=st.gtol * r.min(), ftol=0.0)
     lp = DiagonalLP(A, r, float(beta) / len(C), st)
     res = run_stages(lp, np.zeros(A.shape[1]), inner, stages)
     Ws = np.split(res.matrix * scale, np.cumsum(sizes)[:-1])

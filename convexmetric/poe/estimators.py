@@ -216,8 +216,9 @@ class POE(MahalanobisMixin, _POEBase):
     def _point_map(self):
         self._check_fitted()
         kind = self.kernel if self.kernel in ("linear", "rbf") else None
-        return kernel_point_map(kind, getattr(self, "X_fit_", None), getattr(self, "gamma_", None),
-                                self.components_)  # fmt: skip
+        return kernel_point_map(
+            kind, getattr(self, "X_fit_", None), getattr(self, "gamma_", None), self.components_
+        )
 
     def transform(self, X):
         """Embed ``X``: features (LPOE), raw data (linear/rbf), or kernel values.

@@ -43,6 +43,7 @@ from ..optim.factor import Factored
 from ..optim.lbfgs import LBFGS
 from ..optim.oracle import Oracle, StageHooks
 from ..optim.stages import StageSettings, run_stages
+from . import constants as const
 from .certificate import Certificate
 
 
@@ -50,17 +51,19 @@ from .certificate import Certificate
 class FactoredSettings:
     """Settings of :func:`solve_factored` (documented defaults)."""
 
-    rank: int = 8  #: initial columns of each factor (grown by the escape steps)
-    tol: float = 1e-4  #: stop when the certified relative gap is at most this
-    sigma0: float = 0.1  #: first smoothing width (the margin is 1)
-    sigma_factor: float = 0.1  #: σ ← σ·factor after each stage, down to sigma_min
-    sigma_min: float = 1e-2  #: then σ stays and the prox centre moves
-    mu_tol: float = 1e-9  #: escape when λ_min(Sᵖ) < −mu_tol and its repair dominates the gap
-    ftol: float = 1e-15  #: L-BFGS-B's relative-reduction tolerance within a stage
-    stage_iter: int = 1000  #: L-BFGS iterations per stage
-    max_stages: int = 30  #: stages (escapes included) at most
+    rank: int = const.RANK  #: initial columns of each factor (grown by the escape steps)
+    tol: float = const.TOL  #: stop when the certified relative gap is at most this
+    sigma0: float = const.SIGMA0  #: first smoothing width (the margin is 1)
+    sigma_factor: float = const.SIGMA_FACTOR  #: σ ← σ·factor after each stage, down to sigma_min
+    sigma_min: float = const.FACTORED_SIGMA_MIN  #: then σ stays and the prox centre moves
+    #: escape when λ_min(Sᵖ) < −mu_tol and its repair dominates the gap
+    mu_tol: float = const.ESCAPE_MU_TOL
+    ftol: float = const.FACTORED_FTOL  #: L-BFGS-B's relative-reduction tolerance within a stage
+    stage_iter: int = const.FACTORED_STAGE_ITER  #: L-BFGS iterations per stage
+    max_stages: int = const.FACTORED_MAX_STAGES  #: stages (escapes included) at most
     max_iter: int | None = None  #: L-BFGS iterations at most, over all stages
-    max_new: int = 8  #: negative-curvature directions appended per block and escape
+    #: negative-curvature directions appended per block and escape
+    max_new: int = const.ESCAPE_MAX_NEW
     time_limit: float | None = None  #: seconds (status "user_limit")
     callback: object = None  #: ``callback(evaluations, objective, sigma)``; True stops
     random_state: int = 0  #: seed of the small random initial factors (L = 0 is a saddle)
@@ -143,12 +146,16 @@ class WhitenedPOE(Oracle, StageHooks):
     def escape(self, stage):
         """New factor rows along negative curvature when its repair dominates the open gap."""
         _, mu, pairs, lb = self._stage
-        curvature = -mu * stage.best_f > 0.25 * (stage.best_f - lb)
+        curvature = -mu * stage.best_f > const.ESCAPE_SHARE * (stage.best_f - lb)
         if not (mu < -self.s.mu_tol and curvature):
             return None
-        Ls = grown_factors(self._factors(stage.x, stage.factor), pairs,
-                           lambda Ls: self._value(Ls, stage.sigma)[0], self.s.max_new,
-                           bracket=True)  # fmt: skip
+        Ls = grown_factors(
+            self._factors(stage.x, stage.factor),
+            pairs,
+            lambda Ls: self._value(Ls, stage.sigma)[0],
+            self.s.max_new,
+            bracket=True,
+        )
         return None if Ls is None else [L.T for L in Ls]
 
     def final_bound(self, stage):
@@ -176,20 +183,40 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
             "R (true for LPOE with R = I and for kernel blocks); use method='subgradient'."
         )
     rng = np.random.default_rng(s.random_state)
-    L0 = [rng.standard_normal((Fh.shape[1], min(s.rank, Fh.shape[1])))
-          * (1e-2 / np.sqrt(Fh.shape[1])) for Fh in cert.feats]  # fmt: skip
-    stages = StageSettings(sigma0=s.sigma0, sigma_factor=s.sigma_factor, sigma_min=s.sigma_min,
-                           stage_iter=s.stage_iter, stalls=None, gap_tol=s.tol,
-                           max_stages=s.max_stages, max_iterations=s.max_iter,
-                           time_limit=s.time_limit,
-                           callback=s.callback, name="factored L-BFGS")  # fmt: skip
-    inner = LBFGS(maxcor=20, gtol=1e-12, ftol=s.ftol, maxls=50, rescue=True)
+    L0 = [
+        rng.standard_normal((Fh.shape[1], min(s.rank, Fh.shape[1])))
+        * (const.INIT_SCALE / np.sqrt(Fh.shape[1]))
+        for Fh in cert.feats
+    ]
+    stages = StageSettings(
+        sigma0=s.sigma0,
+        sigma_factor=s.sigma_factor,
+        sigma_min=s.sigma_min,
+        stage_iter=s.stage_iter,
+        stalls=None,
+        gap_tol=s.tol,
+        max_stages=s.max_stages,
+        max_iterations=s.max_iter,
+        time_limit=s.time_limit,
+        callback=s.callback,
+        name="factored L-BFGS",
+    )
+    inner = LBFGS(
+        maxcor=const.FACTORED_MAXCOR,
+        gtol=const.FACTORED_GTOL,
+        ftol=s.ftol,
+        maxls=const.FACTORED_MAXLS,
+        rescue=True,
+    )
     res = run_stages(Factored(WhitenedPOE(oracle, cert, s), columns=True), L0, inner, stages)
     Ls = res.matrices
     Ws = [T @ (L @ L.T) @ T.T for T, L in zip(cert.T, Ls)]
-    res.info.update(ranks=[L.shape[1] for L in Ls],
-                    escapes=res.info.get("escapes", 0), sigma=res.info["final_sigma"],
-                    features_W=[L @ L.T for L in Ls])  # fmt: skip
+    res.info.update(
+        ranks=[L.shape[1] for L in Ls],
+        escapes=res.info.get("escapes", 0),
+        sigma=res.info["final_sigma"],
+        features_W=[L @ L.T for L in Ls],
+    )
     res.matrix, res.matrices = Ws[0], Ws
     res.certificate = cert.best.certificate("full", len(blocks))
     return res

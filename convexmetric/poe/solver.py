@@ -4,8 +4,8 @@ The oracle (:mod:`.oracle`) gives the objective, App. B's subgradient (one spars
 signed Laplacian per gradient, shared by all kernels) and the Huber smoothing; the
 diagonal case projects ``w ↦ max(w, 0)``, the full case onto the PSD cone.
 
-Plain projected subgradient (the paper's solver) gets within about 1e-3 of the
-optimum and then stalls at the kinks; :func:`solve` therefore follows it with the
+Plain projected subgradient (the paper's solver) stalls at the kinks short of the
+optimum; :func:`solve` therefore follows it with the
 Huber-smoothed FISTA refinement of :mod:`convexmetric.optim.smoothing` (``refine=True``), whose
 smoothed gradient uses the same single sparse Laplacian with weights ``clip(z/σ, 0, 1)``.
 
@@ -21,6 +21,7 @@ smoothed L-BFGS, escapes along negative curvature, stopped by the SDP dual bound
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -30,9 +31,10 @@ from ..kernels import empirical_features
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..result import SolveResult, certified_gap, certified_status
+from . import constants as const
 from .certificate import BestDual, certify_dual
-from .diagonal import crossover_bound, dual_bound, solve_diagonal
-from .factored import solve_factored
+from .diagonal import DiagonalSettings, crossover_bound, dual_bound, solve_diagonal
+from .factored import FactoredSettings, solve_factored
 from .oracle import POEOracle
 
 
@@ -98,74 +100,92 @@ def solve(
         Diagonal ``Wᵖ`` (vectors, projection ``max(·, 0)``) instead of PSD matrices.
     method : {"factored", "subgradient", "lbfgs"}, optional
         ``"factored"``: :func:`.factored.solve_factored` (full only; the default there);
-        ``settings`` then is a dict of its keyword arguments, ``W0``, ``refine`` and
-        ``precondition`` do not apply.
+        ``W0``, ``refine`` and ``precondition`` do not apply.
         ``"subgradient"``: App. B, then the smoothed refinement, certified at the end.
         ``"lbfgs"``: :func:`.diagonal.solve_diagonal` (diagonal only; the default there);
-        ``settings`` then is a dict of its keyword arguments and ``W0``, ``refine`` and
-        ``precondition`` do not apply (it always scales).
+        ``W0``, ``refine`` and ``precondition`` do not apply (it always scales).
     W0 : list of arrays, optional
         Starting point (default all zeros).
     refine : bool
         Run :func:`smoothed_descent` from the subgradient result.
     precondition : bool
         Solve in the variables of :func:`jacobi_scaling` (the result is mapped back).
-    settings : SubgradientSettings or dict, optional
-        ``"subgradient"``: a :class:`SubgradientSettings`, or a dict of its fields plus
-        ``tol``, the certified relative gap that "optimal" means (default 1e-4).
+    settings : dict, optional
+        Fields of the method's settings class, :data:`SETTINGS` ``[method]``
+        (:class:`.factored.FactoredSettings`, :class:`.diagonal.DiagonalSettings` or
+        :class:`SubgradientPathSettings`); each has ``tol``, ``max_iter`` and
+        ``time_limit``. An unknown field is a ValueError.
     callback : callable, optional
         ``callback(evaluations, objective, sigma)``; True stops (status "user_limit").
     """
     method = method or ("lbfgs" if diagonal else "factored")
-    if method not in ("factored", "subgradient", "lbfgs"):
+    if method not in SETTINGS:
         raise ValueError(f"method must be 'factored', 'subgradient' or 'lbfgs'; got {method!r}.")
     if method == "lbfgs" and not diagonal:
         raise ValueError("method='lbfgs' solves the diagonal LPs only; use diagonal=True.")
     if method == "factored" and diagonal:
         raise ValueError("method='factored' solves the full SDPs only; use diagonal=False.")
+    st = method_settings(method, settings, callback)
     with one_blas_thread():  # small products: threads only cost
         if method == "lbfgs":
-            return solve_diagonal(blocks, C, beta, callback=callback, **(settings or {}))
+            return solve_diagonal(blocks, C, beta, st)
         if method == "factored":
-            oracle = POEOracle(blocks, C, beta)
-            return solve_factored(blocks, oracle, callback=callback, **(settings or {}))
+            return solve_factored(blocks, POEOracle(blocks, C, beta), st)
         if not precondition:
-            return _solve(blocks, C, beta, diagonal, W0, refine, settings, callback)
+            return _solve(blocks, C, beta, diagonal, W0, refine, st)
         scales = jacobi_scaling(blocks, C)
         scaled = [(F * s, R * s[:, None] * s[None, :]) for (F, R), s in zip(blocks, scales)]
         if W0 is not None:
             W0 = [W / s**2 if diagonal else W / np.outer(s, s) for W, s in zip(W0, scales)]
-        res = _solve(scaled, C, beta, diagonal, W0, refine, settings, callback)
+        res = _solve(scaled, C, beta, diagonal, W0, refine, st)
         Ws = [W * s**2 if diagonal else W * np.outer(s, s) for W, s in zip(res.matrices, scales)]
         res.matrices, res.matrix = Ws, Ws[0]
         return res
 
 
-def _settings(settings, callback):
-    """``(SubgradientSettings, tol)`` of the subgradient path from its ``settings``."""
-    if isinstance(settings, SubgradientSettings):
-        return settings, CERT_TOL
-    opts = {"max_iter": 100, "patience": 30, "rtol": 1e-4, "callback": callback,
-            **(settings or {})}  # fmt: skip
-    tol = opts.pop("tol", CERT_TOL)
-    return SubgradientSettings(**opts), tol
+@dataclass(kw_only=True)
+class SubgradientPathSettings(SubgradientSettings):
+    """Settings of ``method="subgradient"``: App. B's steps (the fields of
+    :class:`SubgradientSettings`, with this path's defaults) and ``tol``."""
+
+    max_iter: int = const.SUBGRADIENT_MAX_ITER
+    patience: int = const.SUBGRADIENT_PATIENCE
+    rtol: float = const.SUBGRADIENT_RTOL
+    tol: float = const.TOL  #: the certified relative gap that "optimal" means
 
 
-#: the certified relative gap that "optimal" means on the subgradient path by default
-CERT_TOL = 1e-4
+#: the settings class of each ``method``: ``solve``'s ``settings`` are its fields
+SETTINGS = {
+    "factored": FactoredSettings,
+    "lbfgs": DiagonalSettings,
+    "subgradient": SubgradientPathSettings,
+}
 
 
-def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
+def method_settings(method, settings=None, callback=None):
+    """The :data:`SETTINGS` ``[method]`` object from the dict ``settings`` of its fields,
+    with ``callback`` unless the dict names one."""
+    cls = SETTINGS[method]
+    unknown = sorted(set(settings or {}) - {f.name for f in fields(cls)})
+    if unknown:
+        raise ValueError(
+            f"'settings' of method={method!r} are fields of {cls.__name__}; got {unknown}."
+        )
+    return cls(**{"callback": callback, **(settings or {})})
+
+
+def _solve(blocks, C, beta, diagonal, W0, refine, s):
     t0 = time.perf_counter()
     oracle = POEOracle(blocks, C, beta, diagonal=diagonal)
     if W0 is None:
         W0 = [np.zeros(F.shape[1]) if diagonal else np.zeros((F.shape[1],) * 2) for F, _ in blocks]
     cone = ProductCone([NonnegativeDiagonal() if diagonal else PSDCone() for _ in blocks])
-    s, tol = _settings(settings, callback)
     res = projected_subgradient(oracle, W0, cone, s, solver_name="subgradient")
     history, iterations, status = list(res.history), res.iterations, res.status
     if refine and status != "user_limit":
-        sm = SmoothingSettings(sigma0=0.1, stage_iter=200, callback=callback)
+        sm = SmoothingSettings(
+            sigma0=const.SIGMA0, stage_iter=const.REFINE_STAGE_ITER, callback=s.callback
+        )
         res2 = smoothed_descent(oracle, res.matrices, cone, sm, solver_name="smoothed")
         history += res2.history
         iterations += res2.iterations
@@ -177,7 +197,7 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
     lower, dual = certify_point(blocks, C, beta, Ws, oracle)
     lower = lower if np.isfinite(lower) else None
     gap = certified_gap(f, lower)
-    status = certified_status(f, lower, tol, "user_limit" if status == "user_limit" else None)
+    status = certified_status(f, lower, s.tol, "user_limit" if status == "user_limit" else None)
     return SolveResult(
         matrix=Ws[0],
         matrices=Ws,
@@ -188,14 +208,9 @@ def _solve(blocks, C, beta, diagonal, W0, refine, settings, callback):
         seconds=time.perf_counter() - t0,
         solver="subgradient+smoothing" if refine else "subgradient",
         history=history,
-        info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P,
-              "certified_gap": gap},
+        info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P, "certified_gap": gap},
         certificate=dual.certificate("diagonal" if diagonal else "full", len(blocks)),
-    )  # fmt: skip
-
-
-#: Smoothing widths whose multipliers ``s·clip(z/σ, 0, 1)`` are tried by the certificate.
-CERT_SIGMAS = (1e-1, 1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 0.0)
+    )
 
 
 def certify_point(blocks, C, beta, Ws, oracle=None):
@@ -203,7 +218,7 @@ def certify_point(blocks, C, beta, Ws, oracle=None):
     :func:`.diagonal.dual_bound` and its crossover), ``-inf`` if none holds, and the
     :class:`.certificate.BestDual` that proves it."""
     if np.ndim(Ws[0]) == 2:
-        return certify_dual(blocks, C, beta, Ws, oracle, CERT_SIGMAS)
+        return certify_dual(blocks, C, beta, Ws, oracle, const.CERT_SIGMAS)
     rec = BestDual()
     A = np.hstack([(F[C.k] - F[C.l]) ** 2 - (F[C.i] - F[C.j]) ** 2 for F, _ in blocks])
     r = np.concatenate([np.diag(R).astype(float) for _, R in blocks])
@@ -212,6 +227,8 @@ def certify_point(blocks, C, beta, Ws, oracle=None):
     w, s = np.concatenate(Ws), float(beta) / len(C)
     z = 1.0 - A @ w
     f = float(r @ w + s * np.maximum(z, 0.0).sum())
-    best = max(dual_bound(A, r, s, s * (np.clip(z / sg, 0, 1) if sg else z > 0), f, rec)
-               for sg in CERT_SIGMAS)  # fmt: skip
-    return max(best, crossover_bound(A, r, s, w, z, 1e-4, f, rec)), rec
+    best = max(
+        dual_bound(A, r, s, s * (np.clip(z / sg, 0, 1) if sg else z > 0), f, rec)
+        for sg in const.CERT_SIGMAS
+    )
+    return max(best, crossover_bound(A, r, s, w, z, const.CROSSOVER_SIGMA, f, rec)), rec
