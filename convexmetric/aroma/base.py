@@ -164,8 +164,11 @@ class _OnlineBilinear(BaseEstimator):
                 if self.verbose:
                     logger.info(
                         "%s: %d triplets, average online loss %.6g, %d updates",
-                        name, self.n_rounds_, self.average_loss_, self.n_updates_,
-                    )  # fmt: skip
+                        name,
+                        self.n_rounds_,
+                        self.average_loss_,
+                        self.n_updates_,
+                    )
             log_summary(logger, self.verbose, name, self.result_)
         return self
 

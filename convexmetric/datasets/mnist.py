@@ -176,8 +176,9 @@ def _move(images, move):
     kind, arg = move
     if kind == "shift":
         return _shift(images, *arg)
-    out = ndimage.rotate(images, arg, axes=(2, 1), reshape=False, order=1, mode="constant",
-                         cval=0.0)  # fmt: skip
+    out = ndimage.rotate(
+        images, arg, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0
+    )
     return np.clip(out, 0.0, 1.0, out=out)  # bilinear resampling may over/undershoot
 
 

@@ -132,13 +132,22 @@ class Factored(Oracle, StageHooks):
         bound and escape share one translation."""
         key, last = (stage.x, stage.best_x), self._last
         if last is None or last[0][0] is not key[0] or last[0][1] is not key[1]:
-            at = replace(stage, x=self._metric(stage.x), best_x=self._metric(stage.best_x),
-                         factor=self._rows(stage.x),
-                         best_factor=self._rows(stage.best_x))  # fmt: skip
+            at = replace(
+                stage,
+                x=self._metric(stage.x),
+                best_x=self._metric(stage.best_x),
+                factor=self._rows(stage.x),
+                best_factor=self._rows(stage.best_x),
+            )
             self._last = (key, at)
-        return replace(self._last[1], sigma=stage.sigma, best_f=stage.best_f,
-                       lower=stage.lower, index=stage.index,
-                       stopping=stage.stopping)  # fmt: skip
+        return replace(
+            self._last[1],
+            sigma=stage.sigma,
+            best_f=stage.best_f,
+            lower=stage.lower,
+            index=stage.index,
+            stopping=stage.stopping,
+        )
 
     def bound(self, stage):
         return self.oracle.bound(self._in_metric(stage))

@@ -58,8 +58,9 @@ class LBFGS:
 
         v0 = vectors.flatten(x).copy()
         if oracle.bounds is None:
-            v, stopped, failed = self._descend(fun, v0, budget, clock, counts,
-                                               getattr(oracle, "trial_rtol", 0.0))  # fmt: skip
+            v, stopped, failed = self._descend(
+                fun, v0, budget, clock, counts, getattr(oracle, "trial_rtol", 0.0)
+            )
         else:
             v, stopped, failed = self._bounded(fun, v0, oracle.bounds, budget, clock, counts)
         if failed and self.rescue and not stopped:
@@ -101,10 +102,16 @@ class LBFGS:
                 stopped.append(True)
                 raise StopIteration
 
-        opts = {"maxiter": int(budget), "gtol": self.gtol, "ftol": self.ftol,
-                "maxcor": self.maxcor, "maxls": self.maxls}  # fmt: skip
-        res = minimize(fun, v, jac=True, method="L-BFGS-B", bounds=bounds, callback=watch,
-                       options=opts)  # fmt: skip
+        opts = {
+            "maxiter": int(budget),
+            "gtol": self.gtol,
+            "ftol": self.ftol,
+            "maxcor": self.maxcor,
+            "maxls": self.maxls,
+        }
+        res = minimize(
+            fun, v, jac=True, method="L-BFGS-B", bounds=bounds, callback=watch, options=opts
+        )
         return res.x, bool(stopped), res.status == 2
 
 

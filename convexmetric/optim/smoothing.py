@@ -50,11 +50,19 @@ def smoothed_descent(oracle, x0, cone, settings=None, *, solver_name="smoothed",
     """Continuation over σ of FISTA on ``f_σ`` over ``cone``; a :class:`SolveResult`."""
     s = settings if settings is not None else SmoothingSettings(**kw)
     stages = StageSettings(
-        sigma0=s.sigma0, sigma_factor=s.sigma_factor, sigma_min=s.sigma_min,
-        stage_iter=s.stage_iter, rtol=s.rtol, stalls=s.stalls, gap_tol=s.gap_tol,
-        max_evaluations=s.max_iter, max_iterations=s.max_iterations, recenter=s.recenter,
+        sigma0=s.sigma0,
+        sigma_factor=s.sigma_factor,
+        sigma_min=s.sigma_min,
+        stage_iter=s.stage_iter,
+        rtol=s.rtol,
+        stalls=s.stalls,
+        gap_tol=s.gap_tol,
+        max_evaluations=s.max_iter,
+        max_iterations=s.max_iterations,
+        recenter=s.recenter,
         time_limit=s.time_limit,
-        callback=s.callback, name=solver_name,
-    )  # fmt: skip
+        callback=s.callback,
+        name=solver_name,
+    )
     inner = FISTA(cone=cone, window=s.window, stage_rtol=s.stage_rtol)
     return run_stages(oracle, x0, inner, stages)

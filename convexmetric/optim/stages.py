@@ -95,8 +95,9 @@ class StageSettings:
 
     def __post_init__(self):
         if self.backoff is not None:  # a limit at or below best backs off every stage
-            self.backoff = check_scalar(self.backoff, "backoff", float, min_val=1.0,
-                                        closed="neither", owner="StageSettings")  # fmt: skip
+            self.backoff = check_scalar(
+                self.backoff, "backoff", float, min_val=1.0, closed="neither", owner="StageSettings"
+            )
 
 
 @dataclass
@@ -182,8 +183,9 @@ class _Run:
         self.stalled, self.index = 0, 0
 
     def snapshot(self, x, stopping=False):
-        return Stage(x, self.sigma, self.best_x, self.best_f, self.low, self.index,
-                     stopping=stopping)  # fmt: skip
+        return Stage(
+            x, self.sigma, self.best_x, self.best_f, self.low, self.index, stopping=stopping
+        )
 
     def stage(self):
         """One stage and its bound; the run's status if it ends here, else ``None``."""
@@ -298,8 +300,13 @@ def _done(s, best_f, low, stalled, sigma, factor):
 def _result(run, status):
     best_x, best_f, low, counts = run.best_x, run.best_f, run.low, run.counts
     blocks = best_x if isinstance(best_x, list) else [best_x]
-    info = {"evaluations": counts.evaluations, "stages": counts.stages, "final_sigma": run.sigma,
-            "certified_gap": certified_gap(best_f, low), **counts.notes}  # fmt: skip
+    info = {
+        "evaluations": counts.evaluations,
+        "stages": counts.stages,
+        "final_sigma": run.sigma,
+        "certified_gap": certified_gap(best_f, low),
+        **counts.notes,
+    }
     return SolveResult(
         matrix=None if isinstance(best_x, list) else best_x,
         matrices=list(blocks),

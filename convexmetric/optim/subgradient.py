@@ -99,8 +99,12 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
     o = run.oracle
     final = float(run.best_f) if isinstance(o, _Plain) else float(o.objective(run.best_x))
     best_x = run.best_x
-    info = {"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule,
-            "stop": run.stop}  # fmt: skip
+    info = {
+        "restarts": run.restarts,
+        "final_step": float(run.alpha),
+        "step_rule": s.step_rule,
+        "stop": run.stop,
+    }
     history = run.history
     if o.version is not None:  # an approximating oracle: its values are not objectives
         info["approx_history"], history = history, [final]

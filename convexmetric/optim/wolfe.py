@@ -91,12 +91,14 @@ class _Search:
         t, f, _ = p
         if self.first_stage and f <= self.x[1] and f > self.f0 + t * self.gtest:
             shift, back = _shifted(self.gtest), _shifted(-self.gtest)  # on ψ, then back to φ
-            x, y, t, self.bracketed = _trial(shift(self.x), shift(self.y), shift(p),
-                                             self.bracketed, self.lo, self.hi)  # fmt: skip
+            x, y, t, self.bracketed = _trial(
+                shift(self.x), shift(self.y), shift(p), self.bracketed, self.lo, self.hi
+            )
             self.x, self.y = back(x), back(y)
         else:
-            self.x, self.y, t, self.bracketed = _trial(self.x, self.y, p, self.bracketed,
-                                                       self.lo, self.hi)  # fmt: skip
+            self.x, self.y, t, self.bracketed = _trial(
+                self.x, self.y, p, self.bracketed, self.lo, self.hi
+            )
         (tx, _, _), (ty, _, _) = self.x, self.y
         if self.bracketed:
             if abs(ty - tx) >= SHRINK * self.width1:
