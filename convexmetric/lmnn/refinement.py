@@ -94,7 +94,7 @@ class GapClosing:
         # the dual estimate of a saddle is poor: restart the prox centre at λ̄ = 0 and the
         # continuation at the default width (a small σ with a stale centre stalls)
         oracle.mask["lam"] = np.zeros_like(oracle.mask["lam"])
-        fs = SmoothingSettings(gap_tol=s.tol, max_iter=20000, callback=s.callback,
+        fs = SmoothingSettings(gap_tol=s.tol, max_evaluations=20000, callback=s.callback,
                                time_limit=self.clock.remaining(),
                                max_iterations=self.left)  # fmt: skip
         r = self.keep(smoothed_descent(oracle, self.best.matrix, PSDCone(), fs))

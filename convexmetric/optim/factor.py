@@ -45,12 +45,11 @@ def trimmed(x, rank_tol):
     length, so a row near zero regrows only geometrically, and an exactly zero row never;
     and at an optimum, dropping a direction of eigenvalue ``ε`` changes the value by
     ``O(ε²)`` (the gradient vanishes on its range). Every distance then costs ``rank``
-    products instead of ``d`` (the MNIST sample's optimum has rank 54 of 164). A
-    direction the optimum needs back shows as negative curvature of the Lagrangian's
-    gradient: the escapes add it; the certificate judges the result either way. A factor
-    that loses no row is returned as it is (the same object: its metric bit for bit, so
-    LMNN's full check at the stage's start reuses the search of the last stage's
-    objective).
+    products instead of ``d``. A direction the optimum needs back shows as negative
+    curvature of the Lagrangian's gradient: the escapes add it; the certificate judges the
+    result either way. A factor that loses no row is returned as it is (the same object:
+    its metric bit for bit, so LMNN's full check at the stage's start reuses the search of
+    the last stage's objective).
     """
     if isinstance(x, list):
         return [trimmed(L, rank_tol) for L in x]

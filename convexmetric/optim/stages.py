@@ -62,6 +62,7 @@ from .._validation import check_scalar
 from ..progress import notify
 from ..result import SolveResult, certified_gap
 from . import vectors
+from .constants import BACKOFF_HALVINGS, RAMP_DOUBLINGS, REL_FLOOR
 from .deadline import Deadline, TimeUp
 from .oracle import Stage, hooks_of
 
@@ -111,14 +112,10 @@ class Counts:
     notes: dict = field(default_factory=dict)
 
 
-#: halvings of a run-off stage's step at most (``StageSettings.backoff``): ``2⁻⁸`` of it
-BACKOFF_HALVINGS = 8
-
-
 def _budget(s, index):
     if s.first_stage is None:
         return s.stage_iter
-    return min(s.stage_iter, s.first_stage << min(index, 30))
+    return min(s.stage_iter, s.first_stage << min(index, RAMP_DOUBLINGS))
 
 
 def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
@@ -200,7 +197,7 @@ class _Run:
         counts.stages += 1
         self.history.append(f)
         counts_stall = self.index > 0 and budget >= s.stage_iter
-        little = self.best_f - f <= s.rtol * max(abs(self.best_f), 1e-12)
+        little = self.best_f - f <= s.rtol * max(abs(self.best_f), REL_FLOOR)
         self.stalled = self.stalled + 1 if little and counts_stall else 0
         if f < self.best_f:
             self.best_x, self.best_f = vectors.copy(self.x), f
@@ -217,7 +214,7 @@ class _Run:
         docstring), and return its exact objective."""
         oracle, limit = self.oracle, None
         if start is not None and np.isfinite(self.best_f):
-            limit = self.best_f + (self.s.backoff - 1.0) * max(abs(self.best_f), 1e-12)
+            limit = self.best_f + (self.s.backoff - 1.0) * max(abs(self.best_f), REL_FLOOR)
         t = 1.0
         for _ in range(BACKOFF_HALVINGS + 1):
             x = end if t == 1.0 else vectors.axpy(start, t, vectors.sub(end, start))

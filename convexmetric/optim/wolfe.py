@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: extrapolation bounds (multiples of the distance from the best step) and the shrink
-#: factor below which two trials' intervals trigger a bisection (the paper's values)
-XTRAP_LO, XTRAP_HI, SHRINK = 1.1, 4.0, 0.66
+from .constants import SHRINK, XTRAP_HI, XTRAP_LO
 
 
 def wolfe_step(phi, f0, slope0, t, *, c1=1e-3, c2=0.9, xtol=0.1, max_evals=20, t_max=1e10):

@@ -279,7 +279,7 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
     def _solve(self, X, I, J, s, rng):
         d1, Q = X.shape[1] + 1, len(I)
         settings = SSNESettings(
-            n_epochs=self._max_iter,
+            max_iter=self._max_iter,
             batch_size=self.batch_size,
             learning_rate=self.learning_rate,
             decay=self.decay,
@@ -294,7 +294,7 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
             if runs and clock.expired():
                 break
             settings.time_limit = clock.remaining()
-            settings.n_epochs = share + (run < extra)
+            settings.max_iter = share + (run < extra)
             W0 = rng.normal(scale=self.init_scale / np.sqrt(d1), size=(d1, self.n_components))
             lam = self._loss_weight / Q
             runs.append(ssne_bcd(X, I, J, s, lam, W0, settings, random_state=rng))
