@@ -1,11 +1,11 @@
-"""Throughput of the online bilinear learners, side by side (AROMA issue, "must show" 2).
+"""Throughput of the online bilinear learners, side by side.
 
 Sparse 1000 × 1000 problem: the ``bow`` data set (1000 codewords, median ~27 non-zeros
 per item, so ``p = p⁺ − p⁻`` has ~50), triplets drawn from its labels. Printed per
 learner: rounds and updates per second of wall-clock time and of process CPU time
 (the machine may be shared), and the ratio to the target (d-AROMA and OASIS ≥ 20,000
 updates/s; f-AROMA ≥ 500 updates/s at m = n = 1000), beside the dense reference step
-of ``convexmetric.solvers.aroma`` (O(mn) per round) for scale.
+of ``convexmetric.aroma.steps`` (O(mn) per round) for scale.
 
 Run:  python benchmarks/bench_aroma.py [--rounds 50000] [--factored-rounds 2000]
 """

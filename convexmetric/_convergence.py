@@ -26,15 +26,24 @@ def warn_unconverged(est, res, *, tol=None, stacklevel=3):
     cap = getattr(est, "max_iter", None)
     tol = getattr(est, "tol", None) if tol is None else tol
     gap = res.certified_gap
-    what = (f"a certified gap of {gap:.2g}" if gap is not None and np.isfinite(gap)
-            else "no certified bound")  # fmt: skip
+    what = (
+        f"a certified gap of {gap:.2g}"
+        if gap is not None and np.isfinite(gap)
+        else "no certified bound"
+    )
     if res.status == "iteration_limit":
-        msg = (f"{name} stopped at max_iter={cap} iterations before its stopping rule "
-               f"(tol={tol}) held; increase 'max_iter'.")  # fmt: skip
+        msg = (
+            f"{name} stopped at max_iter={cap} iterations before its stopping rule "
+            f"(tol={tol}) held; increase 'max_iter'."
+        )
     elif cap is not None and res.iterations >= cap:
-        msg = (f"{name} stopped at max_iter={cap} iterations with {what} (tol={tol}); "
-               "increase 'max_iter'.")  # fmt: skip
+        msg = (
+            f"{name} stopped at max_iter={cap} iterations with {what} (tol={tol}); "
+            "increase 'max_iter'."
+        )
     else:
-        msg = (f"{name}'s solver stalled with {what} above tol={tol} after {res.iterations}"
-               f" iterations (max_iter={cap}): not certified.")  # fmt: skip
+        msg = (
+            f"{name}'s solver stalled with {what} above tol={tol} after {res.iterations}"
+            f" iterations (max_iter={cap}): not certified."
+        )
     warnings.warn(msg, ConvergenceWarning, stacklevel=stacklevel)

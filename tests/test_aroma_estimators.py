@@ -51,6 +51,17 @@ def test_fit_deterministic_and_equal_to_the_stream(Est, small):
     assert a.result_.iterations == 300 and a.result_.matrix is a.W_
 
 
+@pytest.mark.parametrize("Est", ESTIMATORS)
+def test_fit_does_not_depend_on_the_triplet_chunk(Est, small, monkeypatch):
+    import convexmetric.aroma.base as base
+
+    X, y = small
+    whole = Est(max_iter=300, random_state=7).fit(X, y).W_
+    monkeypatch.setattr(base, "TRIPLET_CHUNK", 37)  # 300 triplets in 9 chunks, one short
+    chunked = Est(max_iter=300, random_state=7).fit(X, y).W_
+    np.testing.assert_array_equal(whole, chunked)
+
+
 def test_fitted_attributes(small):
     X, y = small
     f = FactoredAROMA(r=0.5, max_iter=200, random_state=0).fit(X, y)

@@ -80,8 +80,9 @@ def test_augment_moves():
     moves = mnist.AUGMENT_MOVES
     assert len(moves) == 14 and len(set(moves)) == 14
     r = 1 + moves.index(("shift", (1, 0)))  # one pixel down
-    np.testing.assert_allclose(out[2 * r].reshape(28, 28)[11:19, 12:16], img[0, 10:18, 12:16],
-                               atol=1e-7)  # fmt: skip
+    np.testing.assert_allclose(
+        out[2 * r].reshape(28, 28)[11:19, 12:16], img[0, 10:18, 12:16], atol=1e-7
+    )
     assert out.min() >= 0.0 and out.max() <= 1.0
     for r in range(1, 15):  # every move changes the image, none loses it
         assert not np.allclose(out[2 * r], out[0]) and out[2 * r].sum() > 0.5 * out[0].sum()

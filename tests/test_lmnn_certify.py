@@ -183,7 +183,7 @@ def test_convex_fallback_closes_a_gap_the_refinement_left_open(iris_exact):
     from convexmetric.optim.smoothing import SmoothingSettings
 
     X, y, T, value = iris_exact
-    short = SmoothingSettings(max_iter=5, stage_iter=5)
+    short = SmoothingSettings(max_evaluations=5, stage_iter=5)
     res = S.solve(X, y, T, 0.5, refine="fista", refine_settings=short, tol=1e-6)
     assert res.info["fallback"] and res.solver.endswith("+fista-fallback")
     assert res.status == "optimal"

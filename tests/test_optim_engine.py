@@ -72,8 +72,16 @@ def exact(nonneg=False):
 
 
 def stages(**kw):
-    return StageSettings(**{"sigma0": 0.1, "sigma_factor": 0.3, "gap_tol": 1e-8,
-                            "max_stages": 60, "stalls": None, **kw})  # fmt: skip
+    return StageSettings(
+        **{
+            "sigma0": 0.1,
+            "sigma_factor": 0.3,
+            "gap_tol": 1e-8,
+            "max_stages": 60,
+            "stalls": None,
+            **kw,
+        }
+    )
 
 
 def test_staged_lbfgs_certifies_the_exact_optimum():
@@ -124,15 +132,17 @@ def test_time_limit_and_callback_stop_as_user_limit():
     res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(time_limit=0.0))
     assert res.status == "user_limit"
     seen = []
-    res = run_stages(SVM(A), np.zeros(5), LBFGS(),
-                     stages(callback=lambda *a: seen.append(a) or len(seen) >= 2))  # fmt: skip
+    res = run_stages(
+        SVM(A), np.zeros(5), LBFGS(), stages(callback=lambda *a: seen.append(a) or len(seen) >= 2)
+    )
     assert res.status == "user_limit" and len(seen) == 2 and res.info["stages"] == 2
 
 
 def test_a_better_point_known_to_the_caller_is_kept():
     good = run_stages(SVM(A), np.zeros(5), LBFGS(), stages())
-    res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(max_stages=1),
-                     best=(good.matrix, good.objective))  # fmt: skip
+    res = run_stages(
+        SVM(A), np.zeros(5), LBFGS(), stages(max_stages=1), best=(good.matrix, good.objective)
+    )
     assert res.objective <= good.objective
 
 
@@ -197,8 +207,12 @@ def recorded_stages(C):
     """Three stages on :class:`Recording` (``rank_tol`` 1e-8): the result, the calls and
     the indices of the ``begin_stage`` calls among them."""
     oracle = Recording(C)
-    res = run_stages(Factored(oracle, rank_tol=1e-8), np.eye(3), LBFGS(),
-                     StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
+    res = run_stages(
+        Factored(oracle, rank_tol=1e-8),
+        np.eye(3),
+        LBFGS(),
+        StageSettings(stage_iter=200, max_stages=3, stalls=None),
+    )
     calls = oracle.calls
     return res, calls, [i for i, (what, _) in enumerate(calls) if what == "begin"]
 
@@ -239,8 +253,12 @@ def test_begin_stage_may_replace_the_point_and_the_run_goes_on_from_it():
             return self.smooth(M, 1.0, grad=False)
 
     L0 = np.eye(3)
-    res = run_stages(Factored(Shrinking(), rank_tol=1e-8), L0, LBFGS(),
-                     StageSettings(stage_iter=200, max_stages=3, stalls=None))  # fmt: skip
+    res = run_stages(
+        Factored(Shrinking(), rank_tol=1e-8),
+        L0,
+        LBFGS(),
+        StageSettings(stage_iter=200, max_stages=3, stalls=None),
+    )
     # the optimum diag(1, 2, 0) has rank 2: after the first stage the factor has 2 rows
     shapes = [sh for sh in seen if sh is not None]
     assert shapes[0] == (3, 3) and shapes[-1] == (2, 3)
@@ -292,8 +310,9 @@ def test_the_staged_run_escapes_a_rank_one_saddle_and_certifies(max_escapes):
     """A rank-1 factor keeps its row space under descent in ``L`` (``∇_L = 2L∇_M``): the run
     stalls at ``diag(1, 0, 0)``; the escape at the stall appends a row along the negative
     curvature and the restarted run certifies the rank-2 optimum."""
-    settings = StageSettings(stage_iter=100, stalls=1, gap_tol=1e-8, max_stages=20,
-                             max_escapes=max_escapes)  # fmt: skip
+    settings = StageSettings(
+        stage_iter=100, stalls=1, gap_tol=1e-8, max_stages=20, max_escapes=max_escapes
+    )
     res = run_stages(Factored(Nearest()), np.array([[1.0, 0.0, 0.0]]), LBFGS(), settings)
     M = res.matrix.T @ res.matrix
     if max_escapes == 0:  # the saddle, exposed by the certificate
@@ -366,8 +385,9 @@ def test_a_stage_that_runs_off_its_stale_list_ends_backed_off(backoff):
     end such a run and its convex polish takes over.)"""
     oracle = Stale()
     f_star = svm_optimum(oracle.A)
-    res = run_stages(oracle, np.zeros(2), LBFGS(),
-                     stages(sigma_factor=1.0, backoff=backoff, gap_tol=1e-7))  # fmt: skip
+    res = run_stages(
+        oracle, np.zeros(2), LBFGS(), stages(sigma_factor=1.0, backoff=backoff, gap_tol=1e-7)
+    )
     f0, f1 = res.history[:2]  # the start, the first stage's end
     if backoff is None:
         assert f1 > 8 * f0 and "backoffs" not in res.info  # the run-off, as it is

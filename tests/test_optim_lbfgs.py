@@ -36,9 +36,12 @@ Q, B = A @ A.T + 0.1 * np.eye(60), RNG.normal(size=60)
 PROBLEMS = {
     "rosenbrock": (rosen, rosen_der, np.full(30, -1.2)),
     "quadratic": (lambda x: 0.5 * x @ Q @ x - B @ x, lambda x: Q @ x - B, np.zeros(60)),
-    "softplus": (lambda x: float(np.logaddexp(0, 5 * (A @ x - 1)).sum() / 5 + 0.05 * x @ x),
-                 lambda x: A.T @ (1 / (1 + np.exp(-5 * (A @ x - 1)))) + 0.1 * x, np.ones(60)),
-}  # fmt: skip
+    "softplus": (
+        lambda x: float(np.logaddexp(0, 5 * (A @ x - 1)).sum() / 5 + 0.05 * x @ x),
+        lambda x: A.T @ (1 / (1 + np.exp(-5 * (A @ x - 1)))) + 0.1 * x,
+        np.ones(60),
+    ),
+}
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))

@@ -68,9 +68,12 @@ def test_factored_oracle_over_psd_matrices(make):
 
 def test_the_engine_runs_a_factored_maurer_oracle():
     oracle, L = maurer_oracle()
-    res = run_stages(Factored(oracle), L, LBFGS(),
-                     StageSettings(sigma0=0.1, sigma_factor=0.1, stage_iter=100, max_stages=3,
-                                   stalls=None))  # fmt: skip
+    res = run_stages(
+        Factored(oracle),
+        L,
+        LBFGS(),
+        StageSettings(sigma0=0.1, sigma_factor=0.1, stage_iter=100, max_stages=3, stalls=None),
+    )
     assert res.objective < oracle.objective(L.T @ L)
     assert res.objective == pytest.approx(oracle.objective(res.matrix.T @ res.matrix))
 

@@ -312,8 +312,11 @@ def test_every_figure_script_is_tested():
 def test_convergence_never_draws_below_the_certified_bound():
     """A trace of approximate values (an active list's) under the certified lower bound
     was drawn through the optimum."""
-    run = {"times": [0.1, 0.2, 0.3, 0.4], "objectives": [200.0, 124.0, 151.0, 150.0],
-           "lower_bound": 149.8}  # fmt: skip
+    run = {
+        "times": [0.1, 0.2, 0.3, 0.4],
+        "objectives": [200.0, 124.0, 151.0, 150.0],
+        "lower_bound": 149.8,
+    }
     fig = plotting.plot_convergence({"lmnn": run}, optimum=149.9)
     drawn = fig.axes[0].lines[0].get_ydata()
     assert min(drawn) >= 149.8 and list(drawn) == [200.0, 151.0, 150.0]

@@ -162,7 +162,7 @@ def test_solver_callback_and_status():
     X = rng.normal(size=(8, 2))
     I, J = np.triu_indices(8, 1)
     s = np.where(X[I, 0] * X[J, 0] > 0, 1.0, 0.0)
-    st_ = SSNESettings(n_epochs=50, callback=lambda e, f, step: e >= 3)
+    st_ = SSNESettings(max_iter=50, callback=lambda e, f, step: e >= 3)
     res = ssne_bcd(X, I, J, s, 1.0, rng.normal(size=(3, 2)), st_, random_state=0)
     assert res.status == "user_limit" and res.iterations == 3 and len(res.history) == 4
 

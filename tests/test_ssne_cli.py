@@ -84,8 +84,14 @@ def test_bad_input_is_one_clean_message(tmp_path):
 def test_pairs_refuse_k_and_split(tmp_path):
     np.save(tmp_path / "X.npy", np.arange(12.0).reshape(6, 2))
     (tmp_path / "p.csv").write_text("i,j,s\n0,1,1\n2,3,-1\n")
-    base = ["solve", "ssne", "--features", str(tmp_path / "X.npy"), "--pairs",
-            str(tmp_path / "p.csv")]  # fmt: skip
+    base = [
+        "solve",
+        "ssne",
+        "--features",
+        str(tmp_path / "X.npy"),
+        "--pairs",
+        str(tmp_path / "p.csv"),
+    ]
     for extra, flag in (
         (["--n-neighbors", "5"], "--n-neighbors"),
         (["--split", "stratified"], "--split"),

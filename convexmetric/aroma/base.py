@@ -15,8 +15,8 @@ from .._validation import check_labels, check_matrix, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr
 from ..metrics import precision_at_k
 from ..result import SolveResult
+from .constants import TRIPLET_CHUNK
 
-_CHUNK = 10_000  # triplets materialised at a time by fit
 logger = logging.getLogger("convexmetric.aroma")
 
 
@@ -159,13 +159,16 @@ class _OnlineBilinear(BaseEstimator):
         max_iter = self.max_iter if max_iter is None else max_iter
         triplets = bilinear.sample_triplets(y, max_iter, random_state=random_state)
         with logging_to_stderr(logger, self.verbose):
-            for s in range(0, max_iter, _CHUNK):
-                self._run(*bilinear.triplet_differences(X, X, triplets[s : s + _CHUNK]))
+            for s in range(0, max_iter, TRIPLET_CHUNK):
+                self._run(*bilinear.triplet_differences(X, X, triplets[s : s + TRIPLET_CHUNK]))
                 if self.verbose:
                     logger.info(
                         "%s: %d triplets, average online loss %.6g, %d updates",
-                        name, self.n_rounds_, self.average_loss_, self.n_updates_,
-                    )  # fmt: skip
+                        name,
+                        self.n_rounds_,
+                        self.average_loss_,
+                        self.n_updates_,
+                    )
             log_summary(logger, self.verbose, name, self.result_)
         return self
 

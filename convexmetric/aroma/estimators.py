@@ -56,7 +56,8 @@ class DiagonalAROMA(_AROMA):
     random_state : int, Generator or None
         Seeds the triplet stream of :meth:`fit`.
     verbose : {0, 1}, default=0
-        1: log the online loss every 10,000 triplets (INFO, logger ``convexmetric.aroma``).
+        1: log the online loss once per chunk of triplets
+        (``convexmetric.aroma.constants.TRIPLET_CHUNK``; INFO, logger ``convexmetric.aroma``).
 
     Attributes
     ----------

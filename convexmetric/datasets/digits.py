@@ -145,18 +145,24 @@ def augmented_digits(random_state=0):
     n = len(labels)
     variants = []
     for angle in AUGMENT_ANGLES:
-        rot = imgs if angle == 0 else ndimage.rotate(
-            imgs, angle, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0
-        )  # fmt: skip
+        rot = (
+            imgs
+            if angle == 0
+            else ndimage.rotate(
+                imgs, angle, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0
+            )
+        )
         variants.extend(_shift(rot, dy, dx) for dy, dx in AUGMENT_SHIFTS)
     stack = np.stack(variants, axis=1)  # (n, 45, 8, 8); variant 4 is the identity
     identity = AUGMENT_SHIFTS.index((0, 0))
     others = np.delete(np.arange(len(variants)), identity)
     rng = np.random.default_rng(random_state)
     keep = np.array(
-        [np.r_[identity, np.sort(rng.choice(others, AUGMENT_PER_IMAGE - 1, replace=False))]
-         for _ in range(n)]
-    )  # fmt: skip
+        [
+            np.r_[identity, np.sort(rng.choice(others, AUGMENT_PER_IMAGE - 1, replace=False))]
+            for _ in range(n)
+        ]
+    )
     X = stack[np.arange(n)[:, None], keep].reshape(n * AUGMENT_PER_IMAGE, 64)
     source = np.repeat(np.arange(n), AUGMENT_PER_IMAGE)
     X = np.maximum(X, 0.0)  # bilinear rotation can undershoot by rounding

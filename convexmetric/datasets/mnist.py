@@ -21,6 +21,8 @@ import os
 import numpy as np
 from sklearn.model_selection import train_test_split
 
+from .constants import PCA_BLOCK_ROWS
+
 #: the command that installs the optional extra
 MNIST_INSTALL = 'pip install "convexmetric[mnist]"'
 #: the split of :func:`mnist_split`: test images (the rest, 4,000, train)
@@ -93,7 +95,7 @@ def _check_pca(pca, n_features, owner):
     return int(pca)
 
 
-def pca_fit(X, n_components, *, block_rows=8192):
+def pca_fit(X, n_components, *, block_rows=PCA_BLOCK_ROWS):
     """``(mean, components)`` of PCA on ``X``: the top eigenvectors of its covariance.
 
     The covariance is accumulated in double precision by row blocks (``X`` may be float32
@@ -116,7 +118,7 @@ def pca_fit(X, n_components, *, block_rows=8192):
     return mean, V * np.where(signs == 0, 1.0, signs)[:, None]
 
 
-def _project(X, mean, components, dtype, block_rows=8192):
+def _project(X, mean, components, dtype, block_rows=PCA_BLOCK_ROWS):
     """``(X − mean) @ components.T`` by row blocks (no float64 copy of a large ``X``)."""
     out = np.empty((len(X), len(components)), dtype)
     for s in range(0, len(X), block_rows):
@@ -176,8 +178,9 @@ def _move(images, move):
     kind, arg = move
     if kind == "shift":
         return _shift(images, *arg)
-    out = ndimage.rotate(images, arg, axes=(2, 1), reshape=False, order=1, mode="constant",
-                         cval=0.0)  # fmt: skip
+    out = ndimage.rotate(
+        images, arg, axes=(2, 1), reshape=False, order=1, mode="constant", cval=0.0
+    )
     return np.clip(out, 0.0, 1.0, out=out)  # bilinear resampling may over/undershoot
 
 

@@ -106,7 +106,7 @@ class GapClosing:
         oracle.mask["lam"] = np.zeros_like(oracle.mask["lam"])
         fs = SmoothingSettings(
             gap_tol=s.tol,
-            max_iter=20000,
+            max_evaluations=20000,
             callback=s.callback,
             time_limit=self.clock.remaining(),
             max_iterations=self.left,

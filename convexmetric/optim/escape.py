@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .constants import ESCAPE_BRACKET_FLOOR, ESCAPE_SCALE_FLOOR, ESCAPE_SPAN, ESCAPE_TRIAL
 from .linesearch import bracket_search, interval_search
 
 
@@ -66,11 +67,12 @@ def grown_factors(Ls, pairs, value, max_new, *, bracket=False):
     def stack(t):
         return [L if D is None else np.hstack([L, np.sqrt(t) * D]) for L, D in new_Ls]
 
-    scale = max(float(sum(np.vdot(L, L) for L in Ls)), 1e-8 if bracket else 1e-6)
+    floor = ESCAPE_BRACKET_FLOOR if bracket else ESCAPE_SCALE_FLOOR
+    scale = max(float(sum(np.vdot(L, L) for L in Ls)), floor)
     if bracket:
-        t, _ = bracket_search(lambda t: value(stack(t)), 1e-3 * scale / steepest)
+        t, _ = bracket_search(lambda t: value(stack(t)), ESCAPE_TRIAL * scale / steepest)
     else:
-        t, _ = interval_search(lambda t: value(stack(t)), 10.0 * scale)
+        t, _ = interval_search(lambda t: value(stack(t)), ESCAPE_SPAN * scale)
     return None if t <= 0.0 else stack(t)
 
 

@@ -45,12 +45,11 @@ def trimmed(x, rank_tol):
     length, so a row near zero regrows only geometrically, and an exactly zero row never;
     and at an optimum, dropping a direction of eigenvalue ``ε`` changes the value by
     ``O(ε²)`` (the gradient vanishes on its range). Every distance then costs ``rank``
-    products instead of ``d`` (the MNIST sample's optimum has rank 54 of 164). A
-    direction the optimum needs back shows as negative curvature of the Lagrangian's
-    gradient: the escapes add it; the certificate judges the result either way. A factor
-    that loses no row is returned as it is (the same object: its metric bit for bit, so
-    LMNN's full check at the stage's start reuses the search of the last stage's
-    objective).
+    products instead of ``d``. A direction the optimum needs back shows as negative
+    curvature of the Lagrangian's gradient: the escapes add it; the certificate judges the
+    result either way. A factor that loses no row is returned as it is (the same object:
+    its metric bit for bit, so LMNN's full check at the stage's start reuses the search of
+    the last stage's objective).
     """
     if isinstance(x, list):
         return [trimmed(L, rank_tol) for L in x]
@@ -132,13 +131,22 @@ class Factored(Oracle, StageHooks):
         bound and escape share one translation."""
         key, last = (stage.x, stage.best_x), self._last
         if last is None or last[0][0] is not key[0] or last[0][1] is not key[1]:
-            at = replace(stage, x=self._metric(stage.x), best_x=self._metric(stage.best_x),
-                         factor=self._rows(stage.x),
-                         best_factor=self._rows(stage.best_x))  # fmt: skip
+            at = replace(
+                stage,
+                x=self._metric(stage.x),
+                best_x=self._metric(stage.best_x),
+                factor=self._rows(stage.x),
+                best_factor=self._rows(stage.best_x),
+            )
             self._last = (key, at)
-        return replace(self._last[1], sigma=stage.sigma, best_f=stage.best_f,
-                       lower=stage.lower, index=stage.index,
-                       stopping=stage.stopping)  # fmt: skip
+        return replace(
+            self._last[1],
+            sigma=stage.sigma,
+            best_f=stage.best_f,
+            lower=stage.lower,
+            index=stage.index,
+            stopping=stage.stopping,
+        )
 
     def bound(self, stage):
         return self.oracle.bound(self._in_metric(stage))

@@ -4,10 +4,11 @@ The convex inner method of the staged driver (:mod:`.stages`): projected gradien
 on ``f_σ`` with Nesterov momentum, backtracking on the Lipschitz estimate (doubled until
 the quadratic upper bound holds at the trial point, whose value alone is asked for) and
 adaptive restart (O'Donoghue & Candès: drop the momentum when ``f_σ`` rises). The
-Lipschitz estimate persists across stages and decays by 0.95 per accepted step. The
-feasible set is any :class:`convexmetric.cones.Cone` (its ``project``), so FISTA cannot
-stall at a non-optimal point of a convex problem: it is the engine's convex polish and
-its fallback when a factored descent stops at a saddle.
+Lipschitz estimate persists across stages and decays by a constant factor per accepted
+step (:data:`.constants.FISTA_LIP_DECAY`). The feasible set is any
+:class:`convexmetric.cones.Cone` (its ``project``), so FISTA cannot stall at a
+non-optimal point of a convex problem: it is the engine's convex polish and its fallback
+when a factored descent stops at a saddle.
 
 A stage ends after ``budget`` steps, or when ``f_σ`` improved by less than ``stage_rtol``
 (relative) over the last ``window`` accepted steps (``window=None``: never), or at the
@@ -21,6 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import vectors
+from .constants import (
+    FISTA_BACKTRACKS,
+    FISTA_BOUND_SLACK,
+    FISTA_LIP_DECAY,
+    NORM_FLOOR,
+    REL_FLOOR,
+)
 
 
 @dataclass(kw_only=True)
@@ -39,7 +47,7 @@ class FISTA:
 
     def _step(self, oracle, y, fy, gy, sigma, counts):
         """The backtracking step from ``y``: ``(x_new, f_σ(x_new), fy, gy)``."""
-        for _ in range(60):
+        for _ in range(FISTA_BACKTRACKS):
             version = oracle.version
             x_new = self.cone.project(vectors.axpy(y, -1.0 / self.Lip, gy))
             fx = oracle.smooth(x_new, sigma, grad=False)
@@ -49,7 +57,7 @@ class FISTA:
                 continue
             dx = vectors.sub(x_new, y)
             bound = fy + vectors.inner(gy, dx) + 0.5 * self.Lip * vectors.inner(dx, dx)
-            if fx <= bound + 1e-12 * max(abs(fy), 1.0):
+            if fx <= bound + FISTA_BOUND_SLACK * max(abs(fy), 1.0):
                 break
             self.Lip *= 2.0
         return x_new, fx, fy, gy
@@ -61,7 +69,7 @@ class FISTA:
             fy, gy = oracle.smooth(y, sigma)
             counts.evaluations += 1
             if self.Lip is None:
-                self.Lip = max(vectors.norm(gy), 1e-12) / max(vectors.norm(x), 1.0)
+                self.Lip = max(vectors.norm(gy), NORM_FLOOR) / max(vectors.norm(x), 1.0)
             version = oracle.version
             x_new, fx, fy, gy = self._step(oracle, y, fy, gy, sigma, counts)
             if version is not None and oracle.version != version:
@@ -76,9 +84,9 @@ class FISTA:
             seen.append(fx)
             w = self.window
             converged = w is not None and len(seen) > w
-            converged = converged and seen[-w - 1] - fx <= self.stage_rtol * max(abs(fx), 1e-12)
+            converged = converged and seen[-w - 1] - fx <= self.stage_rtol * max(abs(fx), REL_FLOOR)
             x, t_prev, f_prev = x_new, t_new, fx
-            self.Lip *= 0.95
+            self.Lip *= FISTA_LIP_DECAY
             if converged or (counts.cap is not None and counts.evaluations >= counts.cap):
                 break
             if clock.expired():

@@ -6,13 +6,13 @@ method is the engine's own (:class:`Memory`, :func:`.wolfe.wolfe_step`): the sam
 iteration as scipy's L-BFGS-B without bounds (a first step of ``1/‖g‖``, the
 two-loop product with the latest pair's scaling, a strong Wolfe search with L-BFGS-B's
 tolerances, a pair kept only when ``sᵀy > ε·yᵀy``), without the reverse-communication
-and wrapper costs that were a sixth of a multi-metric digits solve (0.78 ms an
-iteration at 10⁴ variables; measurements: ``benchmarks/TUNING.md``). Box constraints
+and wrapper of scipy's, whose cost per iteration is large beside a cheap oracle's
+(evidence: ``benchmarks/TUNING.md``, the engine's own L-BFGS). Box constraints
 (the diagonal POE LPs: ``w ≥ 0``) go to scipy's L-BFGS-B. The deadline is checked after
 every iteration. When the line search fails at a sharp kink even along ``−g``,
 ``rescue`` runs gradient steps with backtracking from where it stopped. An oracle whose
 values are rounded (:attr:`.Oracle.trial_rtol`) ends a stage at a step that needed a
-long search for a gain within that rounding (:data:`NOISY_GAIN`).
+long search for a gain within that rounding (:data:`.constants.NOISY_GAIN`).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from . import vectors
+from .constants import EPS, NOISY_GAIN, NOISY_TRIALS
 from .linesearch import backtracking_steps
 from .wolfe import wolfe_step
 
@@ -58,8 +59,9 @@ class LBFGS:
 
         v0 = vectors.flatten(x).copy()
         if oracle.bounds is None:
-            v, stopped, failed = self._descend(fun, v0, budget, clock, counts,
-                                               getattr(oracle, "trial_rtol", 0.0))  # fmt: skip
+            v, stopped, failed = self._descend(
+                fun, v0, budget, clock, counts, getattr(oracle, "trial_rtol", 0.0)
+            )
         else:
             v, stopped, failed = self._bounded(fun, v0, oracle.bounds, budget, clock, counts)
         if failed and self.rescue and not stopped:
@@ -83,8 +85,8 @@ class LBFGS:
             if clock.expired():
                 return v, True, False
             # a search of more than two trials that gained within the values' rounding is
-            # fighting that rounding: the stage is over (see NOISY_GAIN)
-            ftol = max(self.ftol, NOISY_GAIN * rounding if trials > 2 else 0.0)
+            # fighting that rounding: the stage is over (constants.NOISY_GAIN)
+            ftol = max(self.ftol, NOISY_GAIN * rounding if trials > NOISY_TRIALS else 0.0)
             if f_old - f <= ftol * max(abs(f_old), abs(f), 1.0):
                 break
             if float(np.abs(g).max()) <= self.gtol:
@@ -101,10 +103,16 @@ class LBFGS:
                 stopped.append(True)
                 raise StopIteration
 
-        opts = {"maxiter": int(budget), "gtol": self.gtol, "ftol": self.ftol,
-                "maxcor": self.maxcor, "maxls": self.maxls}  # fmt: skip
-        res = minimize(fun, v, jac=True, method="L-BFGS-B", bounds=bounds, callback=watch,
-                       options=opts)  # fmt: skip
+        opts = {
+            "maxiter": int(budget),
+            "gtol": self.gtol,
+            "ftol": self.ftol,
+            "maxcor": self.maxcor,
+            "maxls": self.maxls,
+        }
+        res = minimize(
+            fun, v, jac=True, method="L-BFGS-B", bounds=bounds, callback=watch, options=opts
+        )
         return res.x, bool(stopped), res.status == 2
 
 
@@ -135,19 +143,6 @@ def _step(fun, v, f, g, memory, maxls, first):
             return None
         memory.clear()
     return None
-
-
-#: a step whose line search took more than two trials ends the stage when it lowered the
-#: value by at most this multiple of the oracle's ``trial_rtol`` (relative): near a stage's
-#: end, LMNN's single-precision trials (rounding about 1e-9 of the value) made searches
-#: of 13–36 trials for gains of 1e-8 to 5e-10 (60,000 × 164: 232 evaluations in the
-#: refinement instead of 164; any step within the rounding, searched or not, ended the
-#: MNIST sample's stages early and cost it a stage and a check)
-NOISY_GAIN = 10.0
-
-#: a pair is kept only if ``sᵀy > EPS·yᵀy`` (L-BFGS-B's rule: the update stays positive
-#: definite)
-EPS = float(np.finfo(float).eps)
 
 
 class Memory:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .constants import BACKTRACK_MIN_STEP
+
 
 def golden_section(phi, a, b, steps):
     """Golden-section minimum of a unimodal ``φ`` on ``[a, b]``: ``(t, φ(t))``."""
@@ -81,7 +83,7 @@ def backtracking_steps(phi, x, steps=50):
         gg = float(g @ g)
         if gg == 0.0:
             break
-        while t > 1e-20:
+        while t > BACKTRACK_MIN_STEP:
             xn = x - t * g
             if phi(xn, grad=False) <= f - 0.5 * t * gg:
                 break

@@ -11,8 +11,7 @@ with the kink terms weighted by ``clip(z/σ, 0, 1)``: an averaged subgradient. F
 (:mod:`.fista`) minimises ``f_σ`` over the cone, warm-started as ``σ`` shrinks
 geometrically, and the best iterate under the *exact* objective is kept; the staged
 driver (:mod:`.stages`) does the rest. Plain projected subgradient descent (App. A of
-Weinberger & Saul) reaches a relative gap of about 1e-3 and then stalls at the kinks;
-this stage goes on to ≤ 1e-4.
+Weinberger & Saul) stalls at the kinks; this stage goes on from where it stalled.
 
 :class:`SmoothingSettings` keeps the continuation's own defaults and names;
 :func:`smoothed_descent` maps them onto :func:`.stages.run_stages` with :class:`.FISTA`.
@@ -38,7 +37,7 @@ class SmoothingSettings:
     window: int = 20  #: ... over this many iterations
     rtol: float = 1e-6  #: a stage "stalls" if it improves the exact objective by less (relative)
     stalls: int = 1  #: stop after this many stalled stages in a row
-    max_iter: int = 20000  #: total gradient evaluations
+    max_evaluations: int = 20000  #: smoothed evaluations at most, over all stages
     max_iterations: int | None = None  #: FISTA iterations at most, over all stages
     gap_tol: float = 1e-6  #: stop when (objective − lower bound)/|objective| is below this
     recenter: bool = True  #: move the dual prox centre between stages
@@ -50,11 +49,19 @@ def smoothed_descent(oracle, x0, cone, settings=None, *, solver_name="smoothed",
     """Continuation over σ of FISTA on ``f_σ`` over ``cone``; a :class:`SolveResult`."""
     s = settings if settings is not None else SmoothingSettings(**kw)
     stages = StageSettings(
-        sigma0=s.sigma0, sigma_factor=s.sigma_factor, sigma_min=s.sigma_min,
-        stage_iter=s.stage_iter, rtol=s.rtol, stalls=s.stalls, gap_tol=s.gap_tol,
-        max_evaluations=s.max_iter, max_iterations=s.max_iterations, recenter=s.recenter,
+        sigma0=s.sigma0,
+        sigma_factor=s.sigma_factor,
+        sigma_min=s.sigma_min,
+        stage_iter=s.stage_iter,
+        rtol=s.rtol,
+        stalls=s.stalls,
+        gap_tol=s.gap_tol,
+        max_evaluations=s.max_evaluations,
+        max_iterations=s.max_iterations,
+        recenter=s.recenter,
         time_limit=s.time_limit,
-        callback=s.callback, name=solver_name,
-    )  # fmt: skip
+        callback=s.callback,
+        name=solver_name,
+    )
     inner = FISTA(cone=cone, window=s.window, stage_rtol=s.stage_rtol)
     return run_stages(oracle, x0, inner, stages)

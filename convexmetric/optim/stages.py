@@ -62,6 +62,7 @@ from .._validation import check_scalar
 from ..progress import notify
 from ..result import SolveResult, certified_gap
 from . import vectors
+from .constants import BACKOFF_HALVINGS, RAMP_DOUBLINGS, REL_FLOOR
 from .deadline import Deadline, TimeUp
 from .oracle import Stage, hooks_of
 
@@ -95,8 +96,9 @@ class StageSettings:
 
     def __post_init__(self):
         if self.backoff is not None:  # a limit at or below best backs off every stage
-            self.backoff = check_scalar(self.backoff, "backoff", float, min_val=1.0,
-                                        closed="neither", owner="StageSettings")  # fmt: skip
+            self.backoff = check_scalar(
+                self.backoff, "backoff", float, min_val=1.0, closed="neither", owner="StageSettings"
+            )
 
 
 @dataclass
@@ -110,14 +112,10 @@ class Counts:
     notes: dict = field(default_factory=dict)
 
 
-#: halvings of a run-off stage's step at most (``StageSettings.backoff``): ``2⁻⁸`` of it
-BACKOFF_HALVINGS = 8
-
-
 def _budget(s, index):
     if s.first_stage is None:
         return s.stage_iter
-    return min(s.stage_iter, s.first_stage << min(index, 30))
+    return min(s.stage_iter, s.first_stage << min(index, RAMP_DOUBLINGS))
 
 
 def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
@@ -182,8 +180,9 @@ class _Run:
         self.stalled, self.index = 0, 0
 
     def snapshot(self, x, stopping=False):
-        return Stage(x, self.sigma, self.best_x, self.best_f, self.low, self.index,
-                     stopping=stopping)  # fmt: skip
+        return Stage(
+            x, self.sigma, self.best_x, self.best_f, self.low, self.index, stopping=stopping
+        )
 
     def stage(self):
         """One stage and its bound; the run's status if it ends here, else ``None``."""
@@ -198,7 +197,7 @@ class _Run:
         counts.stages += 1
         self.history.append(f)
         counts_stall = self.index > 0 and budget >= s.stage_iter
-        little = self.best_f - f <= s.rtol * max(abs(self.best_f), 1e-12)
+        little = self.best_f - f <= s.rtol * max(abs(self.best_f), REL_FLOOR)
         self.stalled = self.stalled + 1 if little and counts_stall else 0
         if f < self.best_f:
             self.best_x, self.best_f = vectors.copy(self.x), f
@@ -215,7 +214,7 @@ class _Run:
         docstring), and return its exact objective."""
         oracle, limit = self.oracle, None
         if start is not None and np.isfinite(self.best_f):
-            limit = self.best_f + (self.s.backoff - 1.0) * max(abs(self.best_f), 1e-12)
+            limit = self.best_f + (self.s.backoff - 1.0) * max(abs(self.best_f), REL_FLOOR)
         t = 1.0
         for _ in range(BACKOFF_HALVINGS + 1):
             x = end if t == 1.0 else vectors.axpy(start, t, vectors.sub(end, start))
@@ -298,8 +297,13 @@ def _done(s, best_f, low, stalled, sigma, factor):
 def _result(run, status):
     best_x, best_f, low, counts = run.best_x, run.best_f, run.low, run.counts
     blocks = best_x if isinstance(best_x, list) else [best_x]
-    info = {"evaluations": counts.evaluations, "stages": counts.stages, "final_sigma": run.sigma,
-            "certified_gap": certified_gap(best_f, low), **counts.notes}  # fmt: skip
+    info = {
+        "evaluations": counts.evaluations,
+        "stages": counts.stages,
+        "final_sigma": run.sigma,
+        "certified_gap": certified_gap(best_f, low),
+        **counts.notes,
+    }
     return SolveResult(
         matrix=None if isinstance(best_x, list) else best_x,
         matrices=list(blocks),

@@ -42,6 +42,7 @@ import numpy as np
 from ..progress import notify
 from ..result import SolveResult
 from . import vectors
+from .constants import NORM_FLOOR, REL_FLOOR, RESTART_STEP_FLOOR
 from .deadline import Deadline, TimeUp
 from .oracle import Oracle
 
@@ -99,8 +100,12 @@ def projected_subgradient(oracle, x0, cone, settings=None, *, solver_name="subgr
     o = run.oracle
     final = float(run.best_f) if isinstance(o, _Plain) else float(o.objective(run.best_x))
     best_x = run.best_x
-    info = {"restarts": run.restarts, "final_step": float(run.alpha), "step_rule": s.step_rule,
-            "stop": run.stop}  # fmt: skip
+    info = {
+        "restarts": run.restarts,
+        "final_step": float(run.alpha),
+        "step_rule": s.step_rule,
+        "stop": run.stop,
+    }
     history = run.history
     if o.version is not None:  # an approximating oracle: its values are not objectives
         info["approx_history"], history = history, [final]
@@ -141,7 +146,7 @@ class _Run:
         self.x = self.cone.project(vectors.copy(x0))
         self.f, self.g = o(self.x)
         self.gnorm = vectors.norm(self.g)
-        scale = s.step_scale * max(1.0, vectors.norm(self.x)) / max(self.gnorm, 1e-12)
+        scale = s.step_scale * max(1.0, vectors.norm(self.x)) / max(self.gnorm, NORM_FLOOR)
         self.alpha0 = s.step if s.step is not None else scale
         self.alpha = self.alpha0
         self.best_x, self.best_f = vectors.copy(self.x), self.f
@@ -203,7 +208,7 @@ class _Run:
         converged = self.alpha < s.min_step * self.alpha0 and not diminishing
         if self.since >= s.patience:
             gain = self.ref_f - self.best_f
-            converged = converged or gain <= s.rtol * max(abs(self.best_f), 1e-12)
+            converged = converged or gain <= s.rtol * max(abs(self.best_f), REL_FLOOR)
             self.ref_f, self.since = self.best_f, 0
         return converged
 
@@ -213,4 +218,5 @@ class _Run:
         self.x = vectors.copy(self.best_x)
         self.f, self.g = self.oracle(self.x)
         self.best_f, self.gnorm = self.f, vectors.norm(self.g)
-        self.alpha, self.ref_f, self.since = max(self.alpha, self.alpha0 * 1e-3), self.f, 0
+        self.alpha = max(self.alpha, self.alpha0 * RESTART_STEP_FLOOR)
+        self.ref_f, self.since = self.f, 0

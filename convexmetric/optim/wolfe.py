@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: extrapolation bounds (multiples of the distance from the best step) and the shrink
-#: factor below which two trials' intervals trigger a bisection (the paper's values)
-XTRAP_LO, XTRAP_HI, SHRINK = 1.1, 4.0, 0.66
+from .constants import SHRINK, XTRAP_HI, XTRAP_LO
 
 
 def wolfe_step(phi, f0, slope0, t, *, c1=1e-3, c2=0.9, xtol=0.1, max_evals=20, t_max=1e10):
@@ -91,12 +89,14 @@ class _Search:
         t, f, _ = p
         if self.first_stage and f <= self.x[1] and f > self.f0 + t * self.gtest:
             shift, back = _shifted(self.gtest), _shifted(-self.gtest)  # on ψ, then back to φ
-            x, y, t, self.bracketed = _trial(shift(self.x), shift(self.y), shift(p),
-                                             self.bracketed, self.lo, self.hi)  # fmt: skip
+            x, y, t, self.bracketed = _trial(
+                shift(self.x), shift(self.y), shift(p), self.bracketed, self.lo, self.hi
+            )
             self.x, self.y = back(x), back(y)
         else:
-            self.x, self.y, t, self.bracketed = _trial(self.x, self.y, p, self.bracketed,
-                                                       self.lo, self.hi)  # fmt: skip
+            self.x, self.y, t, self.bracketed = _trial(
+                self.x, self.y, p, self.bracketed, self.lo, self.hi
+            )
         (tx, _, _), (ty, _, _) = self.x, self.y
         if self.bracketed:
             if abs(ty - tx) >= SHRINK * self.width1:

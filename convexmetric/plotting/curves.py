@@ -158,8 +158,12 @@ def plot_bars(table, *, errors=None, ylabel="value", title=None, percent=False):
             err = [scale * errors.get(r, {}).get(col, 0.0) for r in rows if col in table[r]]
         bars = ax.bar(xs, vals, width=width, yerr=err, capsize=2, color=f"C{j}", label=col)
         ax.bar_label(bars, fmt="%.3g", fontsize="x-small", padding=1)
-    ax.set_xticks(range(len(rows)), rows, rotation=30 if len(rows) > 5 else 0,
-                  ha="right" if len(rows) > 5 else "center")  # fmt: skip
+    ax.set_xticks(
+        range(len(rows)),
+        rows,
+        rotation=30 if len(rows) > 5 else 0,
+        ha="right" if len(rows) > 5 else "center",
+    )
     ax.set_ylabel(ylabel + (" (%)" if percent else ""))
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(True, axis="y", alpha=0.3)

@@ -24,8 +24,15 @@ def _scatter(ax, Z, y, *, marker="o", s=10, hollow=False, label_classes=True, cl
         keep = np.asarray(y) == c
         color = f"C{i % 10}"  # the default cycle is tab10
         kw = {"facecolors": "none", "edgecolors": [color]} if hollow else {"color": [color]}
-        ax.scatter(Z2[keep, 0], Z2[keep, 1], s=s, marker=marker, linewidths=0.8,
-                   label=str(c) if label_classes else None, **kw)  # fmt: skip
+        ax.scatter(
+            Z2[keep, 0],
+            Z2[keep, 1],
+            s=s,
+            marker=marker,
+            linewidths=0.8,
+            label=str(c) if label_classes else None,
+            **kw,
+        )
     return Z2
 
 
@@ -142,10 +149,22 @@ def plot_local_metrics(X, y, panels, *, title=None):
             for c in range(len(Ms)):
                 keep = g == c
                 if keep.any():
-                    _scatter(ax, X[keep], y[keep], s=10, marker=markers[c % len(markers)],
-                             label_classes=False, classes=np.unique(y))  # fmt: skip
-                center = (np.asarray(centers[c]) if centers is not None
-                          else X[keep].mean(0) if keep.any() else X.mean(0))  # fmt: skip
+                    _scatter(
+                        ax,
+                        X[keep],
+                        y[keep],
+                        s=10,
+                        marker=markers[c % len(markers)],
+                        label_classes=False,
+                        classes=np.unique(y),
+                    )
+                center = (
+                    np.asarray(centers[c])
+                    if centers is not None
+                    else X[keep].mean(0)
+                    if keep.any()
+                    else X.mean(0)
+                )
                 M = Ms[c] / max(np.trace(Ms[c]) / 2, 1e-300)  # the shape; size set below
                 _ellipse(ax, center, M, 0.12 * span, color="k")
                 ax.plot(*center, "k+", ms=8)

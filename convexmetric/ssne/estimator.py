@@ -178,13 +178,18 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
     def _check_params(self):
         own = "SSNE"
         check_scalar(self.n_components, "n_components", int, min_val=1, owner=own)
-        self._loss_weight = check_scalar(renamed(self, "lam", "loss_weight"), "loss_weight",
-                                         float, min_val=0.0, owner=own)  # fmt: skip
+        self._loss_weight = check_scalar(
+            renamed(self, "lam", "loss_weight"), "loss_weight", float, min_val=0.0, owner=own
+        )
         check_scalar(self.dissimilar, "dissimilar", float, min_val=-1.0, max_val=1.0, owner=own)
         check_scalar(self.n_restarts, "n_restarts", int, min_val=1, owner=own)
         self._max_iter = check_scalar(
             renamed(self, "n_epochs", "max_iter", convert=lambda e: e * self.n_restarts),
-            "max_iter", int, min_val=self.n_restarts, owner=own)  # fmt: skip
+            "max_iter",
+            int,
+            min_val=self.n_restarts,
+            owner=own,
+        )
         check_scalar(self.batch_size, "batch_size", int, min_val=1, owner=own)
         check_scalar(
             self.learning_rate, "learning_rate", float, min_val=0.0, closed="right", owner=own
@@ -195,8 +200,9 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         check_scalar(self.max_pairs, "max_pairs", int, min_val=1, owner=own)
         check_scalar(self.tol, "tol", float, min_val=0.0, owner=own)
         if self.time_limit is not None:
-            check_scalar(self.time_limit, "time_limit", float, min_val=0, closed="neither",
-                         owner=own)  # fmt: skip
+            check_scalar(
+                self.time_limit, "time_limit", float, min_val=0, closed="neither", owner=own
+            )
         check_verbose(self.verbose, own)
         if self.n_blocks > self.n_components:
             raise ValueError(
@@ -273,7 +279,7 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
     def _solve(self, X, I, J, s, rng):
         d1, Q = X.shape[1] + 1, len(I)
         settings = SSNESettings(
-            n_epochs=self._max_iter,
+            max_iter=self._max_iter,
             batch_size=self.batch_size,
             learning_rate=self.learning_rate,
             decay=self.decay,
@@ -288,7 +294,7 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
             if runs and clock.expired():
                 break
             settings.time_limit = clock.remaining()
-            settings.n_epochs = share + (run < extra)
+            settings.max_iter = share + (run < extra)
             W0 = rng.normal(scale=self.init_scale / np.sqrt(d1), size=(d1, self.n_components))
             lam = self._loss_weight / Q
             runs.append(ssne_bcd(X, I, J, s, lam, W0, settings, random_state=rng))
@@ -374,8 +380,9 @@ class SSNE(OutputNamesMixin, TransformerMixin, BaseEstimator):
         """
         X = self._check_X(X)
         y = check_labels(y, X.shape[0])
-        I, J, s = label_pairs(y, dissimilar=self.dissimilar, max_pairs=self.max_pairs,
-                              random_state=self.random_state)  # fmt: skip
+        I, J, s = label_pairs(
+            y, dissimilar=self.dissimilar, max_pairs=self.max_pairs, random_state=self.random_state
+        )
         if len(I) == 0:
             raise ValueError("SSNE.score needs at least two points (one pair).")
         H = plain_transform(self, X)

@@ -118,7 +118,7 @@ class SSNESettings:
     is ``η_t / (λQ)`` and the group threshold is ``η_t / (λQ)`` too.
     """
 
-    n_epochs: int = 60
+    max_iter: int = 60  #: epochs at most
     batch_size: int = 128  #: pairs per minibatch
     n_blocks: int = 1  #: column blocks visited in turn on every minibatch (1: all at once)
     learning_rate: float = 0.5
@@ -151,7 +151,7 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
     >>> rng = np.random.default_rng(0); X = rng.normal(size=(20, 2))
     >>> I, J = np.triu_indices(20, 1); s = np.where((X[I, 0] > 0) == (X[J, 0] > 0), 1.0, -1.0)
     >>> W0 = rng.normal(size=(3, 4))
-    >>> res = ssne_bcd(X, I, J, s, 0.1, W0, SSNESettings(n_epochs=10), random_state=0)
+    >>> res = ssne_bcd(X, I, J, s, 0.1, W0, SSNESettings(max_iter=10), random_state=0)
     >>> bool(res.objective < objective(X, I, J, s, W0, 0.1)), len(res.history)
     (True, 11)
     """
@@ -170,7 +170,7 @@ def ssne_bcd(X, I, J, s, lam, W0, settings=None, *, random_state=None):
     best_f = f = full(W)
     best_W, history = W.copy(), [f]
     status, quiet, epoch = "iteration_limit", 0, 0
-    for epoch in range(1, st.n_epochs + 1):
+    for epoch in range(1, st.max_iter + 1):
         eta = st.learning_rate / (1.0 + st.decay * (epoch - 1))
         order = rng.permutation(Q)
         for start in range(0, Q, st.batch_size):

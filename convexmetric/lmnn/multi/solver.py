@@ -169,7 +169,7 @@ class _Pipeline:
 def _refine(oracle, Ms, cone, s, time_limit, t0):
     """Stages 2 and 3 (or the continuation), merged into one :class:`SolveResult`."""
     if s.refine == "fista":
-        rs = s.refine_settings or SmoothingSettings(max_iter=20000, stage_iter=2000)
+        rs = s.refine_settings or SmoothingSettings(max_evaluations=20000, stage_iter=2000)
         res = smoothed_descent(oracle, Ms, cone, replace(rs, time_limit=time_limit))
         res.info["stages"] = ["fista"]
         return res
