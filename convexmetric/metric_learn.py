@@ -58,7 +58,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._feature_names import record_feature_names
 from ._mahalanobis import MahalanobisMixin
-from ._validation import check_bool, check_scalar
+from ._input_checks import check_bool, check_scalar
 from .lmnn.estimator import LMNN as _LMNN
 
 __all__ = ["LMNN"]

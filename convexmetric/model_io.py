@@ -40,7 +40,7 @@ import os
 import numpy as np
 
 from ._atomic import atomic_directory, write_directory
-from ._model_check import (
+from ._model_dir_checks import (
     FORMAT,
     FORMAT_VERSION,
     MODEL_FILE,

@@ -39,7 +39,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._feature_names import record_feature_names
 from .._renamed import renamed
-from .._validation import check_choice, check_labels, check_matrix, check_new_data, check_scalar
+from .._input_checks import check_choice, check_labels, check_matrix, check_new_data, check_scalar
 from .._verbose import check_verbose
 from ..neighbors import knn_predict, sqdist, vote
 from .blocks.predict import energy_chunk, knn_chunk, predict_blocks

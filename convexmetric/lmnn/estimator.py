@@ -17,7 +17,7 @@ from sklearn.base import TransformerMixin
 from .._convergence import warn_unconverged
 from .._mahalanobis import MahalanobisMixin
 from .._renamed import DEPRECATED
-from .._validation import (
+from .._input_checks import (
     check_bool,
     check_choice,
     check_indices,

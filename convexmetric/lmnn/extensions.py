@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._convergence import warn_unconverged
 from .._renamed import DEPRECATED
-from .._validation import check_scalar
+from .._input_checks import check_scalar
 from .._verbose import log_summary, logging_to_stderr
 from ..linalg import components_from_metric
 from ..neighbors import sqdist, target_neighbors

@@ -44,7 +44,7 @@ from .._convergence import warn_unconverged
 from .._feature_names import record_feature_names
 from .._output import OutputNamesMixin, plain_transform
 from .._renamed import DEPRECATED, renamed
-from .._validation import (
+from .._input_checks import (
     check_indices,
     check_labels,
     check_matrix,

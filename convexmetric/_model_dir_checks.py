@@ -1,4 +1,4 @@
-"""Validation of a model directory before anything is applied.
+"""The checks of a saved model directory, before anything is applied.
 
 Everything read from disk is checked here, once: ``model.json``'s structure and types,
 every array file (a real ``.npy`` header, no pickled objects, the recorded shape, finite
