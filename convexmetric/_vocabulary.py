@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_LMNNS = ("LMNN", "KernelLMNN", "MultiMetricLMNN")
-_POES = ("POE", "MKPOE")
-_MAURER = ("OperatorSimilarity", "HyperbolicPCA")
-_ONLINE = ("DiagonalAROMA", "FactoredAROMA", "OASIS")
-_ALL = (*_LMNNS, *_POES, *_MAURER, *_ONLINE, "SSNE")
+from .formulations import estimator_names
+
+# the estimator groups, as the formulations table lists them
+_LMNNS = estimator_names("lmnn")
+_POES = estimator_names("poe")
+_MAURER = estimator_names("maurer")
+_ONLINE = estimator_names("aroma")
+_ALL = (*_LMNNS, *_POES, *_MAURER, *_ONLINE, *estimator_names("ssne"))
 
 
 @dataclass(frozen=True)
@@ -47,13 +50,13 @@ WORDS = {
     ),
     "tol": Word(
         "Batch convex learners: the certified relative gap (objective − lower bound)/"
-        "|objective| that status \"optimal\" means. SSNE (not convex): its documented "
+        '|objective| that status "optimal" means. SSNE (not convex): its documented '
         "plateau stop.",
         (*CERTIFIED, "SSNE"),
     ),
     "time_limit": Word(
         "Seconds for the whole fit; past it the best point so far is kept, with status "
-        "\"user_limit\" (no ConvergenceWarning: the user asked).",
+        '"user_limit" (no ConvergenceWarning: the user asked).',
         (*_LMNNS, *_POES, "OperatorSimilarity", "SSNE"),
     ),
     "backend_timeout": Word(
@@ -85,12 +88,12 @@ WORDS = {
         ("LMNN", *_MAURER, "SSNE"),
     ),
     "solver": Word(
-        "The algorithm: \"subgradient\" (the large-scale solver), \"exact\" (the CVXPY "
-        "problem, solved by `conic_solver`), or Maurer's \"sgd\".",
+        'The algorithm: "subgradient" (the large-scale solver), "exact" (the CVXPY '
+        'problem, solved by `conic_solver`), or Maurer\'s "sgd".',
         (*_LMNNS, *_POES, "OperatorSimilarity"),
     ),
     "conic_solver": Word(
-        "The conic solver of solver=\"exact\": \"CLARABEL\" or \"SCS\".",
+        'The conic solver of solver="exact": "CLARABEL" or "SCS".',
         ("LMNN", "MultiMetricLMNN", *_POES),
     ),
     "learning_rate": Word(
@@ -111,15 +114,11 @@ WORDS = {
         _LMNNS,
     ),
     "beta": Word("Weight of POE's hinge losses against the trace regulariser.", _POES),
-    "reg_weight": Word(
-        "Weight of the regulariser (Maurer's λ: λ‖A‖/√m).", ("OperatorSimilarity",)
-    ),
+    "reg_weight": Word("Weight of the regulariser (Maurer's λ: λ‖A‖/√m).", ("OperatorSimilarity",)),
     "loss_weight": Word(
         "Weight of the mean squared loss against the group norm (SSNE's λ·Q).", ("SSNE",)
     ),
-    "margin": Word(
-        "The margin of similar pairs (Maurer's γ₁).", ("OperatorSimilarity",)
-    ),
+    "margin": Word("The margin of similar pairs (Maurer's γ₁).", ("OperatorSimilarity",)),
     "margin_neg": Word(
         "The margin of dissimilar pairs (Maurer's γ₋₁; None: `margin`).",
         ("OperatorSimilarity",),
@@ -127,7 +126,7 @@ WORDS = {
     "diagonal": Word("Learn a diagonal matrix (POE's LPs of §4.4).", _POES),
     "filter_graph": Word("Filter the comparisons first (POE §2.2).", _POES),
     "n_pairs": Word("Pairs the pair oracle draws from X, y.", _MAURER),
-    "oracle": Word("How pairs are drawn from labels: \"balanced\" or \"labels\".", _MAURER),
+    "oracle": Word('How pairs are drawn from labels: "balanced" or "labels".', _MAURER),
     "mistake_driven": Word(
         "Update only on a mistake (qᵀWp ≤ 0) instead of inside the margin.", _ONLINE
     ),

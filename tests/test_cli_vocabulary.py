@@ -79,10 +79,12 @@ class _Stop(ValueError):
         ("convexmetric.lmnn.estimator.LMNN", ["lmnn", "--dataset", "iris"]),
         ("convexmetric.poe.estimators.POE", ["poe", "--kind", "linear", "--n-comparisons", "50"]),
         ("convexmetric.ssne.estimator.SSNE", ["ssne", "--dataset", "iris"]),
-        ("convexmetric.maurer.estimators.OperatorSimilarity",
-         ["maurer", "--dataset", "iris", "--solver", "subgradient"]),
+        (
+            "convexmetric.maurer.estimators.OperatorSimilarity",
+            ["maurer", "--dataset", "iris", "--solver", "subgradient"],
+        ),
     ],
-)  # fmt: skip
+)
 def test_tol_and_time_limit_reach_the_estimator(monkeypatch, cls_path, args):
     module, _, name = cls_path.rpartition(".")
     cls = getattr(__import__(module, fromlist=[name]), name)

@@ -70,8 +70,10 @@ def _problems(classes):
     for word, entry in WORDS.items():
         mine = {n for n in entry.estimators if n in classes}
         if mine != users.get(word, set()):
-            out.append(f"{word!r}: the table says {sorted(mine)}, the signatures "
-                       f"{sorted(users.get(word, set()))}")  # fmt: skip
+            out.append(
+                f"{word!r}: the table says {sorted(mine)}, the signatures "
+                f"{sorted(users.get(word, set()))}"
+            )
     return out
 
 
@@ -175,8 +177,9 @@ def test_old_names_warn_and_mean_the_new_name(name, old, new, value):
 def test_ssne_n_epochs_is_max_iter_per_restart():
     X, y = _make("SSNE")[1]
     with pytest.warns(FutureWarning, match="pass max_iter=6"):
-        old = convexmetric.SSNE(n_components=3, n_epochs=3, n_restarts=2, tol=0.0,
-                                random_state=0).fit(X, y)  # fmt: skip
+        old = convexmetric.SSNE(
+            n_components=3, n_epochs=3, n_restarts=2, tol=0.0, random_state=0
+        ).fit(X, y)
     new = convexmetric.SSNE(n_components=3, max_iter=6, n_restarts=2, tol=0.0, random_state=0)
     np.testing.assert_array_equal(old.W_, new.fit(X, y).W_)
     assert old.n_iter_ == 6

@@ -38,8 +38,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._feature_names import record_feature_names
-from .._renamed import renamed
 from .._input_checks import check_choice, check_labels, check_matrix, check_new_data, check_scalar
+from .._renamed import renamed
 from .._verbose import check_verbose
 from ..neighbors import knn_predict, sqdist, vote
 from .blocks.predict import energy_chunk, knn_chunk, predict_blocks

@@ -15,8 +15,6 @@ import numpy as np
 from sklearn.base import TransformerMixin
 
 from .._convergence import warn_unconverged
-from .._mahalanobis import MahalanobisMixin
-from .._renamed import DEPRECATED
 from .._input_checks import (
     check_bool,
     check_choice,
@@ -25,6 +23,8 @@ from .._input_checks import (
     check_n_jobs,
     check_scalar,
 )
+from .._mahalanobis import MahalanobisMixin
+from .._renamed import DEPRECATED
 from .._verbose import log_summary, logging_to_stderr, progress_callback
 from ..neighbors import padding, target_neighbors
 from ..optim.deadline import Deadline

@@ -17,8 +17,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._convergence import warn_unconverged
-from .._renamed import DEPRECATED
 from .._input_checks import check_scalar
+from .._renamed import DEPRECATED
 from .._verbose import log_summary, logging_to_stderr
 from ..linalg import components_from_metric
 from ..neighbors import sqdist, target_neighbors

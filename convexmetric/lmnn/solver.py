@@ -48,9 +48,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .._input_checks import check_memory_limit
 from .._memory import settle_heap
 from .._threads import one_blas_thread
-from .._input_checks import check_memory_limit
 from ..cones import FullSpace, PSDCone
 from ..linalg import components_from_metric
 from ..neighbors import unit_scale

@@ -36,12 +36,19 @@ def _tolerances(conic):
 
 
 #: the settings of :func:`validate` and their defaults
-DEFAULTS = {"k": 3, "mu": 0.5, "variant": "single", "per_class": 10, "n_clusters": None,
-            "kernel": "rbf", "gamma": None, "plain": None}  # fmt: skip
+DEFAULTS = {
+    "k": 3,
+    "mu": 0.5,
+    "variant": "single",
+    "per_class": 10,
+    "n_clusters": None,
+    "kernel": "rbf",
+    "gamma": None,
+    "plain": None,
+}
 
 
-def validate(X, y, *, name, conic_solver=None, exact=True, random_state=0, callback=None,
-             **given):  # fmt: skip
+def validate(X, y, *, name, conic_solver=None, exact=True, random_state=0, callback=None, **given):
     """LMNN both ways; see :func:`convexmetric.validate` for the arguments."""
     s = settings_of("lmnn", given, DEFAULTS)
     variant, per_class, plain = s["variant"], s["per_class"], s["plain"]
@@ -77,19 +84,26 @@ def _single(X, y_raw, name, settings, plain, exact, callback):
     _, y = np.unique(y_raw, return_inverse=True)
     T = target_neighbors(X, y, k)
     n_terms = len(P.all_triplets(y, T)[0])
-    inst = instance(name, f"{name} (k={k}, mu={mu})", X.shape[0], X.shape[1], n_terms,
-                    "hinge terms")  # fmt: skip
+    inst = instance(
+        name, f"{name} (k={k}, mu={mu})", X.shape[0], X.shape[1], n_terms, "hinge terms"
+    )
     report = ValidationReport("lmnn", inst, settings, None)
     if exact:
         ws = LMNN(k=k, mu=mu, solver="exact").fit(X, y_raw, targets=T).result_
-        report.exact = exact_entry(ws.solver, ws.status, ws.objective, ws.seconds,
-                                   _tolerances("CLARABEL"), ws.lower_bound)  # fmt: skip
+        report.exact = exact_entry(
+            ws.solver, ws.status, ws.objective, ws.seconds, _tolerances("CLARABEL"), ws.lower_bound
+        )
         if plain or (plain is None and n_terms <= PLAIN_LIMIT):
             conic = settings["conic_solver"]
             t0 = time.perf_counter()
             M, value, status, _ = P.solve(X, y, T, mu, solver=conic)
-            res = SolveResult(matrix=M, objective=P.objective(M, X, T, y, mu), status=status,
-                              seconds=time.perf_counter() - t0, solver=conic)  # fmt: skip
+            res = SolveResult(
+                matrix=M,
+                objective=P.objective(M, X, T, y, mu),
+                status=status,
+                seconds=time.perf_counter() - t0,
+                solver=conic,
+            )
             report.add(f"plain-{conic}", res, cvxpy_value=value)
     trace = Recorder(callback)
     report.add("subgradient", solve_large_scale(X, y, T, mu, callback=trace), trace=trace)
@@ -104,8 +118,9 @@ def _multi(X, y, name, settings, exact):
 
     k, mu = settings["k"], settings["mu"]
     _, y = np.unique(y, return_inverse=True)
-    est = MultiMetricLMNN(k=k, mu=mu, n_clusters=settings["n_clusters"],
-                          random_state=settings["random_state"]).fit(X, y)  # fmt: skip
+    est = MultiMetricLMNN(
+        k=k, mu=mu, n_clusters=settings["n_clusters"], random_state=settings["random_state"]
+    ).fit(X, y)
     g, T, c = est.clusters_, est.targets_, est.metrics_.shape[0]
     n_terms = len(P.all_triplets(y, T)[0])
     what = f"{name} (n={len(y)}, k={k}, mu={mu}, {c} metrics)"
@@ -115,9 +130,14 @@ def _multi(X, y, name, settings, exact):
         conic = settings["conic_solver"]
         t0 = time.perf_counter()
         Ms, value, status, _ = PM.solve(X, y, T, mu, g, c, solver=conic)
-        report.exact = exact_entry(conic, status, PM.objective(Ms, X, T, y, g, mu),
-                                   time.perf_counter() - t0, _tolerances(conic),
-                                   cvxpy_value=value)  # fmt: skip
+        report.exact = exact_entry(
+            conic,
+            status,
+            PM.objective(Ms, X, T, y, g, mu),
+            time.perf_counter() - t0,
+            _tolerances(conic),
+            cvxpy_value=value,
+        )
     res = SM.solve(X, y, T, mu, g, c, M0=est.single_.metric_)
     report.add(res.solver, res)
     return report
@@ -142,9 +162,22 @@ def _kernel(X, y, name, settings, exact):
         conic = settings["conic_solver"]
         t0 = time.perf_counter()
         A, value, status, _ = PK.solve(K, y, T, mu, solver=conic)
-        report.exact = exact_entry(conic, status, PK.objective(A, K, T, y, mu),
-                                   time.perf_counter() - t0, _tolerances(conic),
-                                   cvxpy_value=value)  # fmt: skip
+        report.exact = exact_entry(
+            conic,
+            status,
+            PK.objective(A, K, T, y, mu),
+            time.perf_counter() - t0,
+            _tolerances(conic),
+            cvxpy_value=value,
+        )
     res = SK.solve(K, y, T, mu)
     report.add(res.solver, res)
     return report
+
+
+def run(data, *, name=None, random_state=0, callback=None, **given):
+    """:func:`convexmetric.validate`'s entry: ``data`` is ``(X, y)`` or None (iris)."""
+    X, y, default = default_data() if data is None else (*data, "data")
+    return validate(
+        X, y, name=name or default, random_state=random_state, callback=callback, **given
+    )
