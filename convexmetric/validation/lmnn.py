@@ -70,6 +70,10 @@ def validate(X, y, *, name, conic_solver=None, exact=True, random_state=0, callb
     if variant == "multi":
         settings.update(n_clusters=s["n_clusters"], random_state=random_state)
         return _multi(X, y, name, settings, exact)
+    if s["kernel"] not in ("rbf", "linear"):
+        raise ValueError(
+            f"The 'kernel' parameter must be one of ('rbf', 'linear'). Got {s['kernel']!r} instead."
+        )
     settings.update(kernel=s["kernel"], gamma=s["gamma"])
     return _kernel(X, y, name, settings, exact)
 
@@ -110,18 +114,41 @@ def _single(X, y_raw, name, settings, plain, exact, callback):
     return report
 
 
+def _clusters(X, y, n_clusters, random_state):
+    """The cluster of every point and their number: the labels (``n_clusters`` None) or
+    k-means, as :class:`~convexmetric.lmnn.extensions.MultiMetricLMNN` clusters."""
+    if n_clusters is None:
+        return y, int(y.max()) + 1
+    from sklearn.cluster import KMeans
+
+    km = KMeans(n_clusters=n_clusters, n_init=10, random_state=random_state).fit(X)
+    return km.labels_.astype(np.int64), int(n_clusters)
+
+
+def _single_start(X, y, T, k, mu):
+    """The single metric :class:`~convexmetric.lmnn.extensions.MultiMetricLMNN` starts
+    from (its defaults: certified to 1e-2 within ``max_iter − 1`` = 2999 iterations)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    from ..lmnn.estimator import LMNN
+
+    with warnings.catch_warnings():  # a start short of 1e-2 is still a start
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        return LMNN(k=k, mu=mu, tol=1e-2, max_iter=2999).fit(X, y, targets=T).metric_
+
+
 def _multi(X, y, name, settings, exact):
-    from ..lmnn.extensions import MultiMetricLMNN
     from ..lmnn.multi import solver as SM
+    from ..neighbors import target_neighbors
     from ..problems import lmnn as P
     from ..problems import lmnn_multi as PM
 
     k, mu = settings["k"], settings["mu"]
     _, y = np.unique(y, return_inverse=True)
-    est = MultiMetricLMNN(
-        k=k, mu=mu, n_clusters=settings["n_clusters"], random_state=settings["random_state"]
-    ).fit(X, y)
-    g, T, c = est.clusters_, est.targets_, est.metrics_.shape[0]
+    g, c = _clusters(X, y, settings["n_clusters"], settings["random_state"])
+    T = target_neighbors(X, y, k)
     n_terms = len(P.all_triplets(y, T)[0])
     what = f"{name} (n={len(y)}, k={k}, mu={mu}, {c} metrics)"
     inst = instance(name, what, X.shape[0], X.shape[1], n_terms, "hinge terms")
@@ -138,22 +165,24 @@ def _multi(X, y, name, settings, exact):
             _tolerances(conic),
             cvxpy_value=value,
         )
-    res = SM.solve(X, y, T, mu, g, c, M0=est.single_.metric_)
+    res = SM.solve(X, y, T, mu, g, c, M0=_single_start(X, y, T, k, mu))
     report.add(res.solver, res)
     return report
 
 
 def _kernel(X, y, name, settings, exact):
+    from .. import kernels
     from ..lmnn import kernel_solver as SK
-    from ..lmnn.extensions import KernelLMNN
     from ..problems import lmnn as P
     from ..problems import lmnn_kernel as PK
 
     k, mu = settings["k"], settings["mu"]
     _, y = np.unique(y, return_inverse=True)
-    est = KernelLMNN(k=k, mu=mu, kernel=settings["kernel"], gamma=settings["gamma"])
-    est.set_params(max_iter=1).fit(X, y)  # only its kernel and target neighbours are used
-    K, T = est.kernel_rows(X), est.targets_
+    if settings["kernel"] == "linear":
+        K = kernels.linear_kernel(X)
+    else:  # gamma None: 1/(d·var(X)), KernelLMNN's default
+        K = kernels.rbf_kernel(X, gamma=settings["gamma"])
+    T = PK.kernel_targets(K, y, k)
     n_terms = len(P.all_triplets(y, T)[0])
     what = f"{name} (n={len(y)}, k={k}, mu={mu}, {settings['kernel']} kernel)"
     inst = instance(name, what, X.shape[0], X.shape[1], n_terms, "hinge terms")
