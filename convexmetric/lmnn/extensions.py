@@ -164,7 +164,7 @@ class MultiMetricLMNN(LMNNBaseEstimator):
             res = self._solve_exact(X, y, T, mu, g, c)
         else:
             left = clock.remaining()
-            res = SM.solve(X, y, T, mu, g, c, M0=self.single_.metric_, max_iter=1,
+            res = SM.solve(X, y, T, mu, g, c, M0=self.single_.metric_, subgradient_iter=1,
                            max_iterations=self.max_iter - used, tol=float(self.tol),
                            time_limit=None if left is None else max(left, 1e-9))  # fmt: skip
             res.iterations += used
