@@ -64,7 +64,7 @@ def validate(
     Parameters
     ----------
     paper : {"lmnn", "poe", "maurer", "aroma"} or a registered formulation
-        (:mod:`convexmetric.formulations`).
+        (``convexmetric.formulations``).
     data : tuple, optional
         ``"lmnn"``: ``(X, y)``, used as given (default: the standardised training part
         of iris' standard split). ``"maurer"``: ``(X, y)``, scaled to diameter 1, from
@@ -113,7 +113,7 @@ def validate(
 
 
 def _entry(paper):
-    """The registered formulation's validation entry (:mod:`convexmetric.formulations`)."""
+    """The registered formulation's validation entry (``convexmetric.formulations``)."""
     from ..formulations import FORMULATIONS, get, resolve
 
     entry = FORMULATIONS.get(paper)
