@@ -57,11 +57,17 @@ def validate(X, y, *, name, conic_solver=None, exact=True, random_state=0, callb
             "The 'variant' parameter must be one of ('single', 'multi', 'kernel'). "
             f"Got {variant!r} instead."
         )
+    _check(s)
     settings = {"k": s["k"], "mu": s["mu"], "variant": variant}
     if variant == "single":
         settings["conic_solver"] = (conic_solver or "SCS") if exact else None
         return _single(X, y, name, settings, plain, exact, callback)
     X, y = small_instance(X, y, per_class)
+    if variant == "multi" and s["n_clusters"] is not None and s["n_clusters"] > X.shape[0]:
+        raise ValueError(
+            f"The 'n_clusters' parameter must be at most the {X.shape[0]} points of the "
+            f"small instance. Got {s['n_clusters']} instead."
+        )
     # SCS for the kernel SDP: an rbf kernel's small eigenvalues (iris: 2.8e-4 of 10.8)
     # put the optimum at a metric of large entries, where CLARABEL fails
     default = "SCS" if variant == "kernel" else "CLARABEL"
@@ -70,12 +76,22 @@ def validate(X, y, *, name, conic_solver=None, exact=True, random_state=0, callb
     if variant == "multi":
         settings.update(n_clusters=s["n_clusters"], random_state=random_state)
         return _multi(X, y, name, settings, exact)
-    if s["kernel"] not in ("rbf", "linear"):
-        raise ValueError(
-            f"The 'kernel' parameter must be one of ('rbf', 'linear'). Got {s['kernel']!r} instead."
-        )
     settings.update(kernel=s["kernel"], gamma=s["gamma"])
     return _kernel(X, y, name, settings, exact)
+
+
+def _check(s):
+    """The settings the estimators would check (the variants build their parts directly)."""
+    from .._input_checks import check_choice, check_scalar
+
+    check_scalar(s["k"], "k", int, min_val=1)
+    check_scalar(s["mu"], "mu", float, min_val=0.0, max_val=1.0)
+    if s["variant"] == "multi" and s["n_clusters"] is not None:
+        check_scalar(s["n_clusters"], "n_clusters", int, min_val=1)
+    if s["variant"] == "kernel":
+        check_choice(s["kernel"], "kernel", ("rbf", "linear"))
+        if s["gamma"] is not None:
+            check_scalar(s["gamma"], "gamma", float, min_val=0, closed="neither")
 
 
 def _single(X, y_raw, name, settings, plain, exact, callback):
