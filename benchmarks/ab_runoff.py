@@ -71,8 +71,9 @@ def main(name="digits", tol="1e-3", starts="90,100,109,120,130,140,159", repeats
             for label, backoff in (("without", None), ("with", SM.BACKOFF)):
                 seen[0] = 0
                 t = time.perf_counter()
-                res = SM.solve(X, y, T, 0.5, y, int(y.max()) + 1, M0=single.metric_, max_iter=1,
-                               tol=tol, refine_settings={"backoff": backoff})  # fmt: skip
+                res = SM.solve(X, y, T, 0.5, y, int(y.max()) + 1, M0=single.metric_,
+                               subgradient_iter=1, tol=tol,
+                               refine_settings={"backoff": backoff})  # fmt: skip
                 sec = time.perf_counter() - t
                 best[label] = min(best.get(label, np.inf), sec)
                 row[label] = (res, seen[0])

@@ -19,8 +19,8 @@ import click
 import numpy as np
 
 from .. import datasets
+from .._input_checks import check_labels, check_matrix
 from .._npy import load_npz, npz_names
-from .._validation import check_labels, check_matrix
 from .reader import read_table
 from .session import command_state
 

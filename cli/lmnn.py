@@ -34,8 +34,8 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     "--max-iter",
     type=int,
     default=None,
-    help="Subgradient iterations [default: the estimator's: 3000, and 1 with --variant "
-    "multi (its steps before the refinement)].",
+    help="Iterations at most over the whole fit, every stage included [default: the "
+    "estimator's, 3000].",
 )
 @TOL_OPTION
 @TIME_LIMIT_OPTION

@@ -72,8 +72,7 @@ EXTENSIONS = [
 ]
 
 #: the options of ``solve lmnn`` that a variant does not use (given: a usage error)
-_SINGLE_ONLY = ("n_passes", "n_components", "reduction", "pca", "search", "memory_limit",
-                "n_jobs")  # fmt: skip
+_SINGLE_ONLY = ("n_passes", "n_components", "reduction", "pca", "search", "memory_limit", "n_jobs")
 UNUSED_BY_VARIANT = {
     "single": ("n_clusters", "kernel", "gamma", "seed"),
     "multi": (*_SINGLE_ONLY, "kernel", "gamma"),

@@ -3,9 +3,9 @@
 ``convexmetric solve METHOD``, ``convexmetric validate METHOD``, ``convexmetric filter``,
 ``convexmetric datasets``, ``convexmetric transform`` / ``predict`` (apply a model
 written by ``solve ... --out DIR``) and ``convexmetric verify`` (re-check its
-certificate). Each method module (``cli/<method>.py``) defines its ``solve``
-subcommand and is listed in :data:`METHOD_MODULES`; the ``validate`` subcommands are
-thin commands over :func:`convexmetric.validate` (:mod:`.validate`).
+certificate). The ``solve`` and ``validate`` subcommands, and each method's extra
+top-level commands, are those of :mod:`convexmetric.formulations`, read on every lookup:
+a formulation registered there is a command here.
 """
 
 from __future__ import annotations
@@ -17,15 +17,28 @@ import warnings
 import click
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import datasets
+from .. import datasets, formulations
 from ._common import Interrupted, interrupt_guard, solve_progress
 from .options import JSON_OPTION
 
-#: cli modules that define ``SOLVE`` and/or ``VALIDATE`` click commands (and maybe ``EXTRA``).
-METHOD_MODULES = ["lmnn", "aroma", "oasis", "maurer", "ssne", "poe", "verify"]
+
+class _Registered(click.Group):
+    """A group whose commands are its own and the registry's ``role`` (a field of
+    :class:`~convexmetric.formulations.Formulation`), read when asked."""
+
+    def __init__(self, *args, role, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.role = role
+
+    def list_commands(self, ctx):
+        return sorted({*super().list_commands(ctx), *formulations.commands(self.role)})
+
+    def get_command(self, ctx, cmd_name):
+        own = super().get_command(ctx, cmd_name)
+        return own if own is not None else formulations.commands(self.role).get(cmd_name)
 
 
-class _Main(click.Group):
+class _Main(_Registered):
     """The top-level group: Ctrl-C anywhere ends in one clean line and exit status 130
     (before the group runs, while its modules are imported: :mod:`.launch`)."""
 
@@ -50,13 +63,13 @@ class _Main(click.Group):
             return rv
 
 
-@click.group(cls=_Main, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Main, role="commands", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="convexmetric")
 def main():
     """Learn metrics and similarities from supervision (exact and large-scale solvers)."""
 
 
-@main.group()
+@main.group(cls=_Registered, role="solve_commands")
 @click.pass_context
 def solve(ctx):
     """Fit a method and report its objective (and write a model with --out DIR).
@@ -68,7 +81,7 @@ def solve(ctx):
     ctx.with_resource(solve_progress(f"solve {ctx.invoked_subcommand}"))
 
 
-@main.group()
+@main.group(cls=_Registered, role="validate_command")
 def validate():
     """Solve one instance exactly and with the large-scale solvers; report the gaps."""
 
@@ -92,18 +105,7 @@ def datasets_cmd(as_json):
 
 for _cmd in importlib.import_module(".apply", __package__).COMMANDS:
     main.add_command(_cmd)
-
-for _cmd in importlib.import_module(".validate", __package__).COMMANDS:
-    validate.add_command(_cmd)
-
-for _mod in METHOD_MODULES:
-    _m = importlib.import_module(f".{_mod}", __package__)
-    if hasattr(_m, "SOLVE"):
-        solve.add_command(_m.SOLVE)
-    if hasattr(_m, "VALIDATE"):
-        validate.add_command(_m.VALIDATE)
-    for _cmd in getattr(_m, "EXTRA", ()):
-        main.add_command(_cmd)
+main.add_command(importlib.import_module(".verify", __package__).VERIFY)
 
 
 if __name__ == "__main__":  # pragma: no cover

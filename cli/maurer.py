@@ -81,9 +81,17 @@ UNUSED_BY_SOLVER = {
     "sgd": ("c", "tol"),
     "subgradient": ("learning_rate", "n_components", "c"),
     "exact": ("learning_rate", "max_iter", "n_components", "c", "tol", "time_limit"),
-    "hpca": ("reg_weight", "margin", "margin_neg", "regularizer", "max_iter", "learning_rate",
-             "tol", "time_limit"),
-}  # fmt: skip
+    "hpca": (
+        "reg_weight",
+        "margin",
+        "margin_neg",
+        "regularizer",
+        "max_iter",
+        "learning_rate",
+        "tol",
+        "time_limit",
+    ),
+}
 
 
 @click.command("maurer")

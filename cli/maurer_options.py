@@ -35,20 +35,43 @@ PAIR_OPTIONS = [
 #: eq. (5)'s hyperparameters (the estimator's names) and the SGD's steps; --lam, --gamma
 #: and --gamma-neg are their former spellings
 MAURER_MODEL = [
-    click.option("--reg-weight", type=POSITIVE_FLOAT, default=0.005, show_default=True,
-                 help="λ > 0, the regulariser's weight."),
+    click.option(
+        "--reg-weight",
+        type=POSITIVE_FLOAT,
+        default=0.005,
+        show_default=True,
+        help="λ > 0, the regulariser's weight.",
+    ),
     deprecated_alias("--lam", "--reg-weight", "reg_weight", type=POSITIVE_FLOAT),
-    click.option("--margin", type=POSITIVE_FLOAT, default=1.0, show_default=True,
-                 help="Margin γ₁ (similar pairs)."),
+    click.option(
+        "--margin",
+        type=POSITIVE_FLOAT,
+        default=1.0,
+        show_default=True,
+        help="Margin γ₁ (similar pairs).",
+    ),
     deprecated_alias("--gamma", "--margin", "margin", type=POSITIVE_FLOAT),
-    click.option("--margin-neg", type=POSITIVE_FLOAT, default=None,
-                 help="Margin γ₋₁ (dissimilar pairs); default: --margin."),
+    click.option(
+        "--margin-neg",
+        type=POSITIVE_FLOAT,
+        default=None,
+        help="Margin γ₋₁ (dissimilar pairs); default: --margin.",
+    ),
     deprecated_alias("--gamma-neg", "--margin-neg", "margin_neg", type=POSITIVE_FLOAT),
-    click.option("--regularizer", type=click.Choice(["hs", "trace"]), default="hs",
-                 show_default=True, help="‖A‖₂ (Hilbert–Schmidt) or tr A."),
-    click.option("--max-iter", type=POSITIVE_INT, default=100_000, show_default=True,
-                 help="SGD steps (--solver subgradient: its steps and the refinement's "
-                 "together)."),
-]  # fmt: skip
+    click.option(
+        "--regularizer",
+        type=click.Choice(["hs", "trace"]),
+        default="hs",
+        show_default=True,
+        help="‖A‖₂ (Hilbert–Schmidt) or tr A.",
+    ),
+    click.option(
+        "--max-iter",
+        type=POSITIVE_INT,
+        default=100_000,
+        show_default=True,
+        help="SGD steps (--solver subgradient: its steps and the refinement's together).",
+    ),
+]
 
 __all__ = ["MAURER_MODEL", "PAIR_OPTIONS"]

@@ -102,8 +102,15 @@ def deprecated_alias(old, new, name, note="it means the same", **kw):
         ctx.meta.setdefault("convexmetric.aliases", {})[name] = value
         return value
 
-    return click.option(old, f"_alias_{name}", hidden=True, default=None, expose_value=False,
-                        callback=callback, **kw)  # fmt: skip
+    return click.option(
+        old,
+        f"_alias_{name}",
+        hidden=True,
+        default=None,
+        expose_value=False,
+        callback=callback,
+        **kw,
+    )
 
 
 def resolve_aliases(opts):

@@ -68,8 +68,11 @@ def _solver(opts):
     """The estimator's ``solver``: "subgradient", or the conic solver of the exact side."""
     ctx = click.get_current_context()
     if opts["solver"] in CONIC_SOLVERS:
-        click.echo(f"Warning: --solver {opts['solver']} is deprecated; use --solver exact "
-                   f"--conic-solver {opts['solver']}.", err=True)  # fmt: skip
+        click.echo(
+            f"Warning: --solver {opts['solver']} is deprecated; use --solver exact "
+            f"--conic-solver {opts['solver']}.",
+            err=True,
+        )
         if given(ctx, "conic_solver"):
             raise click.UsageError("give the conic solver once: --conic-solver.")
         return opts["solver"]
@@ -222,6 +225,3 @@ def FILTER(comparisons, out, seed, as_json):
     ]
     lines.append(f"{report['output']} comparisons kept" + (f", written to {out}" if out else ""))
     emit(report, as_json, lines)
-
-
-EXTRA = [FILTER]

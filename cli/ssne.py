@@ -62,8 +62,13 @@ from .options import (
     type=int,
     help="Epochs (passes over the pairs) of the whole fit, split evenly among the restarts.",
 )
-@deprecated_alias("--epochs", "--max-iter", "epochs", "--epochs E per restart is --max-iter "
-                  "E × --restarts", type=int)  # fmt: skip
+@deprecated_alias(
+    "--epochs",
+    "--max-iter",
+    "epochs",
+    "--epochs E per restart is --max-iter E × --restarts",
+    type=int,
+)
 @click.option("--restarts", default=1, show_default=True, type=int, help="Seeded restarts.")
 @click.option(
     "--n-neighbors",

@@ -66,8 +66,9 @@ def _no_exact(o, names=("conic_solver",)):
     "lmnn", short_help="Solve eq. (14) exactly and with the large-scale solver; report the gaps."
 )
 @apply_options(INPUTS)
-@conic_solver_option(None, " [default: SCS for the plain solve of eq. (14), CLARABEL for "
-                     "--variant multi/kernel]")  # fmt: skip
+@conic_solver_option(
+    None, " [default: SCS for the plain solve of eq. (14), CLARABEL for --variant multi/kernel]"
+)
 @click.option(
     "--plain/--no-plain",
     default=None,
@@ -102,8 +103,7 @@ def VALIDATE_LMNN(**o):
 
     variant = o["variant"]
     if variant == "single":
-        reject_unused(("n_clusters", "kernel", "gamma", "per_class", "seed"),
-                      "by --variant single")  # fmt: skip
+        reject_unused(("n_clusters", "kernel", "gamma", "per_class", "seed"), "by --variant single")
     else:
         reject_unused(("plain",), f"by --variant {variant}")
     _no_exact(o, ("conic_solver", "plain"))
@@ -115,11 +115,20 @@ def VALIDATE_LMNN(**o):
             X, y = small_instance(X, y, o["per_class"])
             name = f"{name} ({o['per_class']} per class)"
         check_label_counts(y, o["k"])
-        settings = {key: o[key] for key in ("k", "mu", "variant", "plain", "per_class",
-                                            "n_clusters", "kernel", "gamma")}  # fmt: skip
-        report = validate("lmnn", (X, y), name=name, conic_solver=o["conic_solver"],
-                          exact=not o["no_exact"], random_state=o["seed"],
-                          callback=progress("subgradient"), **settings)  # fmt: skip
+        settings = {
+            key: o[key]
+            for key in ("k", "mu", "variant", "plain", "per_class", "n_clusters", "kernel", "gamma")
+        }
+        report = validate(
+            "lmnn",
+            (X, y),
+            name=name,
+            conic_solver=o["conic_solver"],
+            exact=not o["no_exact"],
+            random_state=o["seed"],
+            callback=progress("subgradient"),
+            **settings,
+        )
     _finish(report, o)
 
 
@@ -144,11 +153,27 @@ def VALIDATE_MAURER(**o):
     _no_exact(o)
     with library_errors():
         data, name = _maurer_data(o)
-        settings = {key: o[key] for key in ("reg_weight", "margin", "margin_neg", "regularizer",
-                                            "max_iter", "n_pairs", "oracle")}  # fmt: skip
-        report = validate("maurer", data, name=name, conic_solver=o["conic_solver"],
-                          exact=not o["no_exact"], random_state=o["seed"],
-                          **settings)  # fmt: skip
+        settings = {
+            key: o[key]
+            for key in (
+                "reg_weight",
+                "margin",
+                "margin_neg",
+                "regularizer",
+                "max_iter",
+                "n_pairs",
+                "oracle",
+            )
+        }
+        report = validate(
+            "maurer",
+            data,
+            name=name,
+            conic_solver=o["conic_solver"],
+            exact=not o["no_exact"],
+            random_state=o["seed"],
+            **settings,
+        )
     _finish(report, o)
 
 
@@ -200,10 +225,16 @@ def VALIDATE_POE(**o):
     resolve_aliases(o)
     _no_exact(o)
     with library_errors():
-        settings = {key: o[key] for key in ("kind", "diagonal", "beta", "n_per_class",
-                                            "n_comparisons")}  # fmt: skip
-        report = validate("poe", conic_solver=o["conic_solver"], exact=not o["no_exact"],
-                          random_state=o["seed"], **settings)  # fmt: skip
+        settings = {
+            key: o[key] for key in ("kind", "diagonal", "beta", "n_per_class", "n_comparisons")
+        }
+        report = validate(
+            "poe",
+            conic_solver=o["conic_solver"],
+            exact=not o["no_exact"],
+            random_state=o["seed"],
+            **settings,
+        )
     _finish(report, o)
 
 
@@ -249,12 +280,17 @@ def VALIDATE_AROMA(**o):
     resolve_aliases(o)
     _no_exact(o)
     with library_errors():
-        settings = {key: o[key] for key in ("n_items", "n_features", "n_triplets", "C", "r",
-                                            "epochs")}  # fmt: skip
-        report = validate("aroma", conic_solver=o["conic_solver"], exact=not o["no_exact"],
-                          random_state=o["seed"], **settings)  # fmt: skip
+        settings = {
+            key: o[key] for key in ("n_items", "n_features", "n_triplets", "C", "r", "epochs")
+        }
+        report = validate(
+            "aroma",
+            conic_solver=o["conic_solver"],
+            exact=not o["no_exact"],
+            random_state=o["seed"],
+            **settings,
+        )
     _finish(report, o)
 
 
-COMMANDS = [VALIDATE_LMNN, VALIDATE_POE, VALIDATE_MAURER, VALIDATE_AROMA]
-__all__ = ["COMMANDS"]
+__all__ = ["VALIDATE_AROMA", "VALIDATE_LMNN", "VALIDATE_MAURER", "VALIDATE_POE"]

@@ -171,8 +171,10 @@ def _check_preprocessing(model, Xtr):
         return
     a = model.arrays
     mean, scale = affine(steps, Xtr.shape[1])
-    if not (np.allclose(a["input_mean"], mean, rtol=1e-12, atol=1e-12)
-            and np.allclose(a["input_scale"], scale, rtol=1e-12, atol=0)):  # fmt: skip
+    if not (
+        np.allclose(a["input_mean"], mean, rtol=1e-12, atol=1e-12)
+        and np.allclose(a["input_scale"], scale, rtol=1e-12, atol=0)
+    ):
         raise ValueError(
             "the model's standardisation differs from that of these training rows: give the "
             "data options (and --split) that `solve` was given."
@@ -191,5 +193,4 @@ def _lines(r):
     ]
 
 
-EXTRA = [VERIFY]
-__all__ = ["EXTRA", "VERIFY"]
+__all__ = ["VERIFY"]

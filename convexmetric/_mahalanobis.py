@@ -28,8 +28,8 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._input_checks import check_matrix
 from ._output import OutputNamesMixin, plain_transform
-from ._validation import check_matrix
 
 
 class MahalanobisMixin(OutputNamesMixin):

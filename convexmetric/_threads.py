@@ -39,7 +39,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
-from ._validation import check_scalar
+from ._input_checks import check_scalar
 
 _CONTROLLER = []
 _CONTROLLER_LOCK = threading.Lock()

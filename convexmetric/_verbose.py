@@ -14,7 +14,7 @@ import logging
 import sys
 import time
 
-from ._validation import check_choice
+from ._input_checks import check_choice
 
 
 def check_verbose(verbose, owner):

@@ -10,7 +10,9 @@ The rules, in short: ``max_iter`` caps the whole fit's iterations (``n_iter_`` n
 exceeds it); ``tol`` is the certified relative gap of the batch convex learners, or the
 documented stop of the others; ``time_limit`` is seconds for the whole fit;
 ``random_state`` seeds every random choice; ``verbose`` logs and never prints;
-``gamma`` is only ever a kernel width; a weight is named for what it weighs.
+``gamma`` is only ever a kernel width; a weight is named for what it weighs. The solvers'
+settings objects follow the same rule (:data:`SETTINGS_WORDS`): ``max_iter`` counts
+iterations, ``max_evaluations`` evaluations, ``stage_iter`` one stage's iterations.
 
 >>> WORDS["gamma"].meaning
 'Width γ of the RBF kernel exp(−γ‖x − y‖²); only beside `kernel`.'
@@ -20,11 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_LMNNS = ("LMNN", "KernelLMNN", "MultiMetricLMNN")
-_POES = ("POE", "MKPOE")
-_MAURER = ("OperatorSimilarity", "HyperbolicPCA")
-_ONLINE = ("DiagonalAROMA", "FactoredAROMA", "OASIS")
-_ALL = (*_LMNNS, *_POES, *_MAURER, *_ONLINE, "SSNE")
+from .formulations import estimator_names
+
+# the estimator groups, as the formulations table lists them
+_LMNNS = estimator_names("lmnn")
+_POES = estimator_names("poe")
+_MAURER = estimator_names("maurer")
+_ONLINE = estimator_names("aroma")
+_ALL = (*_LMNNS, *_POES, *_MAURER, *_ONLINE, *estimator_names("ssne"))
 
 
 @dataclass(frozen=True)
@@ -47,13 +52,13 @@ WORDS = {
     ),
     "tol": Word(
         "Batch convex learners: the certified relative gap (objective − lower bound)/"
-        "|objective| that status \"optimal\" means. SSNE (not convex): its documented "
+        '|objective| that status "optimal" means. SSNE (not convex): its documented '
         "plateau stop.",
         (*CERTIFIED, "SSNE"),
     ),
     "time_limit": Word(
         "Seconds for the whole fit; past it the best point so far is kept, with status "
-        "\"user_limit\" (no ConvergenceWarning: the user asked).",
+        '"user_limit" (no ConvergenceWarning: the user asked).',
         (*_LMNNS, *_POES, "OperatorSimilarity", "SSNE"),
     ),
     "backend_timeout": Word(
@@ -85,12 +90,12 @@ WORDS = {
         ("LMNN", *_MAURER, "SSNE"),
     ),
     "solver": Word(
-        "The algorithm: \"subgradient\" (the large-scale solver), \"exact\" (the CVXPY "
-        "problem, solved by `conic_solver`), or Maurer's \"sgd\".",
+        'The algorithm: "subgradient" (the large-scale solver), "exact" (the CVXPY '
+        'problem, solved by `conic_solver`), or Maurer\'s "sgd".',
         (*_LMNNS, *_POES, "OperatorSimilarity"),
     ),
     "conic_solver": Word(
-        "The conic solver of solver=\"exact\": \"CLARABEL\" or \"SCS\".",
+        'The conic solver of solver="exact": "CLARABEL" or "SCS".',
         ("LMNN", "MultiMetricLMNN", *_POES),
     ),
     "learning_rate": Word(
@@ -111,15 +116,11 @@ WORDS = {
         _LMNNS,
     ),
     "beta": Word("Weight of POE's hinge losses against the trace regulariser.", _POES),
-    "reg_weight": Word(
-        "Weight of the regulariser (Maurer's λ: λ‖A‖/√m).", ("OperatorSimilarity",)
-    ),
+    "reg_weight": Word("Weight of the regulariser (Maurer's λ: λ‖A‖/√m).", ("OperatorSimilarity",)),
     "loss_weight": Word(
         "Weight of the mean squared loss against the group norm (SSNE's λ·Q).", ("SSNE",)
     ),
-    "margin": Word(
-        "The margin of similar pairs (Maurer's γ₁).", ("OperatorSimilarity",)
-    ),
+    "margin": Word("The margin of similar pairs (Maurer's γ₁).", ("OperatorSimilarity",)),
     "margin_neg": Word(
         "The margin of dissimilar pairs (Maurer's γ₋₁; None: `margin`).",
         ("OperatorSimilarity",),
@@ -127,7 +128,7 @@ WORDS = {
     "diagonal": Word("Learn a diagonal matrix (POE's LPs of §4.4).", _POES),
     "filter_graph": Word("Filter the comparisons first (POE §2.2).", _POES),
     "n_pairs": Word("Pairs the pair oracle draws from X, y.", _MAURER),
-    "oracle": Word("How pairs are drawn from labels: \"balanced\" or \"labels\".", _MAURER),
+    "oracle": Word('How pairs are drawn from labels: "balanced" or "labels".', _MAURER),
     "mistake_driven": Word(
         "Update only on a mistake (qᵀWp ≤ 0) instead of inside the margin.", _ONLINE
     ),
@@ -143,6 +144,88 @@ RETIRED = {
     "n_iter": "an iteration cap: use max_iter",
     "n_neighbors": "target neighbours in metric-learn, the vote's k in scikit-learn: use k "
     "or predict_k (convexmetric.metric_learn.LMNN takes metric-learn's meaning)",
+}
+
+
+#: the words of the solvers' settings objects (the keyword-only dataclasses ``*Settings``),
+#: one name per idea as in :data:`WORDS`: a field name two settings objects share is here,
+#: and a field whose ``#:`` comment matches ``against`` uses the word for another idea
+#: (``tests/test_vocabulary.py`` reads every settings class's fields and comments)
+@dataclass(frozen=True)
+class Field:
+    """One shared settings field: its ``meaning``, and a regex its comment must not match."""
+
+    meaning: str
+    against: str = ""
+
+
+SETTINGS_WORDS = {
+    "max_iter": Field(
+        "Iterations at most over the whole run, every stage included (a step, an L-BFGS "
+        "iteration, a pair draw, an epoch).",
+        against=r"evaluation|before|per stage",
+    ),
+    "max_evaluations": Field(
+        "Objective (or smoothed objective and gradient) evaluations at most over the run.",
+        against=r"iteration",
+    ),
+    "stage_iter": Field("Iterations at most within one stage.", against=r"evaluation|total"),
+    "max_stages": Field("Stages at most."),
+    "tol": Field(
+        'The certified relative gap that status "optimal" means (SSNE, not convex: its '
+        "documented plateau stop).",
+        against=r"per stage",
+    ),
+    "time_limit": Field('Seconds for the whole run (status "user_limit").'),
+    "callback": Field("Called with (count, objective, step or σ) after each; True stops."),
+    "random_state": Field("Seeds every random choice of the run."),
+    "rtol": Field("The relative improvement below which a stage or run counts as stalled."),
+    "patience": Field("Iterations in a row without such an improvement that end the run."),
+    "stalls": Field("Stalled stages in a row that end the run."),
+    "sigma0": Field("The first smoothing width σ."),
+    "sigma_factor": Field("σ ← σ·factor between stages."),
+    "sigma_min": Field("σ never goes below this."),
+    "recenter": Field("Move the dual prox centre between stages."),
+    "refine": Field('The refinement after the subgradient phase (True, "fista", False).'),
+    "refine_settings": Field("Overrides of the refinement's StageSettings."),
+    "precondition": Field("Solve in whitened coordinates (an exact change of variables)."),
+    "block_size": Field("Items handled together in one block (rows of a search, draws)."),
+    "learning_rate": Field("The first step size of a stochastic solver."),
+}
+
+#: names no settings field may take: why, and what to use instead
+RETIRED_FIELDS = {
+    "max_iterations": "a second name for iterations at most over the run: use max_iter",
+    "gap_tol": "a second name for the certified relative gap: use tol",
+    "n_epochs": "an iteration cap (an epoch is the iteration of an epoch-based solver): use "
+    "max_iter",
+}
+
+#: FOR THE LEAD: settings fields that still break the rules above, with the rename that
+#: fixes each and who owns the file (helper B: convexmetric/optim/**, convexmetric/ssne/**).
+#: The test allows these and no others; delete an entry when its rename lands.
+PENDING = {
+    "SmoothingSettings.max_iter": "counts gradient evaluations: max_evaluations (helper B)",
+    "SmoothingSettings.max_iterations": "FISTA iterations over all stages: max_iter, once "
+    "the evaluation cap is max_evaluations (helper B)",
+    "SmoothingSettings.gap_tol": "tol (helper B)",
+    "StageSettings.max_iterations": "max_iter (helper B)",
+    "StageSettings.gap_tol": "tol (helper B)",
+    "MultiSettings.max_iterations": "max_iter (lmnn/multi/solver.py; its phase-1 max_iter "
+    "is now subgradient_iter)",
+    "SSNESettings.n_epochs": "epochs at most of one run: max_iter (helper B)",
+}
+
+#: the public methods' keywords follow :data:`WORDS` too: ``k`` is the target neighbours
+#: of ``__init__`` only; the vote's k is ``predict_k`` (``loo_error(predict_k=)``)
+METHOD_RETIRED = {"k": "the vote's k in a method: use predict_k"}
+
+#: FOR THE LEAD: public methods that still take a retired keyword (allowed by the test;
+#: delete an entry when it is renamed). AROMA's ``k`` is the depth of precision at k, a
+#: third idea under the name ``k`` (helper B owns convexmetric/aroma/**).
+METHOD_PENDING = {
+    f"{name}.score": "k is precision@k's depth: e.g. top_k (helper B)"
+    for name in ("DiagonalAROMA", "FactoredAROMA", "OASIS")
 }
 
 

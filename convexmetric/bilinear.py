@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_scalar
+from ._input_checks import check_scalar
 
 __all__ = [
     "hinge_losses",

@@ -154,7 +154,7 @@ def check_kernel(K, n=None, name="K", *, tol=1e-8):
     indefinite kernel is an error that names the argument and suggests
     :func:`project_psd`.
     """
-    from ._validation import check_square_kernel
+    from ._input_checks import check_square_kernel
 
     K = check_square_kernel(K, n, name)
     S = 0.5 * (K + K.T)

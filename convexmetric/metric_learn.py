@@ -57,8 +57,8 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._feature_names import record_feature_names
+from ._input_checks import check_bool, check_scalar
 from ._mahalanobis import MahalanobisMixin
-from ._validation import check_bool, check_scalar
 from .lmnn.estimator import LMNN as _LMNN
 
 __all__ = ["LMNN"]
@@ -104,10 +104,21 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
     lmnn_ : convexmetric.LMNN, the fitted estimator
     """
 
-    def __init__(self, init="auto", n_neighbors=3, min_iter=50, max_iter=1000,
-                 learn_rate=1e-7, regularization=0.5, convergence_tol=0.001, verbose=False,
-                 preprocessor=None, n_components=None, random_state=None,
-                 k="deprecated"):  # fmt: skip
+    def __init__(
+        self,
+        init="auto",
+        n_neighbors=3,
+        min_iter=50,
+        max_iter=1000,
+        learn_rate=1e-7,
+        regularization=0.5,
+        convergence_tol=0.001,
+        verbose=False,
+        preprocessor=None,
+        n_components=None,
+        random_state=None,
+        k="deprecated",
+    ):
         self.init = init
         self.n_neighbors = n_neighbors
         self.min_iter = min_iter
@@ -126,8 +137,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         own = "LMNN"
         k = self.n_neighbors
         if not (isinstance(self.k, str) and self.k == "deprecated"):
-            warnings.warn("'k' was renamed 'n_neighbors' (metric-learn 0.6.3); pass "
-                          "n_neighbors instead.", FutureWarning, stacklevel=3)  # fmt: skip
+            warnings.warn(
+                "'k' was renamed 'n_neighbors' (metric-learn 0.6.3); pass n_neighbors instead.",
+                FutureWarning,
+                stacklevel=3,
+            )
             k = self.k
         if self.min_iter != 50:
             raise ValueError(
@@ -135,17 +149,20 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
                 "stops when its certified gap is within 'convergence_tol' (its 'tol'), never "
                 "before; leave min_iter at 50 and set convergence_tol instead."
             )
-        reg = check_scalar(self.regularization, "regularization", float, min_val=0.0,
-                           max_val=1.0, owner=own)  # fmt: skip
-        tol = check_scalar(self.convergence_tol, "convergence_tol", float, min_val=0.0,
-                           closed="neither", owner=own)  # fmt: skip
-        check_scalar(self.learn_rate, "learn_rate", float, min_val=0.0, closed="neither",
-                     owner=own)  # fmt: skip
+        reg = check_scalar(
+            self.regularization, "regularization", float, min_val=0.0, max_val=1.0, owner=own
+        )
+        tol = check_scalar(
+            self.convergence_tol, "convergence_tol", float, min_val=0.0, closed="neither", owner=own
+        )
+        check_scalar(self.learn_rate, "learn_rate", float, min_val=0.0, closed="neither", owner=own)
         if (isinstance(self.init, str) and self.init not in _INITS) or (
             not isinstance(self.init, str) and np.ndim(self.init) != 2
         ):
-            raise ValueError("`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a "
-                             "numpy array of shape (n_components, n_features).")  # fmt: skip
+            raise ValueError(
+                "`init` must be 'auto', 'pca', 'identity', 'random', 'lda' or a "
+                "numpy array of shape (n_components, n_features)."
+            )
         if not isinstance(self.init, str):
             self._check_init(np.asarray(self.init))
         verbose = int(check_bool(bool(self.verbose), "verbose", owner=own))
@@ -154,8 +171,15 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
             isinstance(self.n_components, int | np.integer) and 1 <= self.n_components <= d
         ):
             raise ValueError(f"Invalid n_components, must be in [1, {d}]")  # metric-learn's
-        return dict(k=k, mu=1.0 - reg, max_iter=self.max_iter, tol=tol, verbose=verbose,
-                    n_components=self.n_components, random_state=self.random_state)  # fmt: skip
+        return dict(
+            k=k,
+            mu=1.0 - reg,
+            max_iter=self.max_iter,
+            tol=tol,
+            verbose=verbose,
+            n_components=self.n_components,
+            random_state=self.random_state,
+        )
 
     def fit(self, X, y):
         """Learn the metric from labelled points (or indices, with a preprocessor).
@@ -187,18 +211,24 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         though it does not change the result."""
         d, r = self._n_features, init.shape[0]
         if init.shape[1] != d:
-            raise ValueError(f"The input dimensionality ({init.shape[-1]}) of the given linear "
-                             "transformation `init` must match the dimensionality of the "
-                             f"given inputs `X` ({d}).")  # fmt: skip
+            raise ValueError(
+                f"The input dimensionality ({init.shape[-1]}) of the given linear "
+                "transformation `init` must match the dimensionality of the "
+                f"given inputs `X` ({d})."
+            )
         if r > init.shape[1]:
-            raise ValueError(f"The output dimensionality ({r}) of the given linear "
-                             "transformation `init` cannot be greater than its input "
-                             f"dimensionality ({init.shape[1]}).")  # fmt: skip
+            raise ValueError(
+                f"The output dimensionality ({r}) of the given linear "
+                "transformation `init` cannot be greater than its input "
+                f"dimensionality ({init.shape[1]})."
+            )
         if self.n_components is not None and self.n_components != r:
-            raise ValueError("The preferred dimensionality of the projected space "
-                             f"`n_components` ({self.n_components}) does not match the output "
-                             f"dimensionality of the given linear transformation `init` "
-                             f"({r})!")  # fmt: skip
+            raise ValueError(
+                "The preferred dimensionality of the projected space "
+                f"`n_components` ({self.n_components}) does not match the output "
+                f"dimensionality of the given linear transformation `init` "
+                f"({r})!"
+            )
 
     def _check_preprocessor(self):
         """metric-learn's: set ``preprocessor_``."""
@@ -264,7 +294,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, BaseEstimator):
         ndarray of shape (n_pairs,)
             The distance of each pair.
         """
-        warnings.warn("score_pairs will be deprecated in release 0.7.0. Use pair_score to "
-                      "compute similarity scores, or pair_distances to compute distances.",
-                      FutureWarning, stacklevel=2)  # fmt: skip
+        warnings.warn(
+            "score_pairs will be deprecated in release 0.7.0. Use pair_score to "
+            "compute similarity scores, or pair_distances to compute distances.",
+            FutureWarning,
+            stacklevel=2,
+        )
         return self.pair_distance(pairs)

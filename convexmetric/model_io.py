@@ -40,7 +40,7 @@ import os
 import numpy as np
 
 from ._atomic import atomic_directory, write_directory
-from ._model_check import (
+from ._model_dir_checks import (
     FORMAT,
     FORMAT_VERSION,
     MODEL_FILE,
@@ -120,8 +120,13 @@ def _verification(est):
         arrays[f"pass{p}__fitted__targets_"] = np.asarray(e["targets"], dtype=np.int64)
         passes.append({"objective": float(e["objective"]), "certificate": pass_scalars})
     params = {k: _scalar(v) for k, v in est.get_params(deep=False).items() if _is_scalar(v)}
-    meta = {"objective": float(res.objective), "certificate": scalars, "attrs": attrs,
-            "params": params, "passes": passes}  # fmt: skip
+    meta = {
+        "objective": float(res.objective),
+        "certificate": scalars,
+        "attrs": attrs,
+        "params": params,
+        "passes": passes,
+    }
     return {"verification": meta}, arrays
 
 

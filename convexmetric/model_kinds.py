@@ -59,11 +59,13 @@ def describe(est):
         for p, M in enumerate(est.matrices or ()):
             arrays[f"matrix{p}"] = np.asarray(M, dtype=float)
         return "result", {}, arrays
-    describe_one = next((f for cls, f in _describers() if isinstance(est, cls)), None)
+    from .formulations import FORMULATIONS, savers
+
+    describe_one = next((f for cls, f in savers() if isinstance(est, cls)), None)
     if describe_one is None:
+        names = [cls.rpartition(":")[2] for f in FORMULATIONS.values() for cls, _ in f.savers]
         raise ValueError(
-            f"cannot save a {name}: supported are LMNN, KernelLMNN, MultiMetricLMNN, POE, "
-            "HyperbolicPCA, OperatorSimilarity, SSNE, DiagonalAROMA, FactoredAROMA, OASIS and "
+            f"cannot save a {name}: supported are {', '.join(dict.fromkeys(names))} and "
             "SolveResult (MKPOE needs its users' kernels at transform time)."
         )
     fitted = ("W_", "components_", "coef_", "metrics_", "A_")
@@ -72,29 +74,18 @@ def describe(est):
     return describe_one(est)
 
 
-def _describers():
-    """``(estimator class, describe function)`` pairs, the first match wins."""
-    from .aroma.estimators import OASIS, DiagonalAROMA, FactoredAROMA
-    from .lmnn.estimator import LMNN
-    from .lmnn.extensions import KernelLMNN, MultiMetricLMNN
-    from .maurer.estimators import HyperbolicPCA, OperatorSimilarity
-    from .poe.estimators import POE
-    from .ssne.estimator import SSNE
-
-    bilinear = (DiagonalAROMA, FactoredAROMA, OASIS)
-
-    return (
-        (LMNN, _lmnn),
-        (KernelLMNN, _kernel_lmnn),
-        (MultiMetricLMNN, _multi_metric),
-        (POE, _poe),
-        ((OperatorSimilarity, HyperbolicPCA), _pair_operator),
-        (SSNE, lambda est: ("ssne", {}, {"W": np.asarray(est.W_, dtype=float)})),
-        (bilinear, lambda est: ("bilinear", {}, {"W": np.asarray(est.W_, dtype=float)})),
-    )
+def describe_ssne(est):
+    """SSNE: the tanh embedding's ``W``."""
+    return "ssne", {}, {"W": np.asarray(est.W_, dtype=float)}
 
 
-def _lmnn(est):
+def describe_bilinear(est):
+    """AROMA, OASIS: the bilinear similarity's ``W``."""
+    return "bilinear", {}, {"W": np.asarray(est.W_, dtype=float)}
+
+
+def describe_lmnn(est):
+    """LMNN: its map, and the kNN and energy classifiers."""
     L = np.asarray(est.components_, dtype=float)
     arrays = {
         "components": L,
@@ -108,7 +99,8 @@ def _lmnn(est):
     return "linear", {"classifier": _lmnn_classifier(est, ["knn", "energy"])}, arrays
 
 
-def _kernel_lmnn(est):
+def describe_kernel_lmnn(est):
+    """KernelLMNN: its map over the kernel rows, and the kNN classifier."""
     L = np.asarray(est.components_, dtype=float)
     K = est.X_fit_ if est.kernel == "precomputed" else est.kernel_rows(est.X_fit_)
     arrays = {
@@ -125,7 +117,8 @@ def _kernel_lmnn(est):
     return "kernel", meta, arrays
 
 
-def _multi_metric(est):
+def describe_multi_metric(est):
+    """MultiMetricLMNN: one map per cluster, and the classifiers."""
     arrays = {
         "components": np.asarray(est.components_, dtype=float),
         "train_points": np.asarray(est.X_fit_, dtype=float),
@@ -139,7 +132,8 @@ def _multi_metric(est):
     return "multi_metric", {"classifier": _lmnn_classifier(est, ["knn", "energy"])}, arrays
 
 
-def _poe(est):
+def describe_poe(est):
+    """POE: its map (linear or over a named kernel's rows)."""
     arrays = {"components": np.asarray(est.components_, dtype=float)}
     W = np.asarray(est.W_, dtype=float)
     arrays["W"] = np.diag(W) if W.ndim == 1 else W  # the diagonal LP's W_ is its diagonal
@@ -149,7 +143,8 @@ def _poe(est):
     return "kernel", {"kernel": {"name": est.kernel, "gamma": float(est.gamma_)}}, arrays
 
 
-def _pair_operator(est):
+def describe_pairs(est):
+    """OperatorSimilarity, HyperbolicPCA: the operator's map (linear or named kernel)."""
     arrays = {"components": np.asarray(est.coef_, dtype=float).T}
     arrays["singular_values"] = np.asarray(est.singular_values_, dtype=float)
     if est.kernel_fn_ is None:

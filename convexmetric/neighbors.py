@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_indices
+from ._input_checks import check_indices
 from .linalg import in_lanes
 
 DEFAULT_BLOCK = 512

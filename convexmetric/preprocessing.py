@@ -23,7 +23,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
 from ._feature_names import check_feature_names, record_feature_names
-from ._validation import check_matrix
+from ._input_checks import check_matrix
 
 
 class DiameterScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):

@@ -36,11 +36,19 @@ def test_solve_from_files_writes_atomically(tmp_path):
     res = CliRunner().invoke(
         main,
         [
-            "solve", "lmnn", "--features", str(tmp_path / "X.npy"),
-            "--labels", str(tmp_path / "y.csv"), "--out", str(out), "--json",
-            "--split", "stratified",
+            "solve",
+            "lmnn",
+            "--features",
+            str(tmp_path / "X.npy"),
+            "--labels",
+            str(tmp_path / "y.csv"),
+            "--out",
+            str(out),
+            "--json",
+            "--split",
+            "stratified",
         ],
-    )  # fmt: skip
+    )
     assert res.exit_code == 0, res.output
     report = json.loads(res.output)
     assert report["status"] == "optimal" and report["knn_test_error"] <= 0.1
@@ -52,10 +60,18 @@ def test_solve_from_files_writes_atomically(tmp_path):
     check = CliRunner().invoke(
         main,
         [
-            "verify", "--model", str(out), "--features", str(tmp_path / "X.npy"),
-            "--labels", str(tmp_path / "y.csv"), "--split", "stratified", "--json",
+            "verify",
+            "--model",
+            str(out),
+            "--features",
+            str(tmp_path / "X.npy"),
+            "--labels",
+            str(tmp_path / "y.csv"),
+            "--split",
+            "stratified",
+            "--json",
         ],
-    )  # fmt: skip
+    )
     assert check.exit_code == 0, check.output
     assert json.loads(check.output)["verified"] is True
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temp leftovers

@@ -81,8 +81,18 @@ def test_predict_integer_labels_csv_reads_back(tmp_path):
     X = np.vstack([rng.normal(size=(10, 2)), 6 + rng.normal(size=(10, 2))])
     np.save(tmp_path / "X.npy", X)
     np.save(tmp_path / "y.npy", np.repeat([-1, 7], 10))
-    run("solve", "lmnn", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.npy",
-        "--k", 2, "--out", tmp_path / "m")  # fmt: skip
+    run(
+        "solve",
+        "lmnn",
+        "--features",
+        tmp_path / "X.npy",
+        "--labels",
+        tmp_path / "y.npy",
+        "--k",
+        2,
+        "--out",
+        tmp_path / "m",
+    )
     run("predict", "--model", tmp_path / "m", tmp_path / "X.npy", "--out", tmp_path / "p.csv")
     rows = read_csv(tmp_path / "p.csv")  # no header in, none out
     assert [int(r[0]) for r in rows] == [-1] * 10 + [7] * 10

@@ -52,8 +52,19 @@ def files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def text_model(files):
     out = files["dir"] / "m_text"
-    res = run("solve", "lmnn", "--features", files["features"], "--labels",
-              files["labels_text"], "--max-iter", 100, "--out", out, "--json")  # fmt: skip
+    res = run(
+        "solve",
+        "lmnn",
+        "--features",
+        files["features"],
+        "--labels",
+        files["labels_text"],
+        "--max-iter",
+        100,
+        "--out",
+        out,
+        "--json",
+    )
     assert res.exit_code == 0, res.output
     return out, json.loads(res.stdout)
 
@@ -61,8 +72,18 @@ def text_model(files):
 @pytest.fixture(scope="module")
 def int_model(files):
     out = files["dir"] / "m_int"
-    res = run("solve", "lmnn", "--features", files["features_nh"], "--labels",
-              files["labels_int"], "--max-iter", 100, "--out", out)  # fmt: skip
+    res = run(
+        "solve",
+        "lmnn",
+        "--features",
+        files["features_nh"],
+        "--labels",
+        files["labels_int"],
+        "--max-iter",
+        100,
+        "--out",
+        out,
+    )
     assert res.exit_code == 0, res.output
     return out
 
@@ -78,12 +99,33 @@ def test_solve_trains_on_every_row_of_a_user_file_and_says_so(text_model):
 
 
 def test_split_stratified_reports_the_training_rows(files):
-    res = run("solve", "lmnn", "--features", files["features_nh"], "--labels",
-              files["labels_int"], "--max-iter", 50, "--split", "stratified")  # fmt: skip
+    res = run(
+        "solve",
+        "lmnn",
+        "--features",
+        files["features_nh"],
+        "--labels",
+        files["labels_int"],
+        "--max-iter",
+        50,
+        "--split",
+        "stratified",
+    )
     assert res.exit_code == 0, res.output
     assert "105 of 150 rows for training" in res.stdout and "45 held out" in res.stdout
-    res = run("solve", "lmnn", "--features", files["features_nh"], "--labels",
-              files["labels_int"], "--max-iter", 50, "--split", "stratified", "--json")  # fmt: skip
+    res = run(
+        "solve",
+        "lmnn",
+        "--features",
+        files["features_nh"],
+        "--labels",
+        files["labels_int"],
+        "--max-iter",
+        50,
+        "--split",
+        "stratified",
+        "--json",
+    )
     split = json.loads(res.stdout)["split"]
     assert split["kind"] == "stratified" and len(split["train_rows"]) == 105
     assert len(set(split["train_rows"])) == 105 and max(split["train_rows"]) < 150
@@ -147,8 +189,16 @@ def test_small_class_message_speaks_of_the_users_labels_and_k(files, tmp_path):
     assert "label 'rare' has 3 rows; with --k 3 its rows get 2 target neighbours" in res.stderr
     assert "label 'alone' has 1 row; with --k 3 it gets no target neighbour" in res.stderr
     assert "of 'y'" not in res.stderr and "SmallClassWarning" not in res.stderr  # (library's)
-    res = run("solve", "lmnn", "--features", files["features"], "--labels", labels,
-              "--split", "stratified")  # fmt: skip
+    res = run(
+        "solve",
+        "lmnn",
+        "--features",
+        files["features"],
+        "--labels",
+        labels,
+        "--split",
+        "stratified",
+    )
     assert res.exit_code == 1
     assert "label 'alone' has a single row: --split stratified needs two rows" in res.stderr
     labels = write_csv(tmp_path / "y1.csv", [f"c{i}" for i in range(150)], ["species"])
@@ -181,8 +231,19 @@ def test_non_utf8_and_semicolon_files(files, tmp_path):
 
 def test_header_flags(files, tmp_path):
     out = tmp_path / "m"
-    res = run("solve", "lmnn", "--features", files["features_nh"], "--labels",
-              files["labels_int"], "--no-header", "--max-iter", 20, "--out", out)  # fmt: skip
+    res = run(
+        "solve",
+        "lmnn",
+        "--features",
+        files["features_nh"],
+        "--labels",
+        files["labels_int"],
+        "--no-header",
+        "--max-iter",
+        20,
+        "--out",
+        out,
+    )
     assert res.exit_code == 0, res.output
     res = run("transform", "--model", out, files["new"], "--header", "--out", tmp_path / "e.npy")
     assert res.exit_code == 0 and "read 9 rows" in res.stderr  # row 1 taken as a header
@@ -194,8 +255,9 @@ def test_triadic_comparisons_are_accepted(tmp_path):
     X = rng.normal(size=(8, 3))
     feats = write_csv(tmp_path / "X.csv", X)
     comps = write_csv(tmp_path / "c.csv", [[0, 1, 2], [3, 4, 5], [6, 7, 0]], ["i", "j", "k"])
-    res = run("solve", "poe", "--kind", "linear", "--comparisons", comps, "--features", feats,
-              "--json")  # fmt: skip
+    res = run(
+        "solve", "poe", "--kind", "linear", "--comparisons", comps, "--features", feats, "--json"
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["comparisons"] == 3
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from convexmetric import datasets
-from convexmetric._validation import check_indices, check_matrix, check_scalar
+from convexmetric._input_checks import check_indices, check_matrix, check_scalar
 from convexmetric.cones import (
     FullSpace,
     NonnegativeDiagonal,

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from convexmetric import LMNN, datasets
-from convexmetric._validation import check_n_jobs
+from convexmetric._input_checks import check_n_jobs
 from convexmetric.cli.main import main
 from convexmetric.lmnn.blocks.data import StreamData, Workspace, least_budget, row_blocks
 from convexmetric.lmnn.blocks.full_check import terms_block

@@ -59,7 +59,7 @@ def test_solve_certifies_and_bound_is_valid(exact, precondition):
 
 def test_status_is_never_optimal_with_an_open_gap(exact):
     X, y, T, _ = exact
-    r = SM.solve(X, y, T, 0.5, y, 3, max_iter=5, refine=False)  # no refinement, no bound
+    r = SM.solve(X, y, T, 0.5, y, 3, subgradient_iter=5, refine=False)  # no refinement, no bound
     assert r.lower_bound is None and r.status == "optimal_inaccurate"
     r = SM.solve(X, y, T, 0.5, y, 3, tol=1e-14)  # a tolerance no bound can meet
     assert r.status == "optimal_inaccurate" and r.info["certified_gap"] > 1e-14

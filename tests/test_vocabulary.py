@@ -4,8 +4,10 @@ shared words (``convexmetric._vocabulary``), the renamed names, ``ConvergenceWar
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
+import pathlib
 import re
 import warnings
 
@@ -17,7 +19,17 @@ from test_contract import CASES, ESTIMATORS, _make
 
 import convexmetric
 from convexmetric._renamed import is_deprecated
-from convexmetric._vocabulary import CERTIFIED, RETIRED, WORDS, markdown
+from convexmetric._vocabulary import (
+    CERTIFIED,
+    METHOD_PENDING,
+    METHOD_RETIRED,
+    PENDING,
+    RETIRED,
+    RETIRED_FIELDS,
+    SETTINGS_WORDS,
+    WORDS,
+    markdown,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -70,8 +82,10 @@ def _problems(classes):
     for word, entry in WORDS.items():
         mine = {n for n in entry.estimators if n in classes}
         if mine != users.get(word, set()):
-            out.append(f"{word!r}: the table says {sorted(mine)}, the signatures "
-                       f"{sorted(users.get(word, set()))}")  # fmt: skip
+            out.append(
+                f"{word!r}: the table says {sorted(mine)}, the signatures "
+                f"{sorted(users.get(word, set()))}"
+            )
     return out
 
 
@@ -175,8 +189,9 @@ def test_old_names_warn_and_mean_the_new_name(name, old, new, value):
 def test_ssne_n_epochs_is_max_iter_per_restart():
     X, y = _make("SSNE")[1]
     with pytest.warns(FutureWarning, match="pass max_iter=6"):
-        old = convexmetric.SSNE(n_components=3, n_epochs=3, n_restarts=2, tol=0.0,
-                                random_state=0).fit(X, y)  # fmt: skip
+        old = convexmetric.SSNE(
+            n_components=3, n_epochs=3, n_restarts=2, tol=0.0, random_state=0
+        ).fit(X, y)
     new = convexmetric.SSNE(n_components=3, max_iter=6, n_restarts=2, tol=0.0, random_state=0)
     np.testing.assert_array_equal(old.W_, new.fit(X, y).W_)
     assert old.n_iter_ == 6
@@ -260,3 +275,109 @@ def test_aroma_fit_time_max_iter_is_deprecated():
     assert est.n_iter_ == 20
     ref = convexmetric.OASIS(max_iter=20, random_state=0).fit(X, y)
     np.testing.assert_array_equal(est.W_, ref.W_)
+
+
+# -- below the estimators: settings objects and public methods (issue 66) ----------------
+def _settings_fields(sources):
+    """``{class: {field: comment}}`` of every ``*Settings`` class in ``sources`` (path ->
+    text), the comment being the field's ``#:`` text (on its line or the lines above)."""
+    out = {}
+    for text in sources.values():
+        lines = text.splitlines()
+        for node in ast.walk(ast.parse(text)):
+            if not (isinstance(node, ast.ClassDef) and node.name.endswith("Settings")):
+                continue
+            fields = out.setdefault(node.name, {})
+            for st in node.body:
+                if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name):
+                    above, i = [], st.lineno - 2
+                    while i >= 0 and lines[i].strip().startswith("#:"):
+                        above.insert(0, lines[i].strip()[2:])
+                        i -= 1
+                    own = lines[st.lineno - 1].partition("#:")[2]
+                    fields[st.target.id] = " ".join([*above, own]).strip()
+    return out
+
+
+def _settings_problems(classes):
+    """Every ``Class.field`` that breaks the settings table: a retired name, a shared
+    name missing from it, or a comment that uses a word for another idea."""
+    out, users = {}, {}
+    for cls, fields in classes.items():
+        for name, comment in fields.items():
+            users.setdefault(name, []).append(cls)
+            if name in RETIRED_FIELDS:
+                out[f"{cls}.{name}"] = RETIRED_FIELDS[name]
+            word = SETTINGS_WORDS.get(name)
+            if word is not None and word.against and re.search(word.against, comment, re.I):
+                out[f"{cls}.{name}"] = f"{comment!r} is not {name}: {word.meaning}"
+    for name, who in users.items():
+        if len(who) > 1 and name not in SETTINGS_WORDS and name not in RETIRED_FIELDS:
+            for cls in who:
+                out[f"{cls}.{name}"] = f"shared field {name!r} ({sorted(who)}) is not in the table"
+    return out
+
+
+def _library_sources():
+    root = pathlib.Path(convexmetric.__file__).parent
+    return {p: p.read_text(encoding="utf-8") for p in sorted(root.rglob("*.py"))}
+
+
+def test_settings_objects_follow_the_table():
+    classes = _settings_fields(_library_sources())
+    assert {"LMNNSettings", "MultiSettings", "SmoothingSettings", "SSNESettings"} <= set(classes)
+    problems = _settings_problems(classes)
+    unlisted = {k: v for k, v in problems.items() if k not in PENDING}
+    assert unlisted == {}
+
+
+def test_the_settings_check_catches_a_field_against_the_table():
+    sources = {
+        "a.py": "class ASettings:\n    max_iter: int = 5  #: total gradient evaluations\n"
+        "    wobble: int = 1\n    #: seconds\n    gap_tol: float = 0.1\n",
+        "b.py": "class BSettings:\n    #: iterations at most, over all stages\n"
+        "    max_iter: int = 5\n    wobble: int = 2\n",
+    }
+    problems = _settings_problems(_settings_fields(sources))
+    assert set(problems) == {
+        "ASettings.max_iter",
+        "ASettings.gap_tol",
+        "ASettings.wobble",
+        "BSettings.wobble",
+    }
+    assert "use tol" in problems["ASettings.gap_tol"]
+
+
+def _method_problems(classes):
+    out = []
+    for name, cls in classes.items():
+        for meth, fn in inspect.getmembers(cls, inspect.isfunction):
+            if meth.startswith(("_", "set_")):  # set_*_request: scikit-learn's routing
+                continue
+            for p, v in inspect.signature(fn).parameters.items():
+                pending = f"{name}.{meth}" in METHOD_PENDING
+                if p in METHOD_RETIRED and not is_deprecated(v.default) and not pending:
+                    out.append(f"{name}.{meth}({p}=): {METHOD_RETIRED[p]}")
+    return out
+
+
+def test_public_methods_take_no_retired_keyword():
+    assert _method_problems({n: getattr(convexmetric, n) for n in ESTIMATORS}) == []
+
+    class Voter(BaseEstimator):
+        def loo_error(self, k=None):
+            pass
+
+    assert _method_problems({"Voter": Voter}) == ["Voter.loo_error(k=): " + METHOD_RETIRED["k"]]
+
+
+def test_loo_error_k_is_renamed_predict_k():
+    est, (X, y), *_ = _make("LMNN", max_iter=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    with pytest.warns(FutureWarning, match="'k' parameter of loo_error was renamed 'predict_k'"):
+        old = est.loo_error(k=1)
+    assert old == est.loo_error(predict_k=1) == est.loo_error(1)
+    with pytest.raises(ValueError, match="both 'k' and 'predict_k'"):
+        est.loo_error(1, k=1)

@@ -11,7 +11,7 @@ from sklearn.exceptions import NotFittedError
 
 from .. import bilinear
 from .._feature_names import check_feature_names, record_feature_names
-from .._validation import check_labels, check_matrix, check_scalar
+from .._input_checks import check_labels, check_matrix, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr
 from ..metrics import precision_at_k
 from ..result import SolveResult

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_choice, check_scalar
+from .._input_checks import check_choice, check_scalar
 from .base import _OnlineBilinear, logger  # noqa: F401
 from .stream import DiagonalEngine, FactoredEngine, OasisEngine
 

@@ -72,7 +72,7 @@ def zebra_stripes(
     >>> bool(((X[:, 1] + 4) // 0.2 % 2 == y).all())
     True
     """
-    from .._validation import check_scalar
+    from .._input_checks import check_scalar
 
     check_scalar(n_stripes, "n_stripes", int, min_val=1, owner="zebra_stripes")
     check_scalar(fill, "fill", float, min_val=0, max_val=1, closed="right", owner="zebra_stripes")
@@ -253,7 +253,7 @@ def concentric_circles(
     >>> X.shape, int(y.sum())
     ((72, 2), 36)
     """
-    from .._validation import check_scalar
+    from .._input_checks import check_scalar
 
     own = "concentric_circles"
     n_arcs = check_scalar(n_arcs, "n_arcs", int, min_val=1, owner=own)
@@ -304,7 +304,7 @@ def overlapping_classes(n=20000, d=20, n_classes=10, *, random_state=0):
     >>> X.shape, sorted(set(y.tolist()))
     ((100, 5), [0, 1, 2])
     """
-    from .._validation import check_scalar
+    from .._input_checks import check_scalar
 
     own = "overlapping_classes"
     check_scalar(n_classes, "n_classes", int, min_val=2, owner=own)

@@ -38,8 +38,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._feature_names import record_feature_names
-from .._renamed import renamed
-from .._validation import check_choice, check_labels, check_matrix, check_new_data, check_scalar
+from .._input_checks import check_choice, check_labels, check_matrix, check_new_data, check_scalar
+from .._renamed import DEPRECATED, REMOVED_IN, is_deprecated, renamed
 from .._verbose import check_verbose
 from ..neighbors import knn_predict, sqdist, vote
 from .blocks.predict import energy_chunk, knn_chunk, predict_blocks
@@ -264,13 +264,15 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
         """
         return super().score(X, y, sample_weight=sample_weight)
 
-    def loo_error(self, k=None):
+    def loo_error(self, predict_k=None, *, k=DEPRECATED):
         """Compute the leave-one-out kNN error on the training data under the metric.
 
         Parameters
         ----------
-        k : int, optional
+        predict_k : int, optional
             Neighbours of the vote (default ``predict_k_``: ``predict_k``, else ``k``).
+        k : int, optional
+            Deprecated: the old name of ``predict_k`` (``k`` is the target neighbours).
 
         Returns
         -------
@@ -278,7 +280,19 @@ class LMNNBaseEstimator(ClassifierMixin, BaseEstimator):
             The fraction of training points misclassified by their neighbours.
         """
         check_is_fitted(self, "targets_")
-        kk = self.predict_k_ if k is None else check_scalar(k, "k", int, min_val=1)
+        if not is_deprecated(k):
+            if predict_k is not None:
+                raise ValueError("loo_error got both 'k' and 'predict_k'; pass only predict_k.")
+            warnings.warn(
+                f"The 'k' parameter of loo_error was renamed 'predict_k' in 0.2 and 'k' will "
+                f"be removed in {REMOVED_IN}; pass predict_k={k!r} instead.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            predict_k = k
+        kk = self.predict_k_
+        if predict_k is not None:
+            kk = check_scalar(predict_k, "predict_k", int, min_val=1)
         Z = self._train_embedding()
         if Z is not None:
             pred = knn_predict(Z, self._y, Z, kk, exclude_self=True)

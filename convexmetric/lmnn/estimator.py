@@ -15,15 +15,15 @@ from functools import partial
 from sklearn.base import TransformerMixin
 
 from .._convergence import warn_unconverged
-from .._mahalanobis import MahalanobisMixin
-from .._renamed import DEPRECATED
-from .._validation import (
+from .._input_checks import (
     check_bool,
     check_choice,
     check_memory_limit,
     check_n_jobs,
     check_scalar,
 )
+from .._mahalanobis import MahalanobisMixin
+from .._renamed import DEPRECATED
 from .._verbose import log_summary, logging_to_stderr, progress_callback
 from ..neighbors import check_targets, target_neighbors
 from ..optim.deadline import Deadline

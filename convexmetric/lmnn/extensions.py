@@ -17,8 +17,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._convergence import warn_unconverged
+from .._input_checks import check_scalar
 from .._renamed import DEPRECATED
-from .._validation import check_scalar
 from .._verbose import log_summary, logging_to_stderr
 from ..linalg import components_from_metric
 from ..neighbors import sqdist, target_neighbors
@@ -178,7 +178,7 @@ class MultiMetricLMNN(LMNNBaseEstimator):
                 g,
                 c,
                 M0=self.single_.metric_,
-                max_iter=1,
+                subgradient_iter=1,
                 max_iterations=self.max_iter - used,
                 tol=float(self.tol),
                 time_limit=None if left is None else max(left, 1e-9),

@@ -9,9 +9,9 @@ from sklearn.utils.validation import check_is_fitted
 from .. import kernels
 from .._convergence import warn_unconverged
 from .._feature_names import check_feature_names
+from .._input_checks import check_choice, check_matrix, check_new_data, check_scalar
 from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._renamed import DEPRECATED
-from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .._verbose import log_summary, logging_to_stderr, progress_callback
 from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK

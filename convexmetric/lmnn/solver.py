@@ -20,9 +20,9 @@ from dataclasses import replace
 
 import numpy as np
 
+from .._input_checks import check_memory_limit
 from .._memory import settle_heap
 from .._threads import one_blas_thread
-from .._validation import check_memory_limit
 from ..neighbors import unit_scale
 from ..problems.lmnn import all_triplets, pull_matrix
 from ..result import SolveResult

@@ -10,8 +10,8 @@ from sklearn.metrics import roc_auc_score
 
 from .. import kernels as _kernels
 from .._feature_names import check_feature_names, record_feature_names
+from .._input_checks import check_choice, check_matrix, check_new_data, check_scalar
 from .._output import OutputNamesMixin, plain_transform
-from .._validation import check_choice, check_matrix, check_new_data, check_scalar
 from .pairs import Pairs, balanced_pairs, label_pairs
 
 logger = logging.getLogger("convexmetric.maurer")

@@ -22,8 +22,8 @@ import numpy as np
 
 from .. import kernels as _kernels
 from .._convergence import warn_unconverged
+from .._input_checks import check_choice, check_scalar
 from .._renamed import DEPRECATED, renamed
-from .._validation import check_choice, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..optim.deadline import Deadline
 from ..problems import maurer as _problem

@@ -7,7 +7,7 @@ import time
 import numpy as np
 
 from .. import kernels as _kernels
-from .._validation import check_scalar
+from .._input_checks import check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr
 from ..result import SolveResult
 from . import constants as const

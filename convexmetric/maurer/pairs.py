@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_indices, check_labels, check_matrix, check_scalar
+from .._input_checks import check_indices, check_labels, check_matrix, check_scalar
 
 
 def check_r(r, m, name="r"):

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_scalar
+from .._input_checks import check_scalar
 from ..progress import notify
 from ..result import SolveResult, certified_gap
 from . import vectors

@@ -10,8 +10,8 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from .._convergence import warn_unconverged
+from .._input_checks import check_choice, check_scalar
 from .._output import plain_transform
-from .._validation import check_choice, check_scalar
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..comparisons import check_comparisons
 from ..metrics import gauc

@@ -32,8 +32,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._feature_names import check_feature_names, record_feature_names
+from .._input_checks import check_choice, check_matrix, check_scalar
 from .._mahalanobis import MahalanobisMixin, kernel_point_map
-from .._validation import check_choice, check_matrix, check_scalar
 from ..kernels import check_kernel, linear_kernel, rbf_kernel
 from ..problems import poe as formulations
 from .base import _fit_blocks, _POEBase, logger  # noqa: F401

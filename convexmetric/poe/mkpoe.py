@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._input_checks import check_matrix
 from .._output import OutputNamesMixin
-from .._validation import check_matrix
 from ..kernels import check_kernel
 from ..problems import poe as formulations
 from .base import _POEBase

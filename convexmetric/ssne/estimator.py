@@ -42,15 +42,15 @@ from sklearn.base import BaseEstimator, TransformerMixin
 
 from .._convergence import warn_unconverged
 from .._feature_names import record_feature_names
-from .._output import OutputNamesMixin, plain_transform
-from .._renamed import DEPRECATED, renamed
-from .._validation import (
+from .._input_checks import (
     check_indices,
     check_labels,
     check_matrix,
     check_new_data,
     check_scalar,
 )
+from .._output import OutputNamesMixin, plain_transform
+from .._renamed import DEPRECATED, renamed
 from .._verbose import check_verbose, log_summary, logging_to_stderr, progress_callback
 from ..optim.deadline import Deadline
 from ..result import SolveResult

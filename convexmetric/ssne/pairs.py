@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_matrix
+from .._input_checks import check_matrix
 
 __all__ = ["check_similarity", "label_pairs"]
 

@@ -36,11 +36,26 @@ from .report import (
     ValidationReport,
 )
 
-PAPERS = ("lmnn", "poe", "maurer", "aroma")
+
+def __getattr__(name):
+    if name == "PAPERS":  # the formulations that can be validated, read when asked
+        from ..formulations import FORMULATIONS
+
+        return tuple(n for n, f in FORMULATIONS.items() if f.validate)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, random_state=0,
-             callback=None, **settings):  # fmt: skip
+def validate(
+    paper,
+    data=None,
+    *,
+    name=None,
+    conic_solver=None,
+    exact=True,
+    random_state=0,
+    callback=None,
+    **settings,
+):
     """Solve one instance of a paper's convex problem exactly and at scale, and compare.
 
     The exact side is CVXPY with a named conic solver; the large-scale side is each of
@@ -48,7 +63,8 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
 
     Parameters
     ----------
-    paper : {"lmnn", "poe", "maurer", "aroma"}
+    paper : {"lmnn", "poe", "maurer", "aroma"} or a registered formulation
+        (``convexmetric.formulations``).
     data : tuple, optional
         ``"lmnn"``: ``(X, y)``, used as given (default: the standardised training part
         of iris' standard split). ``"maurer"``: ``(X, y)``, scaled to diameter 1, from
@@ -92,62 +108,21 @@ def validate(paper, data=None, *, name=None, conic_solver=None, exact=True, rand
     >>> rep.exact["status"], sorted(rep.solvers)
     ('optimal', ['OASIS', 'd-AROMA', 'f-AROMA'])
     """
-    common = {"conic_solver": conic_solver, "exact": bool(exact)}
-    if paper == "ssne":
+    common = {"conic_solver": conic_solver, "exact": bool(exact), "callback": callback}
+    return _entry(paper)(data, name=name, random_state=random_state, **common, **settings)
+
+
+def _entry(paper):
+    """The registered formulation's validation entry (``convexmetric.formulations``)."""
+    from ..formulations import FORMULATIONS, get, resolve
+
+    entry = FORMULATIONS.get(paper)
+    if entry is not None and entry.exact is None:
         raise ValueError(
-            "SSNE is not convex: it has no exact solve to validate against (see its "
-            "restarts and objective history instead)."
+            f"{paper.upper()} is not convex: it has no exact solve to validate against (see "
+            "its restarts and objective history instead)."
         )
-    if paper not in PAPERS:
-        raise ValueError(f"The 'paper' parameter must be one of {PAPERS}. Got {paper!r} instead.")
-    if paper == "lmnn":
-        from . import lmnn as mod
-
-        X, y, default = mod.default_data() if data is None else (*data, "data")
-        return mod.validate(X, y, name=name or default, random_state=random_state,
-                            callback=callback, **common, **settings)  # fmt: skip
-    if paper == "maurer":
-        return _maurer(data, name, random_state, callback, common, settings)
-    if paper == "poe":
-        return _poe(data, name, random_state, callback, common, settings)
-    return _aroma(data, name, random_state, common, settings)
-
-
-def _poe(data, name, random_state, callback, common, settings):
-    from . import poe as mod
-
-    shape = {k: settings.pop(k) for k in ("n_per_class", "n_comparisons") if k in settings}
-    if data is None:
-        C, D, default = mod.default_data(settings.get("kind", "kernel"), **shape,
-                                         random_state=random_state)  # fmt: skip
-    else:
-        (C, D), default = data, "data"
-    return mod.validate(C, D, name=name or default, callback=callback, **common, **settings)
-
-
-def _aroma(data, name, random_state, common, settings):
-    from . import aroma as mod
-
-    shape = {k: settings.pop(k) for k in ("n_items", "n_features") if k in settings}
-    X, y, default = (
-        mod.default_data(**shape, random_state=random_state) if data is None else (*data, "data")
-    )
-    return mod.validate(X, y, name=name or default, random_state=random_state, **common,
-                        **settings)  # fmt: skip
-
-
-def _maurer(data, name, random_state, callback, common, settings):
-    from ..maurer.pairs import Pairs
-    from . import maurer as mod
-
-    n_pairs, oracle = settings.pop("n_pairs", 300), settings.pop("oracle", "balanced")
-    if isinstance(data, Pairs):
-        pairs, default = data, "pairs"
-    else:
-        X, y, default = mod.default_data() if data is None else (*data, "data")
-        pairs = mod.draw_pairs(X, y, n_pairs, oracle, random_state)
-    return mod.validate(pairs, name=name or default, random_state=random_state,
-                        callback=callback, **common, **settings)  # fmt: skip
+    return resolve(get(paper, "validate").validate)
 
 
 __all__ = [

@@ -33,12 +33,16 @@ def draw_pairs(X, y, n_pairs, oracle="balanced", random_state=0):
 
 
 #: the settings of :func:`validate` and their defaults
-DEFAULTS = {"reg_weight": 0.005, "margin": 1.0, "margin_neg": None, "regularizer": "hs",
-            "max_iter": 100_000}  # fmt: skip
+DEFAULTS = {
+    "reg_weight": 0.005,
+    "margin": 1.0,
+    "margin_neg": None,
+    "regularizer": "hs",
+    "max_iter": 100_000,
+}
 
 
-def validate(pairs, *, name, conic_solver=None, exact=True, random_state=0, callback=None,
-             **given):  # fmt: skip
+def validate(pairs, *, name, conic_solver=None, exact=True, random_state=0, callback=None, **given):
     """Maurer both ways; see :func:`convexmetric.validate` for the arguments."""
     from ..maurer import solver as solvers
     from ..problems import maurer as problem
@@ -58,20 +62,48 @@ def validate(pairs, *, name, conic_solver=None, exact=True, random_state=0, call
             f"{MAX_EXACT_FEATURES} (A has D² entries), or skip the exact solve."
         )
     settings = {**s, "conic_solver": conic, "random_state": random_state}
-    inst = instance(name, f"{name} ({len(r)} pairs, {U.shape[1]} features)", None, U.shape[1],
-                    len(r), "pairs")  # fmt: skip
+    inst = instance(
+        name, f"{name} ({len(r)} pairs, {U.shape[1]} features)", None, U.shape[1], len(r), "pairs"
+    )
     report = ValidationReport("maurer", inst, settings, None)
     args = (U, r, lam, gamma, gamma_neg, regularizer)
     if exact:
         from ..problems.common import SOLVER_OPTIONS
 
         A, val, status, sec = problem.solve(*args, solver=conic)
-        report.exact = exact_entry(conic, status, val, sec, SOLVER_OPTIONS[conic],
-                                   numpy_objective=problem.objective(A, *args))  # fmt: skip
+        report.exact = exact_entry(
+            conic,
+            status,
+            val,
+            sec,
+            SOLVER_OPTIONS[conic],
+            numpy_objective=problem.objective(A, *args),
+        )
     report.add("subgradient", solvers.solve_projected(*args, refine=False))
     report.add("subgradient+smoothing", solvers.solve_projected(*args))
     trace = Recorder(callback)
-    sgd = solvers.sgd(solvers.LinearBackend(U), *args[1:], max_iter=max_iter,
-                      random_state=random_state, callback=trace)  # fmt: skip
+    sgd = solvers.sgd(
+        solvers.LinearBackend(U),
+        *args[1:],
+        max_iter=max_iter,
+        random_state=random_state,
+        callback=trace,
+    )
     report.add("sgd", sgd, trace=trace)
     return report
+
+
+def run(data, *, name=None, random_state=0, callback=None, **given):
+    """:func:`convexmetric.validate`'s entry: ``data`` is ``(X, y)`` (``n_pairs`` pairs
+    drawn by ``oracle``), a :class:`~convexmetric.maurer.pairs.Pairs`, or None (iris)."""
+    from ..maurer.pairs import Pairs
+
+    n_pairs, oracle = given.pop("n_pairs", 300), given.pop("oracle", "balanced")
+    if isinstance(data, Pairs):
+        pairs, default = data, "pairs"
+    else:
+        X, y, default = default_data() if data is None else (*data, "data")
+        pairs = draw_pairs(X, y, n_pairs, oracle, random_state)
+    return validate(
+        pairs, name=name or default, random_state=random_state, callback=callback, **given
+    )

@@ -20,8 +20,12 @@ def default_data(kind="kernel", n_per_class=5, n_comparisons=500, random_state=0
 
     if kind not in KINDS:
         raise ValueError(f"The 'kind' parameter must be one of {KINDS}. Got {kind!r} instead.")
-    T = make_taxonomy(n_per_class, n_train_comparisons=n_comparisons, n_test_comparisons=10,
-                      random_state=random_state)  # fmt: skip
+    T = make_taxonomy(
+        n_per_class,
+        n_train_comparisons=n_comparisons,
+        n_test_comparisons=10,
+        random_state=random_state,
+    )
     Ks = T.train_kernels()
     if kind == "linear":
         pooled = T.X[T.train].reshape(-1, 4, 2, 4, 2).mean(axis=(2, 4)).reshape(len(T.train), -1)
@@ -33,8 +37,18 @@ def default_data(kind="kernel", n_per_class=5, n_comparisons=500, random_state=0
     return T.train_comparisons, data, f"digits_taxonomy(n={len(T.train)}, m={n_comparisons})"
 
 
-def validate(comparisons, data, *, name, kind="kernel", diagonal=False, beta=100.0,
-             conic_solver=None, exact=True, callback=None):  # fmt: skip
+def validate(
+    comparisons,
+    data,
+    *,
+    name,
+    kind="kernel",
+    diagonal=False,
+    beta=100.0,
+    conic_solver=None,
+    exact=True,
+    callback=None,
+):
     """POE both ways; see :func:`convexmetric.validate` for the arguments."""
     from ..poe import solver as large_scale
     from ..problems import poe as P
@@ -51,8 +65,14 @@ def validate(comparisons, data, *, name, kind="kernel", diagonal=False, beta=100
         n_points, n_features = kernels[0].shape[0], None
     conic = (conic_solver or "CLARABEL") if exact else None
     settings = {"kind": kind, "diagonal": diagonal, "beta": beta, "conic_solver": conic}
-    inst = instance(name, f"{name}, kind={kind}, diagonal={diagonal}, beta={beta}", n_points,
-                    n_features, len(C), "comparisons")  # fmt: skip
+    inst = instance(
+        name,
+        f"{name}, kind={kind}, diagonal={diagonal}, beta={beta}",
+        n_points,
+        n_features,
+        len(C),
+        "comparisons",
+    )
     report = ValidationReport("poe", inst, settings, None)
     if exact:
         from ..problems.common import SOLVER_OPTIONS
@@ -66,6 +86,24 @@ def validate(comparisons, data, *, name, kind="kernel", diagonal=False, beta=100
     else:
         res = large_scale.solve_kernels(kernels, C, beta, diagonal=diagonal, callback=trace)
     seconds = time.perf_counter() - t0
-    report.add(res.solver, res, objective=P.objective(res.matrices, blocks, C, beta),
-               seconds=seconds, trace=trace)  # fmt: skip
+    report.add(
+        res.solver,
+        res,
+        objective=P.objective(res.matrices, blocks, C, beta),
+        seconds=seconds,
+        trace=trace,
+    )
     return report
+
+
+def run(data, *, name=None, random_state=0, callback=None, **given):
+    """:func:`convexmetric.validate`'s entry: ``data`` is ``(comparisons, features or
+    kernels)`` or None (the taxonomy instance, ``n_per_class``, ``n_comparisons``)."""
+    shape = {k: given.pop(k) for k in ("n_per_class", "n_comparisons") if k in given}
+    if data is None:
+        C, D, default = default_data(
+            given.get("kind", "kernel"), **shape, random_state=random_state
+        )
+    else:
+        (C, D), default = data, "data"
+    return validate(C, D, name=name or default, callback=callback, **given)

@@ -32,11 +32,16 @@ from ._report import Fitted, Verification, VerificationError, check_finite
 
 __all__ = ["Fitted", "Verification", "VerificationError", "verify", "verify_fitted"]
 
+#: the certificate kinds of formulations added by :func:`convexmetric.formulations.register`
+#: (the built-in ones below are the verifier's own: it imports nothing of the library)
+ADDED_KINDS = {}
 
-def _kinds():
+
+def kinds():
+    """``{certificate kind: check}``: the built-in kinds and those registered since."""
     from . import lmnn, maurer, poe
 
-    return {**lmnn.KINDS, **poe.KINDS, **maurer.KINDS}
+    return {**lmnn.KINDS, **poe.KINDS, **maurer.KINDS, **ADDED_KINDS}
 
 
 def verify(estimator, *fit_args, tol=None, **fit_kwargs):
@@ -82,9 +87,9 @@ def verify_fitted(fitted, *fit_args, tol=None, **fit_kwargs):
     for name, arg in fit_kwargs.items():
         check_finite(name, arg)
     cert = fitted.certificate
-    kinds = _kinds()
-    check = kinds.get(cert.get("kind"))
+    table = kinds()
+    check = table.get(cert.get("kind"))
     if check is None:
-        known = ", ".join(sorted(kinds))
+        known = ", ".join(sorted(table))
         raise VerificationError(f"unknown certificate kind {cert.get('kind')!r}; known: {known}")
     return check(fitted, *fit_args, tol=tol, **fit_kwargs)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from ..._validation import check_n_jobs
+from ..._input_checks import check_n_jobs
 from ...optim.deadline import NEVER
 from ...problems.lmnn import TooManyTerms
 from .data import Workspace, plan_blocks
@@ -31,7 +31,7 @@ from .full_check import collect_terms, join_terms
 
 
 def check_lanes(n_jobs, backend, device, owner="LMNN"):
-    """The threads ``n_jobs`` asks for (:func:`~convexmetric._validation.check_n_jobs`);
+    """The threads ``n_jobs`` asks for (:func:`~convexmetric._input_checks.check_n_jobs`);
     more than one only with ``backend="local"`` and no device (elsewhere the workers or
     the device run the blocks): else ValueError naming 'n_jobs'."""
     threads = check_n_jobs(n_jobs, owner)

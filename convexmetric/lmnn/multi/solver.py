@@ -6,7 +6,7 @@ active-list oracle of :mod:`.oracle`, in per-block whitened coordinates by defau
 drivers (:mod:`convexmetric.optim`) run in turn:
 
 1. projected subgradient from the single-metric solution (the paper's initialisation
-   and solver; ``max_iter`` steps, one by default: the steps are short, the refinement
+   and solver; ``subgradient_iter`` steps, one by default: the steps are short, the refinement
    makes the large move much faster, and every step costs an evaluation);
 2. the staged smoothed driver with L-BFGS in the factors ``M^g = L_gᵀL_g`` at a fixed
    σ = 0.03 with dual recentring and :data:`MAXCOR` correction pairs; stage ``k`` runs
@@ -64,7 +64,7 @@ class MultiSettings:
     #: blocks) from the single-metric start: 20 steps lower the objective from 1726 to
     #: 1721 (the optimum is 210), and more steps only slow the solve down (measurements:
     #: ``benchmarks/TUNING.md``)
-    max_iter: int = 1
+    subgradient_iter: int = 1
     refine: bool | str = True  #: True: factors then polish; "fista": continuation; False
     tol: float = 1e-4  #: the certified relative gap that "optimal" means
     time_limit: float | None = None  #: seconds (status "user_limit")
@@ -107,9 +107,9 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     oracle = WhitenedOracle(base) if s.precondition else base
     x0 = oracle.from_original(x0) if s.precondition else x0
     cone = ProductCone([PSDCone() for _ in range(c)])
-    cap = s.max_iterations
+    cap, steps = s.max_iterations, s.subgradient_iter
     ps = SubgradientSettings(
-        max_iter=s.max_iter if cap is None else min(s.max_iter, cap),
+        max_iter=steps if cap is None else min(steps, cap),
         rtol=1e-5,
         patience=30,
         step_scale=0.1,

@@ -230,8 +230,9 @@ def check_square_kernel(K, n=None, name="K"):
 
 def check_memory_limit(value, owner="LMNN"):
     """Validate a ``memory_limit``: a positive int (bytes) or None; return it."""
-    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)
-                         and value >= 1):  # fmt: skip
+    if value is None or (
+        isinstance(value, numbers.Integral) and not isinstance(value, bool) and value >= 1
+    ):
         return None if value is None else int(value)
     raise ValueError(
         f"The 'memory_limit' parameter of {owner} must be an int in the range [1, inf) "

@@ -1,4 +1,4 @@
-"""Validation of a model directory before anything is applied.
+"""The checks of a saved model directory, before anything is applied.
 
 Everything read from disk is checked here, once: ``model.json``'s structure and types,
 every array file (a real ``.npy`` header, no pickled objects, the recorded shape, finite
@@ -52,8 +52,11 @@ def read_meta(directory):
         fail(directory, f"{MODEL_FILE} is not a convexmetric model (format != {FORMAT!r}).")
     version = meta.get("format_version")
     if version != FORMAT_VERSION or isinstance(version, bool):
-        fail(directory, f"{MODEL_FILE} has format_version {version!r}; this convexmetric reads "
-                        f"version {FORMAT_VERSION}.")  # fmt: skip
+        fail(
+            directory,
+            f"{MODEL_FILE} has format_version {version!r}; this convexmetric reads "
+            f"version {FORMAT_VERSION}.",
+        )
     kind = meta.get("kind")
     if not isinstance(kind, str) or kind not in KINDS:
         fail(directory, f"unknown model kind {kind!r} (known: {', '.join(KINDS)}).")
@@ -112,8 +115,10 @@ def load_array(directory, name, rec):
     # the header is checked first: a shape it cannot hold is refused, never allocated
     arr = load_npy(path, f"model directory {directory!r}: {rec['file']}")
     if list(arr.shape) != shape:
-        fail(directory, f"{rec['file']} has shape {tuple(arr.shape)} but {MODEL_FILE} records "
-                        f"{tuple(shape)}.")  # fmt: skip
+        fail(
+            directory,
+            f"{rec['file']} has shape {tuple(arr.shape)} but {MODEL_FILE} records {tuple(shape)}.",
+        )
     if arr.dtype.kind not in "biufU":
         fail(directory, f"{rec['file']} has dtype {arr.dtype}; expected numbers or text.")
     if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
@@ -138,8 +143,11 @@ def check_consistent(directory, kind, meta, a):
             _ndim(directory, a, name, 2)
     n_in = meta.get("n_features_in")
     if kind in ("linear", "kernel", "multi_metric", "ssne") and n_features(kind, a) != n_in:
-        fail(directory, f"the arrays expect {n_features(kind, a)} input features but "
-                        f"{MODEL_FILE} says n_features_in = {n_in}.")  # fmt: skip
+        fail(
+            directory,
+            f"the arrays expect {n_features(kind, a)} input features but "
+            f"{MODEL_FILE} says n_features_in = {n_in}.",
+        )
     if meta.get("preprocessing") == "standardize":
         mean, scale = a.get("input_mean"), a.get("input_scale")
         if mean is None or scale is None or mean.shape != (n_in,) or scale.shape != (n_in,):
@@ -153,8 +161,11 @@ def check_consistent(directory, kind, meta, a):
         _ndim(directory, a, "components", 3)
         g = _ndim(directory, a, "clusters", 1, "iu")
         if L.shape[2] != a["train_points"].shape[1] or g.size != a["train_points"].shape[0]:
-            fail(directory, "components.npy (n_metrics, r, d) and clusters.npy (n,) must match "
-                            "train_points.npy (n, d).")  # fmt: skip
+            fail(
+                directory,
+                "components.npy (n_metrics, r, d) and clusters.npy (n,) must match "
+                "train_points.npy (n, d).",
+            )
         if g.min() < 0 or g.max() >= L.shape[0]:
             fail(directory, "clusters.npy indexes outside the metrics of components.npy.")
         c = _ndim(directory, a, "cluster_centers", 2)
@@ -171,8 +182,11 @@ def _check_classifier(directory, kind, meta, a):
         fail(directory, "train_labels.npy must index into classes.npy.")
     k = meta["classifier"]["k"]
     if k > y.size:
-        fail(directory, f"{MODEL_FILE}: classifier k = {k} is larger than the {y.size} training "
-                        "points it votes among.")  # fmt: skip
+        fail(
+            directory,
+            f"{MODEL_FILE}: classifier k = {k} is larger than the {y.size} training "
+            "points it votes among.",
+        )
     Z = a.get("train_embedding")
     if Z is not None:
         r = a["components"].shape[0]
