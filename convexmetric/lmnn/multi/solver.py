@@ -57,20 +57,19 @@ __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "so
 #: the factors shed the eigen-directions below ``RANK_TOL·λ_max`` between stages
 #: (:func:`convexmetric.optim.factor.trimmed`). The blocks' optima have a few dominant
 #: directions (digits: 1–6 eigenvalues above 1e-3·λ_max, of 64), and an iteration costs
-#: in proportion to the factors' rows: 8–19 rows a block from the fifth stage with 1e-4,
-#: 22–30 with 1e-8 (LMNN's own setting; measurements: ``benchmarks/TUNING.md``).
+#: in proportion to the factors' rows, of which 1e-4 keeps far fewer than 1e-8 (LMNN's
+#: own setting; ``benchmarks/TUNING.md``).
 RANK_TOL = 1e-4
 #: the first stages that search all triplets at every evaluation, the first stage's
-#: iterations (doubled per stage), L-BFGS's correction pairs. 2, 10 and 10 over 3, 5 and
-#: 20: the seven instances of ``benchmarks/TUNING.md`` 6.9–7.2 s against 7.5–8.8 s (each
-#: one as fast or faster), digits to 1e-3 1.59–1.71 s against 1.95–2.06 s
+#: iterations (doubled per stage), L-BFGS's correction pairs. Chosen over 3, 5 and 20:
+#: fewer full checks and no instance of ``benchmarks/TUNING.md``'s seven slower
 EXACT_STAGES, FIRST_STAGE, MAXCOR = 2, 10, 10
 #: a list-only stage whose exact objective ends above this multiple of the best ran off
 #: on its stale list, and ends at a point backed off towards its start
-#: (:attr:`~convexmetric.optim.stages.StageSettings.backoff`). Digits to 1e-3 from seven
-#: nearby single-metric starts (``benchmarks/ab_runoff.py``, two runs): 10.0–11.3 s in all
-#: against 12.8–15.1 s, the slowest 2.0–2.3 s against 2.8–3.4 s; the estimator's own start
-#: runs off to 6.8× the best, which is kept (the fit bit for bit as before)
+#: (:attr:`~convexmetric.optim.stages.StageSettings.backoff`), so that the next check
+#: does not list the run-off's terms. The estimator's own start runs off to less than
+#: this, so its fit is the same as without the back-off (nearby starts:
+#: ``benchmarks/ab_runoff.py``, table ``benchmarks/results/ab_runoff.md``)
 BACKOFF = 8.0
 
 
