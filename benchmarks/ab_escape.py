@@ -136,7 +136,7 @@ def main(other, cases=DEFAULT, repeats=3, table=None):
             }
         )
     if table:
-        from tables import write_table
+        from results_table import write_table
 
         write_table(
             table,
@@ -152,7 +152,7 @@ if __name__ == "__main__":
         one(sys.argv[2], sys.argv[3])
     else:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from tables import table_argument
+        from results_table import table_argument
 
         args, table = table_argument(sys.argv[1:])
         main(*args, table=table)

@@ -93,7 +93,7 @@ def main(other, cases=DEFAULT, repeats=3, table=None):
 
 
 def _table(path, rows, best, ratios, repeats):
-    from tables import write_table
+    from results_table import write_table
 
     out = []
     for case, b in best.items():
@@ -128,7 +128,7 @@ if __name__ == "__main__":
         one(sys.argv[2])
     else:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        from tables import table_argument
+        from results_table import table_argument
 
         args, table = table_argument(sys.argv[1:])
         main(*args, table=table)

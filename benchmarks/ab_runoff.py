@@ -107,7 +107,7 @@ def main(name="digits", tol="1e-3", starts="90,100,109,120,130,140,159", repeats
           f"with/without {both:.2f}; worst: with {worst['with']:.2f} s, "
           f"without {worst['without']:.2f} s")  # fmt: skip
     if table:
-        from tables import write_table
+        from results_table import write_table
 
         write_table(
             table,
@@ -123,7 +123,7 @@ def main(name="digits", tol="1e-3", starts="90,100,109,120,130,140,159", repeats
 
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from tables import table_argument
+    from results_table import table_argument
 
     args, table = table_argument(sys.argv[1:])
     main(*args, table=table)

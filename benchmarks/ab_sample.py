@@ -80,7 +80,7 @@ def main(other, repeats=3, table=None):
 
 
 def _table(path, runs, best, repeats):
-    from tables import write_table
+    from results_table import write_table
 
     rows = [
         {
@@ -114,7 +114,7 @@ if __name__ == "__main__":
         pylmnn()
     else:
         sys.path.insert(0, HERE)
-        from tables import table_argument
+        from results_table import table_argument
 
         args, table = table_argument(sys.argv[1:])
         main(*args, table=table)

@@ -98,7 +98,7 @@ def main():
         print(f"  {name:26s} {b / m:7.1f} bytes per term")
     print(f"  largest peak              {max(out.values()) / m:7.1f} bytes per term")
     if args.table:
-        from tables import write_table
+        from results_table import write_table
 
         rows = [{"operation": k, "bytes per term": round(b / m, 1)} for k, b in out.items()]
         rows.append(

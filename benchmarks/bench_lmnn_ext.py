@@ -134,7 +134,7 @@ def main(argv=None):
         energy_benchmark(table=rows)
     multi_metric_benchmark(table=rows)
     if args.table:
-        from tables import write_table
+        from results_table import write_table
 
         write_table(
             args.table,

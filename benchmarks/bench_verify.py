@@ -67,7 +67,7 @@ def main(argv=None):
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(out, fh, indent=1)
     if args.table:
-        from tables import write_table
+        from results_table import write_table
 
         for r in out:
             r["n × d"] = f"{r['shape'][0]} × {r['shape'][1]}"
