@@ -67,9 +67,8 @@ EXACT_STAGES, FIRST_STAGE, MAXCOR = 2, 10, 10
 #: a list-only stage whose exact objective ends above this multiple of the best ran off
 #: on its stale list, and ends at a point backed off towards its start
 #: (:attr:`~convexmetric.optim.stages.StageSettings.backoff`), so that the next check
-#: does not list the run-off's terms. The estimator's own start runs off to less than
-#: this, so its fit is the same as without the back-off (nearby starts:
-#: ``benchmarks/ab_runoff.py``, table ``benchmarks/results/ab_runoff.md``)
+#: does not list the run-off's terms by the hundred thousand (nearby starts with and
+#: without it: ``benchmarks/ab_runoff.py``, table ``benchmarks/results/ab_runoff.md``)
 BACKOFF = 8.0
 
 
