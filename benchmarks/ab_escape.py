@@ -105,7 +105,7 @@ def one(case, tree):
 def main(other, cases=DEFAULT, repeats=3, table=None):
     trees = {"other": os.path.abspath(other), "this": os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))}  # fmt: skip
-    out = []
+    table_rows = []
     for case in cases.split(","):
         rows = {k: [] for k in trees}
         for _ in range(int(repeats)):
@@ -123,12 +123,12 @@ def main(other, cases=DEFAULT, repeats=3, table=None):
             flush=True,
         )
         last = rows["this"][-1]
-        out.append(
+        table_rows.append(
             {
                 "case": case,
                 "status": last["status"],
                 "iterations": last["iterations"],
-                "objective": last["objective"],
+                "objective": f"{last['objective']:.10g}",
                 "same objective": last["objective"] == rows["other"][-1]["objective"],
                 "this s": best["this"],
                 "other s": best["other"],
@@ -141,8 +141,8 @@ def main(other, cases=DEFAULT, repeats=3, table=None):
         write_table(
             table,
             "A/B: escapes and the check schedule (ab_escape.py)",
-            list(out[0]),
-            out,
+            list(table_rows[0]),
+            table_rows,
             [f"Best of {repeats} fresh processes per tree, alternating; counts of this tree."],
         )
 

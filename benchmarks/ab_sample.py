@@ -88,7 +88,7 @@ def _table(path, runs, best, repeats):
             "times s": ", ".join(f"{r['seconds']:.2f}" for r in v),
             "best s": best[k],
             "this/it": best["this"] / best[k],
-            "objective": v[-1]["objective"],
+            "objective": f"{v[-1]['objective']:.10g}",
             "gap": v[-1].get("gap", ""),
             "verified": v[-1].get("verified", ""),
         }
