@@ -4,7 +4,7 @@ Run: ``python benchmarks/ab_runoff.py [NAME] [TOL] [STARTS] [REPEATS] [--table P
 the repository root (defaults: ``digits 1e-3 90,100,109,120,130,140,159 2``). Each start is
 the single-metric LMNN fit stopped after that many iterations (159: the estimator's own
 start, certified to 1e-2), and the multi-metric solve from it runs with
-``backoff=None`` and with the solver's :data:`~convexmetric.lmnn.multi.solver.BACKOFF`,
+``backoff=None`` and with the solver's :data:`~convexmetric.lmnn.constants.BACKOFF`,
 alternating in one process (one BLAS thread), best of ``REPEATS``. Printed per start:
 the iterations, back-offs, the largest active list any check built, the certified gap,
 whether :func:`convexmetric.verify` accepts the result, the seconds of both and their

@@ -28,10 +28,9 @@ import time
 import numpy as np
 
 from convexmetric import datasets
-from convexmetric.lmnn.active_list import BYTES_PER_TERM
-from convexmetric.lmnn.blocks.dask_executor import MAX_TASKS, DaskExecutor
+from convexmetric.lmnn.blocks.dask_executor import DaskExecutor
 from convexmetric.lmnn.blocks.stream import LocalExecutor, StreamingEvaluator
-from convexmetric.lmnn.solver import DEFAULT_MEMORY_LIMIT
+from convexmetric.lmnn.constants import BYTES_PER_TERM, DEFAULT_MEMORY_LIMIT, MAX_TASKS
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import pull_matrix
 

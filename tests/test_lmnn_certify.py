@@ -9,7 +9,7 @@ from lmnn_verify import lmnn_report, verified_solve
 
 from convexmetric import datasets, verify
 from convexmetric.lmnn import solver as S
-from convexmetric.lmnn.refinement import MAX_ESCAPES
+from convexmetric.lmnn.constants import MAX_ESCAPES
 from convexmetric.problems import lmnn as P
 
 

@@ -123,6 +123,12 @@ def test_only_partial_sums_travel_per_evaluation(client, wine):
         ex.map_blocks(hinge_block, blocks, handle, L, None)
     per_eval = (outgoing() - before) / 3
     assert 0 < per_eval <= len(blocks) * (X.shape[1] ** 2 * 8 + 1024) < X.nbytes / 4
+    # the executor's own count of the payload: the d×d sums and three numbers per task
+    # back, L per task out; below what Dask counted (its framing on top)
+    info = ex.traffic_info()
+    d2 = X.shape[1] ** 2 * 8
+    assert len(blocks) * d2 <= info["bytes_received_per_evaluation"] <= per_eval
+    assert info["bytes_sent_per_evaluation"] >= len(blocks) * d2
 
 
 def test_full_check_terms_are_the_same_on_dask(client, wine):
@@ -199,6 +205,8 @@ def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified):
     a, b = local.result_, dask_fit.result_
     assert a.info["mode"] == b.info["mode"] == "active_set"
     assert a.info["full_checks"] == b.info["full_checks"] > 0
+    # bytes per evaluation and per check, reported for the Dask fit only
+    assert b.info["bytes_received_per_check"] > 0 and "bytes_sent_per_check" not in a.info
     # the same iterates up to the order of the exact objective's block sums
     assert abs(a.objective - b.objective) <= 1e-6 * a.objective
     assert b.status == "optimal"

@@ -5,7 +5,8 @@ import tracemalloc
 
 import numpy as np
 
-from convexmetric.lmnn.active_list import BYTES_PER_TERM, MAX_LISTED_N, ActiveList
+from convexmetric.lmnn.active_list import ActiveList
+from convexmetric.lmnn.constants import BYTES_PER_TERM, MAX_LISTED_N
 from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.neighbors import target_neighbors
 

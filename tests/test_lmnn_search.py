@@ -92,7 +92,8 @@ def test_nearby_metric_is_answered_by_the_last_search(monkeypatch):
     takes its triplets from the last search's near ones: exactly the brute force's at
     ``M'``, though they differ from those at ``M``; farther away it searches again."""
     from convexmetric.lmnn import memo
-    from convexmetric.lmnn.active_list import MEMO_MARGIN, ActiveList
+    from convexmetric.lmnn.active_list import ActiveList
+    from convexmetric.lmnn.constants import MEMO_MARGIN
 
     monkeypatch.setattr(memo, "PARTIAL_MIN_N", 0)  # (small data: the memo's metric only)
     X, y, T, L = instance(3, 90, 5, 3, 3, 5, False)

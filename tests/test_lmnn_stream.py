@@ -9,8 +9,7 @@ from lmnn_verify import lmnn_report, verified_solve
 from convexmetric import LMNN, datasets
 from convexmetric.cli.main import main
 from convexmetric.lmnn import solver as S
-from convexmetric.lmnn.active_list import BYTES_PER_TERM
-from convexmetric.lmnn.blocks.data import BLOCK_BUDGET, least_budget
+from convexmetric.lmnn.blocks.data import least_budget
 from convexmetric.lmnn.blocks.stream import (
     LocalExecutor,
     StreamData,
@@ -19,6 +18,7 @@ from convexmetric.lmnn.blocks.stream import (
     plan_blocks,
     row_blocks,
 )
+from convexmetric.lmnn.constants import BLOCK_BUDGET, BYTES_PER_TERM
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P

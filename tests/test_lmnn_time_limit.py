@@ -49,7 +49,7 @@ def test_fit_returns_within_one_evaluation_of_the_limit(overlapping, memory_limi
 @pytest.mark.parametrize("memory_limit", [None, STREAM])
 def test_a_limit_already_past_costs_one_exact_objective(overlapping, memory_limit):
     # the alarm rings at the first evaluation: the fit returns its start, whose exact
-    # objective is its one search (no step, no second check, no bound)
+    # objective and certified bound are its one search (no step, no second check)
     X, y, T = overlapping
     res = S.solve(X, y, T, 0.5, time_limit=1e-9, memory_limit=memory_limit)
     assert res.status == "user_limit" and res.iterations == 0
@@ -57,6 +57,35 @@ def test_a_limit_already_past_costs_one_exact_objective(overlapping, memory_limi
     assert np.allclose(res.matrix, np.eye(20), rtol=0, atol=1e-12)  # (whitened and back)
     exact = ActiveSetOracle(X, y, T, 0.5).objective(res.matrix)
     assert res.objective == pytest.approx(exact, rel=1e-9)
+    # the bound of its terms' multipliers, proved by the verifier's code: finite, positive
+    assert 0 < res.lower_bound < res.objective and res.certified_gap < 1
+    assert res.certificate is not None and len(res.certificate["lam"]) > 0
+
+
+def test_a_stopped_estimator_is_verified_at_its_finite_gap(overlapping):
+    """The time limit returns the best certified bound so far, never none: the
+    verifier recomputes the same gap from the data (and calls it unverified: it is
+    not within tol)."""
+    from convexmetric import LMNN, verify
+
+    X, y, _ = overlapping
+    model = LMNN(k=3, time_limit=0.5).fit(X, y)
+    res = model.result_
+    assert res.status == "user_limit" and np.isfinite(res.certified_gap)
+    check = verify(model, X, y)
+    assert check.certified_gap == pytest.approx(res.certified_gap, rel=1e-6, abs=1e-9)
+    assert check.lower_bound <= check.objective and not check.verified
+
+
+def test_phase_one_alone_reports_a_bound():
+    """``refine=False`` (App. A's subgradient phase only) ends with a certified bound
+    from its listed terms, not an infinite gap."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 3, 300)
+    X = rng.normal(size=(300, 4)) + rng.normal(size=(3, 4))[y]
+    res = S.solve(X, y, target_neighbors(X, y, 3), 0.5, refine=False, max_iter=200)
+    assert res.lower_bound is not None and 0 < res.lower_bound <= res.objective
+    assert res.certified_gap < 1
 
 
 def test_alarm_rings_once():

@@ -35,28 +35,17 @@ from ..optim.deadline import NEVER
 from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.stream import StreamingEvaluator, plan_blocks
 from .compact_list import CompactList
+from .constants import (
+    BYTES_PER_TERM,
+    MAX_LISTED_N,
+    MEMO_MARGIN,
+    SINGLE_SIZE,
+    SINGLE_TOL,
+    STREAM_CAP,
+    WIDE_MEMO_MARGIN,
+)
 from .memo import SearchMemo, violated
 from .schedule import CheckSchedule
-
-#: bytes per listed triplet: the largest peak of traced memory per listed term over a full
-#: check, a merge, the evaluations and a bound, list and memo included (164 bytes on the
-#: MNIST sample; ``benchmarks/bench_list_memory.py``), rounded up to a multiple of 64
-BYTES_PER_TERM = 192
-#: from this many points on, the list's int64 keys overflow (n³ ≥ 2⁶³): streaming from the start
-MAX_LISTED_N = 2_097_152
-#: streaming trial evaluations above this multiple of the best value seen return inf
-STREAM_CAP = 4.0
-#: trial evaluations run in single precision (see the module docstring) at tolerances from
-#: ``SINGLE_TOL`` on, on data of at least ``SINGLE_SIZE`` entries (smaller products gain
-#: nothing, and a toy instance then stops at its tolerance rather than 1e-6 below it)
-SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
-#: a brute-force search also keeps the triplets with ``z > −MEMO_MARGIN`` (see :meth:`_search`);
-#: the checks at apparent convergence and every search of a refinement keep those with ``z >
-#: −WIDE_MEMO_MARGIN``, so that the next metrics, a trim or a few stages away, need a partial
-#: search at most (:mod:`.memo`; phase 1's steps move ``z`` by up to hundreds). 240,000 ×
-#: 164: 5 of 6 refinement checks partial, 506–538 s against 590–604 s with 0.2
-#: (benchmarks/TUNING.md)
-MEMO_MARGIN, WIDE_MEMO_MARGIN = 1e-3, 0.5
 
 
 class ActiveList(CompactList):
@@ -397,4 +386,6 @@ class ActiveList(CompactList):
         if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
             info.update(block_seconds=self.stream.seconds, block_executor=self.stream.executor.name,
                         partial_checks=self.stream.partial_checks)  # fmt: skip
+            traffic = getattr(self.stream.executor, "traffic_info", None)  # (Dask: bytes moved)
+            info.update(traffic() if traffic is not None else {})
         return info

@@ -61,11 +61,7 @@ from .._sets import unique_inverse
 from ..linalg import components_from_metric, psd_scaling, triplet_scatter, whitening
 from ..optim import trace_ascent
 from ..optim.factor import trimmed
-
-#: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) goes on from
-#: the supergradient ascent's multipliers when their gap is within this multiple of ``tol``
-#: (it certifies the MNIST sample a stage sooner: ``benchmarks/TUNING.md``)
-SOFT_WINDOW = 5.0
+from .constants import SOFT_WINDOW
 
 
 class DualCertificate:

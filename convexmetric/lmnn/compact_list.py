@@ -7,11 +7,11 @@ share its impostors: ``d(i, l)`` once per pair). Indices are int32 while ``n < 2
 slot the narrowest unsigned type that holds ``k``; the int64 keys exist only while a merge
 runs (:meth:`CompactList.keys` computes them). What one listed term costs, with the
 temporaries of a merge, an evaluation and a bound, is measured by
-``benchmarks/bench_list_memory.py`` (:data:`.active_list.BYTES_PER_TERM`).
+``benchmarks/bench_list_memory.py`` (:data:`.constants.BYTES_PER_TERM`).
 
 The listed distances (:meth:`CompactList._list_distances`) come from ``Z = X Lᵀ``. With a
-tolerance of at least :data:`.active_list.SINGLE_TOL`, on data of at least
-:data:`.active_list.SINGLE_SIZE` entries, the drivers' trial evaluations
+tolerance of at least :data:`.constants.SINGLE_TOL`, on data of at least
+:data:`.constants.SINGLE_SIZE` entries, the drivers' trial evaluations
 (:meth:`.active_list.ActiveList.hinge_arguments` without ``accepted``, and the smoothed
 gradients built on them) project and measure in single precision: half the memory
 traffic and twice the product rate, with a rounding near 1e-7 of each distance, far
@@ -27,10 +27,7 @@ import numpy as np
 
 from .._sets import member, unique, unique_inverse
 from ..linalg import in_lanes, row_distances, target_distances
-
-#: rows of ``X`` per product of :meth:`CompactList._project` (a GEMM's rounding depends
-#: on its shape: fixed chunks give the same ``Z`` in one thread or in the executor's lanes)
-PROJECT_ROWS = 4096
+from .constants import PROJECT_ROWS
 
 
 class CompactList:

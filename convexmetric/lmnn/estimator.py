@@ -30,10 +30,11 @@ from ..neighbors import padding, target_neighbors
 from ..optim.deadline import Deadline
 from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
-from .blocks.dask_executor import check_backend, executor_for
 from .blocks.device import DeviceExecutor, check_device
+from .blocks.executor import check_backend, executor_for
 from .blocks.local import check_lanes
 from .blocks.xp import like_input
+from .constants import DEFAULT_MEMORY_LIMIT
 from .exact import solve_working_set
 from .passes import run_passes
 from .proof import applied
@@ -113,13 +114,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         ``result_.info["mode"]`` says which mode ran. The fit allocates at most
         ``result_.info["memory_bound"]``: the limit plus the data's share, copies of
         ``X`` and its projections and the solver's d × d state
-        (``convexmetric.lmnn.blocks.data.data_share``: 16 arrays of n × (d + k)
-        doubles, 48 of d × d, 0.5 MiB). A limit below the smallest plan (a block of 8
-        rows against all n, ``least_budget`` there, per ``n_jobs`` lane) is refused.
-        ``None``: no bound. The default is fixed rather than read from the machine's
-        free memory: the mode and block sizes, and with them the iterates, then do not
-        depend on the machine or its load (a certified result is within ``tol`` of the
-        optimum in either mode).
+        (``convexmetric.lmnn.blocks.data.data_share``). A limit below the smallest plan
+        (a block of 8 rows against all n, per ``n_jobs`` lane) is refused. ``None``: no
+        bound. The default is fixed rather than read from the machine's free memory: the
+        mode and block sizes, and with them the iterates, then do not depend on the
+        machine or its load (a certified result is within ``tol`` in either mode).
     backend : {"local", "dask"}, default="local"
         Where the large-scale solver's block work runs. ``"dask"``: on the workers of
         the running ``dask.distributed`` Client (``pip install 'convexmetric[dask]'``;
@@ -201,7 +200,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         tol=1e-4,
         random_state=None,
         verbose=0,
-        memory_limit=2**31,
+        memory_limit=DEFAULT_MEMORY_LIMIT,
         backend="local",
         backend_timeout=3600.0,
         device=None,

@@ -22,16 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..linalg import row_distances, target_distances
-
-#: the largest share of the points re-searched by a partial check (pairs with a stale end:
-#: about twice that share of the pair work); past it, a full search
-PARTIAL_SHARE = 0.25
-#: below this many points the memo answers its own metric only: a search costs about what
-#: a partial check's set-up does (wine, 119 points: 0.8 ms a search, 0.9 ms a partial check
-#: and 0.4 ms for its stale set; the bench_rows fit 12% slower with them)
-PARTIAL_MIN_N = 2048
-#: the thresholds ``t`` tried, as quantiles of ``q`` (the smallest stale set is kept)
-QUANTILES = (0.5, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0)
+from .constants import PARTIAL_MIN_N, PARTIAL_SHARE, QUANTILES
 
 
 class SearchMemo:

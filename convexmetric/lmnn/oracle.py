@@ -25,11 +25,7 @@ from ..optim.oracle import Oracle, StageHooks
 from ..problems.lmnn import TooManyTerms
 from .active_list import ActiveList
 from .certificate import DualCertificate
-
-#: the relative rounding of single-precision trial values (measured on the MNIST sample
-#: near the optimum: 1e-9 to 7e-9 of the value against double precision), for L-BFGS's
-#: end of a stage (:data:`convexmetric.optim.lbfgs.NOISY_GAIN`)
-TRIAL_RTOL = 1e-8
+from .constants import STOP_WIDTHS, TIGHTEN_WINDOW, TIGHTEN_WINDOW_TOLS, TRIAL_RTOL
 
 
 class ActiveSetOracle(ActiveList, Oracle, StageHooks):
@@ -45,7 +41,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
     @property
     def trial_rtol(self):
         """The relative rounding of trial values: :data:`TRIAL_RTOL` when they are in
-        single precision (:data:`.active_list.SINGLE_TOL`), else 0."""
+        single precision (:data:`.constants.SINGLE_TOL`), else 0."""
         return TRIAL_RTOL if self.mode == "active_set" and self._single() else 0.0
 
     def _counted(self, name, new_mask):
@@ -172,10 +168,39 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         tol = self.tol or 0.0
         settled = F is not None and self._last_F is not None and self._last_F - F <= tol * abs(F)
         self._last_F = F
-        if settled and tol * abs(F) < F - bound <= max(30 * tol, 1e-3) * abs(F):
+        if settled and tol * abs(F) < F - bound <= max(
+            TIGHTEN_WINDOW_TOLS * tol, TIGHTEN_WINDOW
+        ) * abs(F):
             self.alarm.check()  # (the ascent is long: not past the time limit)
             bound = self._tightened(cert, M, z, lam, F, bound, tol)
         return bound
+
+    def bound_at(self, M, F):
+        """The best certified bound so far, or when there is none one at ``M`` (a fit that
+        stopped before its refinement bounded it: the time limit, or ``refine=False``).
+
+        Weak duality holds for every ``λ ∈ [0, 1]`` on any set of triplets, so the listed
+        terms alone give a bound, with no full check: ``λ = clip(z/σ, 0, 1)`` at ``M`` for
+        the widths :data:`STOP_WIDTHS` (in the streaming mode one pass, at the widest).
+        ``F`` (an attained value) enables the trace bound. ``None`` when the list is
+        empty and no pass can be made (no bound computed)."""
+        cert = self._certificate()
+        if cert.best is None:
+            Lc = components_from_metric(M)
+            if self.mode == "streaming":
+                S1, lam_sum = self.stream.dual(Lc, STOP_WIDTHS[0])
+                cert.keep(cert.bound(S1, lam_sum, F), F, stream=(Lc, STOP_WIDTHS[0]))
+            else:
+                Dt, d_il = self._list_distances(Lc)
+                z = Dt[self.I, self.slot] + 1.0 - d_il[self._pair_of]
+                self._widths_bound(self.I, self.J, self.L, z, F)
+        return None if cert.best is None else cert.best["bound"]
+
+    def _widths_bound(self, I, J, L, z, F):
+        """Keep the best bound over ``λ = clip(z/σ, 0, 1)``, σ in :data:`STOP_WIDTHS`."""
+        cert = self._certificate()
+        for sigma in STOP_WIDTHS:
+            cert.certified(I, J, L, np.clip(z / sigma, 0.0, 1.0), F)
 
     def _extrapolated(self, cert, z, sigma, F):
         """``(bound, λ)``: the best bound over ``λ(t) = clip(λ̄ + t·z/σ, 0, 1)`` for ``t = 1``,
@@ -306,8 +331,10 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         300 iterations); over the active list the settings hold."""
         return (0.3, 300) if self.mode == "streaming" else (sigma_factor, iterations)
 
-    def objective(self, M, components=None):
-        """Eq. (14) at M over all triplets (exact); streamed when the terms overflow."""
+    def objective(self, M, components=None, bound=False):
+        """Eq. (14) at M over all triplets (exact); streamed when the terms overflow.
+        ``bound``: also a certified bound from the searched terms (as :meth:`bound_at`;
+        a fit stopped before its first check: its one search gives both)."""
         Lc, h = self._components(M, components), None
         if self.mode == "active_set":
             try:
@@ -317,9 +344,16 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             else:  # the terms' values, in double precision from Z = X Lᵀ
                 Z, t = self.X @ Lc.T, self.threads
                 h = 1.0 + row_distances(Z, I, J, threads=t) - row_distances(Z, I, L, threads=t)
-        if h is None:
+        if h is None and not bound:
             return self._seen(M, self._streamer().objective(M, Lc))
+        if h is None:  # streamed: the bound at λ = 1[z > 0] from the same pass
+            f, S1, lam_sum = self._streamer().objective(M, Lc, dual=True)
+            cert = self._certificate()
+            cert.keep(cert.bound(S1, lam_sum, f), f, stream=(Lc, None))
+            return self._seen(M, f)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
+        if bound:
+            self._widths_bound(I, J, L, h, f)
         return self._seen(M, f)
 
 

@@ -18,10 +18,7 @@ from ..problems.lmnn import hinge_terms
 from ..result import certified_status
 from ..verifier._bound14 import Infeasible, bound
 from ..verifier._eq14 import zero_value
-
-#: the objective a solver computed, raised by this share, bounds the optimum from above
-#: whatever its rounding (the trace bound needs some ``F ≥ f*``)
-OBJECTIVE_SLACK = 1e-9
+from .constants import OBJECTIVE_SLACK
 
 
 def prove(res, X, y, targets, mu, tol, clusters=None, n_clusters=1):

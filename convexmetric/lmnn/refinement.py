@@ -27,9 +27,7 @@ from ..optim.lbfgs import LBFGS
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.stages import StageSettings, run_stages
 from ..result import certified_gap, certified_status
-
-#: escapes along negative curvature at most in one refinement (``max_escapes``)
-MAX_ESCAPES = 5
+from .constants import MAX_ESCAPES
 
 
 def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):

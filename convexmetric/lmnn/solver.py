@@ -62,17 +62,11 @@ from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..problems.lmnn import all_triplets, pull_matrix
 from ..result import SolveResult, certified_status
 from .blocks.data import check_budget, data_share
+from .constants import DEFAULT_MEMORY_LIMIT, HANDOVER_RTOL, REFINE_PRUNE
 from .oracle import ActiveSetOracle
 from .proof import prove
 from .refinement import GapClosing, refine, refine_settings
 from .time_limit import stopped
-
-#: default working-memory budget (bytes); fixed, so a fit runs the same anywhere (TUNING.md)
-DEFAULT_MEMORY_LIMIT = 2 << 30
-#: the active list's pruning margin during the refinement (see :class:`ActiveSetOracle`)
-REFINE_PRUNE = 0.1
-#: phase 1 hands over to a refinement once it gains less than this in 10 iterations
-HANDOVER_RTOL = 1e-2
 
 
 @dataclass(kw_only=True)
@@ -241,6 +235,8 @@ def _solve(X, y, targets, mu, M0, s):
     except TimeUp:  # the time limit, in a step outside the drivers (they stop on it)
         res = stopped(oracle, M0, t0)
     oracle.alarm = NEVER  # the certificate's multipliers (a pass when streaming) are listed
+    if res.lower_bound is None:  # stopped before the refinement bounded it: a bound at its point
+        res.lower_bound = oracle.bound_at(res.matrix, res.objective)
     res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
     return res
 

@@ -43,7 +43,8 @@ import uuid
 import numpy as np
 
 from ...optim.deadline import NEVER
-from .dask_faults import CALL, Cluster, DaskBackendError, Watch
+from ..constants import INLINE_BYTES, MAX_TASKS
+from .dask_faults import CALL, Cluster, DaskBackendError, Watch, require_distributed
 from .dask_worker import (
     chunk_task,
     drop,
@@ -52,73 +53,11 @@ from .dask_worker import (
     rebuild,
     small_part,
 )
-from .local import LocalExecutor, check_lanes
+from .data import plan_blocks
 
-__all__ = ["BACKENDS", "MAX_TASKS", "DaskBackendError", "DaskExecutor", "dask_client"]
+__all__ = ["MAX_TASKS", "DaskBackendError", "DaskExecutor", "dask_client"]
 
 logger = logging.getLogger("convexmetric.lmnn")
-
-#: at most this many tasks per evaluation: beyond, consecutive blocks share a task that
-#: adds their partial sums on the worker (the grouping depends on the number of blocks
-#: only, never on the number of workers, so results do not depend on the cluster)
-MAX_TASKS = 256
-#: per evaluation, arguments up to this many bytes in all tasks together travel inline
-INLINE_BYTES = 1 << 20
-#: ``backend`` values of the estimators that take one
-BACKENDS = ("local", "dask")
-
-
-def _require_distributed(owner):
-    try:
-        import distributed
-    except ImportError as exc:  # pragma: no cover - the test extra installs it
-        raise ValueError(
-            f"The 'backend' parameter of {owner} is 'dask', which needs dask.distributed: "
-            "pip install 'convexmetric[dask]'."
-        ) from exc
-    return distributed
-
-
-def check_backend(value, owner="LMNN"):
-    """Validate ``backend`` ("local" or "dask"); return it."""
-    if isinstance(value, str) and value in BACKENDS:
-        return value
-    raise ValueError(
-        f"The 'backend' parameter of {owner} must be a str among {{'local', 'dask'}}. "
-        f"Got {value!r} instead."
-    )
-
-
-def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
-    """The executor of ``backend``: ``None`` (in-process, one thread) for "local", or a
-    :class:`~.local.LocalExecutor` of ``n_jobs`` lanes (:func:`~.local.check_lanes`); a
-    :class:`DaskExecutor` on the running Client for "dask"; with a ``device`` (not
-    None or "cpu"), a :class:`~.device.DeviceExecutor` in this process.
-
-    Raises ValueError naming 'backend' when no Client is running, and naming 'n_jobs'
-    when it asks for lanes beside a device or Dask (their own workers run the blocks)."""
-    threads = check_lanes(n_jobs, check_backend(backend, owner), device, owner)
-    if device not in (None, "cpu"):
-        if check_backend(backend, owner) != "local":
-            raise ValueError(
-                f"{owner}(device={device!r}) runs the block work in this process: "
-                f"'backend' must be 'local' with a device. Got {backend!r} instead."
-            )
-        from .device import DeviceExecutor
-
-        return DeviceExecutor(device, owner=owner)
-    if check_backend(backend, owner) == "local":
-        return LocalExecutor(threads) if threads > 1 else None
-    distributed = _require_distributed(owner)
-    try:
-        client = distributed.get_client()
-    except ValueError:
-        raise ValueError(
-            f"The 'backend' parameter of {owner} is 'dask' but no dask.distributed Client is "
-            "running; start one first (e.g. `from distributed import Client; "
-            "client = Client('tcp://scheduler:8786')`) or use backend='local'."
-        ) from None
-    return DaskExecutor(client, **kwargs)
 
 
 class DaskExecutor:
@@ -152,10 +91,19 @@ class DaskExecutor:
         self.retries, self.timeout = retries, timeout
         self.cluster = Cluster(client)
         self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
+        #: payload bytes (arrays and numbers; not Dask's framing) sent to and gathered from
+        #: the tasks, per kind of map: "evaluation" (sums) and "check" (triplets)
+        self.traffic = {f"{kind}_{what}": 0 for kind in ("evaluation", "check")
+                        for what in ("count", "sent", "received")}  # fmt: skip
         self._data = self._blocks = self._groups = None
         #: per task: (check, sorted keys of its violated triplets) at the last full check,
         #: and the worker that holds them
         self._known, self._where = {}, {}
+
+    @staticmethod
+    def plan_blocks(n, d, k, memory_limit=None):
+        """:func:`~.data.plan_blocks`: every worker holds the same budget."""
+        return plan_blocks(n, d, k, memory_limit)
 
     # -- data, shipped once per fit -----------------------------------------------
     def scatter(self, data):
@@ -193,7 +141,9 @@ class DaskExecutor:
             size = 2 * len(futures) * sum(getattr(a, "nbytes", 0) for a in args)
             if kwargs.get("triplets"):
                 size = float("inf")
-            return self.cluster.collect(futures, watch, size=size)
+            parts = self.cluster.collect(futures, watch, size=size)
+            self._moved("evaluation", args, len(futures), parts)
+            return parts
 
         return self._retrying(data, blocks, run)
 
@@ -238,6 +188,7 @@ class DaskExecutor:
                 late = self.cluster.collect(late, watch, [bound[g] for g in held], size)
                 for g, part in zip(held, late):
                     parts[g] = part
+            self._moved("check", args, len(futures), parts)
             return self._merge_terms(parts)
 
         return self._retrying(data, blocks, run)
@@ -282,6 +233,27 @@ class DaskExecutor:
             i, slot = np.divmod(ij, k)
             out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys), "overflow": False})
         return out
+
+    def _moved(self, kind, args, tasks, parts):
+        """Count one map's payload: ``args`` inline in each of ``tasks`` tasks, or broadcast
+        once to each worker (:meth:`_inline`'s rule), and the ``parts`` gathered."""
+        arrays = sum(_payload(a) for a in args if _is_array(a))
+        copies = tasks if arrays * tasks <= INLINE_BYTES else max(len(self.cluster.ready()), 1)
+        t = self.traffic
+        t[f"{kind}_count"] += 1
+        t[f"{kind}_sent"] += arrays * copies + tasks * sum(
+            _payload(a) for a in args if not _is_array(a)
+        )
+        t[f"{kind}_received"] += sum(_payload(p) for p in parts)
+
+    def traffic_info(self):
+        """``result_.info``'s bytes per evaluation and per full check (payload averages)."""
+        t, info = self.traffic, {}
+        for kind in ("evaluation", "check"):
+            if t[f"{kind}_count"]:
+                info[f"bytes_sent_per_{kind}"] = t[f"{kind}_sent"] / t[f"{kind}_count"]
+                info[f"bytes_received_per_{kind}"] = t[f"{kind}_received"] / t[f"{kind}_count"]
+        return info
 
     def _retrying(self, handle, blocks, run):
         """``run(watch)`` until it succeeds (:mod:`.dask_faults`: the data sent first to
@@ -331,13 +303,13 @@ class DaskExecutor:
     def release(self):
         """Nothing here: each task frees its thread's buffers on the worker."""
 
-    def close(self, handle):
+    def close(self, data):
         """Drop this fit's data from the workers' stores (else the next fits evict it).
 
         Best effort, within :data:`~.dask_faults.CALL` seconds: a cluster that failed
         has nothing left to drop, and its error (if any) was raised already."""
         try:
-            self.cluster.call(self.client._run, drop, handle.token, seconds=CALL)
+            self.cluster.call(self.client._run, drop, data.token, seconds=CALL)
         except Exception as exc:  # nothing to free on a failed cluster
             logger.info("could not drop the fit's data from the workers (%s)", exc)
 
@@ -347,6 +319,15 @@ class _Handle:
 
     def __init__(self, token):
         self.token = token
+
+
+def _payload(obj):
+    """Bytes of the arrays and numbers in ``obj`` (dicts, lists and tuples walked)."""
+    if isinstance(obj, dict):
+        return sum(_payload(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return sum(_payload(v) for v in obj)
+    return int(getattr(obj, "nbytes", 8 if isinstance(obj, (int, float)) else 0))
 
 
 def _is_array(a):
@@ -360,7 +341,7 @@ def dask_client(scheduler, owner="--scheduler", timeout=30):
     ``scheduler``: an address (``tcp://host:8786``; the cluster is left running) or
     ``local:N`` (a LocalCluster of N worker processes with one thread each, closed at
     the end)."""
-    distributed = _require_distributed(owner)
+    distributed = require_distributed(owner)
     text = str(scheduler)
     if text.startswith("local:"):
         n = text.split(":", 1)[1]

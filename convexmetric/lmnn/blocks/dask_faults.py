@@ -52,20 +52,25 @@ import concurrent.futures
 import logging
 import time
 
+from ..constants import CALL, GRACE, POLL, RATE
 from .dask_worker import WorkerDataMissing, store_all
 
 logger = logging.getLogger("convexmetric.lmnn")
 
-#: seconds between two looks at the cluster while an attempt's tasks run
-POLL = 0.5
-#: seconds a control call (membership, gathering results, dropping data) may take
-CALL = 10.0
-#: bytes per second that sending the data to the workers is granted beyond :data:`CALL`
-RATE = 20e6
-#: seconds an evaluation waits for a running worker when it has none
-GRACE = 20.0
 #: worker states that take the data (``init``: registered, not yet running tasks)
 ALIVE = ("init", "running", "paused")
+
+
+def require_distributed(owner):
+    """``dask.distributed``, or ValueError naming ``owner`` and the extra to install."""
+    try:
+        import distributed
+    except ImportError as exc:  # pragma: no cover - the test extra installs it
+        raise ValueError(
+            f"The 'backend' parameter of {owner} is 'dask', which needs dask.distributed: "
+            "pip install 'convexmetric[dask]'."
+        ) from exc
+    return distributed
 
 
 class DaskBackendError(RuntimeError):

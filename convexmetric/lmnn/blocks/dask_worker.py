@@ -19,6 +19,7 @@ import threading
 import numpy as np
 
 from ..._sets import member, union
+from ..constants import STORE_FITS
 from .data import Workspace
 
 
@@ -39,8 +40,6 @@ def _missing(token):
 
 #: per worker process: token -> {"data": StreamData, "groups": [[rows, ...], ...]}
 STORE: dict = {}
-#: fits whose data a worker keeps (the oldest is evicted)
-STORE_FITS = 2
 
 
 def store(token, key, value):

@@ -14,6 +14,16 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..constants import (
+    BASE_BYTES,
+    BLOCK_BUDGET,
+    BYTES_PER_BLOCK_CELL,
+    DATA_COPIES,
+    LEAST_CHUNK,
+    LEAST_ROWS,
+    MAX_BLOCK_ROWS,
+    SQUARE_STATE,
+)
 from .screen import screen
 from .xp import (
     is_numpy,
@@ -24,16 +34,6 @@ from .xp import (
     to_numpy,
 )
 
-#: bytes per (block row × data row) of one block: float32 distances, masks, temporaries
-BYTES_PER_BLOCK_CELL = 16
-#: the part of a memory budget that sizes the blocks, at most (bytes)
-BLOCK_BUDGET = 1 << 30
-#: rows of one block, at most: a block's product packs its ``n × d`` operand once per
-#: call, so rows below about 140 cost time (240,000 points: a full check 33% slower at 69
-#: rows than at 139), while rows above 300 only hold memory (60,000 points: 288 rows
-#: against 559, the fit 6–10% faster and its peak 0.06–0.08 GiB lower; benchmarks/TUNING.md)
-MAX_BLOCK_ROWS = 288
-
 
 class StreamData(NamedTuple):
     """The data a block function reads: inputs ``X`` (n, d), labels ``y``, targets (n, k)."""
@@ -41,16 +41,6 @@ class StreamData(NamedTuple):
     X: np.ndarray
     y: np.ndarray
     targets: np.ndarray
-
-
-#: the smallest plan: a block's rows and a chunk's candidate pairs, at least
-LEAST_ROWS, LEAST_CHUNK = 8, 256
-#: what a fit holds beyond its ``memory_limit`` (:func:`data_share`): arrays of ``n × (d +
-#: k)`` and ``d × d`` doubles, and bytes. Traced peaks less the limit, at the smallest plan
-#: and at 8× it (iris, wine, digits 300–1,200 × 64, digits PCA-16/32): at most 11–14
-#: arrays of ``n × (d + k)`` above 300 rows (15 at 300, where the d × d state weighs), and
-#: 0.36 MiB with no data to speak of (iris)
-DATA_COPIES, SQUARE_STATE, BASE_BYTES = 16, 48, 1 << 19
 
 
 def least_budget(n, d, k):

@@ -33,12 +33,10 @@ import importlib
 
 import numpy as np
 
+from ..constants import DEVICE_BLOCK_MEMORY
 from .data import StreamData
 from .stream import LocalExecutor
 from .xp import device_of, row_distances, to_numpy
-
-#: default bytes of device memory one block may take (a ``block_rows × n`` float32 product)
-BLOCK_MEMORY = 4 << 30
 
 
 def check_device(value, owner="LMNN"):
@@ -123,13 +121,13 @@ class DeviceExecutor(LocalExecutor):
     ----------
     device : str
         A device string (module docstring).
-    block_memory : int, default=:data:`BLOCK_MEMORY`
+    block_memory : int, default=:data:`DEVICE_BLOCK_MEMORY`
         Bytes of device memory one block may take; sizes the blocks (:meth:`plan_blocks`).
     """
 
     name = "device"
 
-    def __init__(self, device, block_memory=BLOCK_MEMORY, owner="LMNN"):
+    def __init__(self, device, block_memory=DEVICE_BLOCK_MEMORY, owner="LMNN"):
         super().__init__()
         self.device_name = device
         self.xp, self.device = resolve(device, owner)
@@ -223,4 +221,4 @@ def _kth_bound(xp, V, k, group=8):
     return xp.sort(mins, axis=1)[:, k - 1]
 
 
-__all__ = ["BLOCK_MEMORY", "DeviceExecutor", "check_device", "resolve", "to_numpy"]
+__all__ = ["DEVICE_BLOCK_MEMORY", "DeviceExecutor", "check_device", "resolve", "to_numpy"]

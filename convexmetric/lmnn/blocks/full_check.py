@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..constants import GROUP_ROWS
 from .data import Workspace
 from .xp import (
     argsort_stable,
@@ -37,9 +38,6 @@ from .xp import (
     to_device,
     to_numpy,
 )
-
-#: rows of a full check's block compared in one pass (:func:`_pairs`)
-GROUP_ROWS = 64
 
 
 def _pairs(rows, data, L, rtol, margin, ws, stale=None):

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-#: test rows per prediction task
-PREDICT_ROWS = 2048
+from ..constants import PREDICT_ROWS
 
 
 def predict_blocks(fn, data, Q, executor=None, rows=None, **kwargs):

@@ -20,12 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..constants import SCREEN_RESIDUAL, SCREEN_ROWS
 from .xp import device_of, is_numpy, namespace, take, to_device, to_numpy
-
-#: the screen's axes leave out at most this fraction of ``Z``'s spread (:func:`screen`)
-SCREEN_RESIDUAL = 0.05
-#: rows centred at once (the centred copy of ``Z`` is never made whole)
-_ROWS = 8192
 
 
 class Screen(NamedTuple):
@@ -51,7 +47,7 @@ def screen(P, residual=None):
     if n == 0 or r <= 2 or residual <= 0:
         return _of(xp, Z, P.sq, P)
     mean = xp.mean(Z, axis=0)
-    chunks = [slice(a, min(a + _ROWS, n)) for a in range(0, n, _ROWS)]  # (in bounds)
+    chunks = [slice(a, min(a + SCREEN_ROWS, n)) for a in range(0, n, SCREEN_ROWS)]  # (in bounds)
     C = sum(_gram(xp, Z[c, :] - mean) for c in chunks)
     w, V = np.linalg.eigh(to_numpy(C))
     spread = np.cumsum(np.maximum(w, 0.0))  # of the trailing axes, ascending

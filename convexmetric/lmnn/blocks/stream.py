@@ -271,7 +271,8 @@ class StreamingEvaluator:
         ``Σ C_ij`` over target pairs (:func:`~convexmetric.problems.lmnn.pull_matrix`).
     memory_limit : int or None
         Bytes of working memory; sizes the blocks (:func:`plan_blocks`).
-    executor : object with ``scatter`` and ``map_blocks``, default :class:`LocalExecutor`.
+    executor : Executor, default :class:`LocalExecutor`
+        Runs the block maps (the contract: :mod:`.executor`).
     """
 
     def __init__(self, X, y, targets, mu, pull, *, memory_limit=None, executor=None):
@@ -280,8 +281,9 @@ class StreamingEvaluator:
         self.n = n
         self.executor = executor if executor is not None else LocalExecutor()
         # an executor sizes its blocks itself (a device: its own memory; lanes: their share)
-        plan = getattr(self.executor, "plan_blocks", plan_blocks)
-        self.block_rows, self.chunk = plan(n, d, targets.shape[1], memory_limit)
+        self.block_rows, self.chunk = self.executor.plan_blocks(
+            n, d, targets.shape[1], memory_limit
+        )
         self.y, self.blocks = y, row_blocks(y, self.block_rows)
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = self.checks = self.partial_checks = 0
@@ -353,10 +355,12 @@ class StreamingEvaluator:
             return np.inf, np.zeros_like(M)
         return f_pull + self.mu * t["value"], (1 - self.mu) * self.pull + self.mu * t["G"]
 
-    def objective(self, M, L):
-        """Eq. (14) at ``M = LᵀL`` over all triplets (exact)."""
-        t = self.sums(L, None, grad=False)
-        return (1 - self.mu) * float(np.sum(self.pull * M)) + self.mu * t["value"]
+    def objective(self, M, L, dual=False):
+        """Eq. (14) at ``M = LᵀL`` over all triplets (exact); with ``dual``, ``(f, S(λ), Σ λ)``
+        at ``λ = 1[z > 0]`` from the same pass (a certificate's dual point, as :meth:`dual`)."""
+        t = self.sums(L, None, grad=dual)
+        f = (1 - self.mu) * float(np.sum(self.pull * M)) + self.mu * t["value"]
+        return (f, (1 - self.mu) * self.pull + self.mu * t["G"], t["lam"]) if dual else f
 
     def dual(self, L, sigma):
         """``(S(λ), Σ λ)`` with ``λ = clip(z/σ, 0, 1)`` at ``M = LᵀL`` (the certificate's)."""

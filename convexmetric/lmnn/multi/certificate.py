@@ -35,12 +35,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...optim import face_ascent, trace_ascent
-
-#: the smooth ascent (:func:`convexmetric.optim.trace_ascent.smooth_ascend`) runs from the
-#: supergradient ascent's result when its gap is within this multiple of ``tol``
-SOFT_WINDOW = 5.0
-#: the ascent frees the multipliers of the triplets within this of the kink (``|z| < τ``)
-TAU = 0.01
+from ..constants import MULTI_TAU, SOFT_WINDOW
 
 
 class RangeCertificate:
@@ -96,7 +91,7 @@ class RangeCertificate:
         z = self.base.hinge_arguments(Ms)
         return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0), z
 
-    def ascend(self, lam, z, F, tau=TAU, iterations=40, tol=None):
+    def ascend(self, lam, z, F, tau=MULTI_TAU, iterations=40, tol=None):
         """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascents
         over the triplets near the kink (``|z| < τ``, impostor difference in range), all
         blocks at once in the coordinates ``B_g`` (where the pull term is ``(1 − μ)I``: the

@@ -24,32 +24,28 @@ import numpy as np
 from ..._sets import member, union, unique_inverse
 from ...optim.oracle import Oracle, StageHooks
 from ...problems import lmnn_multi as PM
+from ..constants import ASCENT_PROGRESS, ASCENT_WINDOW, MULTI_MARGIN
 from ..schedule import CheckSchedule
 from .certificate import RangeCertificate
 from .pairs import PairGraph
-
-#: the bound's ascent runs when the relative gap is within this (and above ``tol``) and
-#: the last stage lowered the best objective by at most ``ASCENT_PROGRESS·tol`` (relative:
-#: the stages converge linearly, and a primal still moving by more is not within ``tol``
-#: of the optimum), at a stage that did not run off (:meth:`MultiMetricOracle.bound`). The
-#: stages' own multipliers bound erratically near the optimum (a few negative eigenvalues
-#: that the ascent lifts), so a narrow window let stages already close enough to certify
-#: pass without an ascent; the progress test alone keeps the ascent from the stages far
-#: from the optimum (the decision and what was tried: ``benchmarks/TUNING.md``)
-ASCENT_WINDOW, ASCENT_PROGRESS = 0.5, 2.0
-
-#: full checks list the triplets with ``z > −MARGIN``. Every evaluation costs in
-#: proportion to the list, and a narrow list goes stale sooner between checks: 0.1 lists
-#: about half of what 0.2 lists at the optimum for as many iterations or fewer, where
-#: 0.05 goes stale a stage sooner (``benchmarks/TUNING.md``)
-MARGIN = 0.1
 
 
 class MultiMetricOracle(Oracle, StageHooks):
     """Objective, subgradient and smoothed gradient of the multi-metric objective."""
 
-    def __init__(self, X, y, targets, mu, clusters, n_clusters, *, check_every=10, margin=MARGIN,
-                 prune=True):  # fmt: skip
+    def __init__(
+        self,
+        X,
+        y,
+        targets,
+        mu,
+        clusters,
+        n_clusters,
+        *,
+        check_every=10,
+        margin=MULTI_MARGIN,
+        prune=True,
+    ):
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.g, self.c = clusters, n_clusters
         self.n = X.shape[0]
@@ -224,7 +220,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         diagonal, as :class:`.whitened.WhitenedOracle`'s do): the listed points are mapped
         by ``S_g`` once per list (:meth:`.pairs.PairGraph.project`) and the pull term is
         ``Σ_j p_j ‖L'_{:j}‖²``, ``p = diag(S_gᵀP_gS_g)``. An evaluation then forms no
-        original factor and maps no gradient back."""
+        original factor and maps no gradient back (digits: 0.4 of 2 ms)."""
         self.maps, self._pull_diag = [np.asarray(S, dtype=float) for S in maps], []
         for S, P in zip(self.maps, self.P):
             Pw = S.T @ P @ S

@@ -48,28 +48,12 @@ from ...optim.smoothing import SmoothingSettings, smoothed_descent
 from ...optim.stages import StageSettings, run_stages
 from ...optim.subgradient import SubgradientSettings, projected_subgradient
 from ...result import SolveResult, certified_gap, certified_status
+from ..constants import BACKOFF, EXACT_STAGES, FIRST_STAGE, MAXCOR, MULTI_RANK_TOL
 from ..proof import prove
 from .oracle import MultiMetricOracle
 from .whitened import WhitenedOracle
 
 __all__ = ["MultiMetricOracle", "MultiSettings", "WhitenedOracle", "polish", "solve"]
-
-#: the factors shed the eigen-directions below ``RANK_TOL·λ_max`` between stages
-#: (:func:`convexmetric.optim.factor.trimmed`). The blocks' optima have a few dominant
-#: directions (digits: 1–6 eigenvalues above 1e-3·λ_max, of 64), and an iteration costs
-#: in proportion to the factors' rows, of which 1e-4 keeps far fewer than 1e-8 (LMNN's
-#: own setting; ``benchmarks/TUNING.md``).
-RANK_TOL = 1e-4
-#: the first stages that search all triplets at every evaluation, the first stage's
-#: iterations (doubled per stage), L-BFGS's correction pairs. Chosen over 3, 5 and 20:
-#: fewer full checks and no instance of ``benchmarks/TUNING.md``'s seven slower
-EXACT_STAGES, FIRST_STAGE, MAXCOR = 2, 10, 10
-#: a list-only stage whose exact objective ends above this multiple of the best ran off
-#: on its stale list, and ends at a point backed off towards its start
-#: (:attr:`~convexmetric.optim.stages.StageSettings.backoff`), so that the next check
-#: does not list the run-off's terms by the hundred thousand (nearby starts with and
-#: without it: ``benchmarks/ab_runoff.py``, table ``benchmarks/results/ab_runoff.md``)
-BACKOFF = 8.0
 
 
 @dataclass(kw_only=True)
@@ -207,7 +191,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
                        backoff=BACKOFF,
                        max_iterations=s.max_iterations, time_limit=time_limit,
                        name="multi-smoothed-lbfgs")  # fmt: skip
-    rank_tol = extra.pop("rank_tol", RANK_TOL)  # see convexmetric.optim.factor.trimmed
+    rank_tol = extra.pop("rank_tol", MULTI_RANK_TOL)  # see convexmetric.optim.factor.trimmed
     Ls = [components_from_metric(M) for M in Ms0]
     # trimmed now, as the first stage would: its check then reuses the start's search
     Ls = Ls if rank_tol is None else trimmed(Ls, rank_tol)
