@@ -1,10 +1,11 @@
 """A/B of two source trees on the solvers the escape path and the check schedule touch.
 
-Run: ``python benchmarks/ab_escape.py OTHER_TREE [CASES] [REPEATS]`` from the repository
-root, ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base
+Run: ``python benchmarks/ab_escape.py OTHER_TREE [CASES] [REPEATS] [--table PATH]`` from the
+repository root, ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base
 main``). Each run is a fresh process with ``PYTHONPATH`` set to one tree, the two trees
 alternating; prints each case's results (which should agree) and the ratio of the best
-times, this tree over the other. Cases (comma-separated; default all but ``mkpoe``):
+times, this tree over the other (``--table``: one markdown table,
+``benchmarks/results/ab_escape.md``). Cases (comma-separated; default all but ``mkpoe``):
 
 * ``multi:TOL``: ``MultiMetricLMNN(k=3, mu=0.5, tol=TOL)`` on digits (the check schedule);
 * ``lmnn:NAME``: ``LMNN(k=3, mu=0.5)`` on a standard split;
@@ -106,9 +107,10 @@ def one(case, tree):
                       "status": r.status, "iterations": r.iterations, **extra}))  # fmt: skip
 
 
-def main(other, cases=DEFAULT, repeats=3):
+def main(other, cases=DEFAULT, repeats=3, table=None):
     trees = {"other": os.path.abspath(other), "this": os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))}  # fmt: skip
+    table_rows = []
     for case in cases.split(","):
         rows = {k: [] for k in trees}
         for _ in range(int(repeats)):
@@ -125,10 +127,37 @@ def main(other, cases=DEFAULT, repeats=3):
             f"{best['other']:.3f} s, this/other {best['this'] / best['other']:.3f}",
             flush=True,
         )
+        last = rows["this"][-1]
+        table_rows.append(
+            {
+                "case": case,
+                "status": last["status"],
+                "iterations": last["iterations"],
+                "objective": f"{last['objective']:.10g}",
+                "same objective": last["objective"] == rows["other"][-1]["objective"],
+                "this s": best["this"],
+                "other s": best["other"],
+                "this/other": best["this"] / best["other"],
+            }
+        )
+    if table:
+        from results_table import write_table
+
+        write_table(
+            table,
+            "A/B: escapes and the check schedule (ab_escape.py)",
+            list(table_rows[0]),
+            table_rows,
+            [f"Best of {repeats} fresh processes per tree, alternating; counts of this tree."],
+        )
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--one":
         one(sys.argv[2], sys.argv[3])
     else:
-        main(*sys.argv[1:])
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from results_table import table_argument
+
+        args, table = table_argument(sys.argv[1:])
+        main(*args, table=table)

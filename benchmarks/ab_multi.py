@@ -1,14 +1,15 @@
 """A/B of two source trees on multi-metric LMNN: digits to 1e-3 against the single-metric fit.
 
-Run: ``python benchmarks/ab_multi.py OTHER_TREE [CASES] [REPEATS]`` from the repository
-root, ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base
+Run: ``python benchmarks/ab_multi.py OTHER_TREE [CASES] [REPEATS] [--table PATH]`` from the
+repository root, ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base
 main``). Every run is a fresh process with ``PYTHONPATH`` set to one tree (one BLAS
 thread), the two trees alternating and every case run once per round, so that a loaded
 machine loads both trees and all cases alike. Prints each
 case's deterministic counts (iterations, full checks, stages), whether
 :func:`convexmetric.verify` accepts the result, the best-of-N times and the ratio this
 tree over the other; for ``multi:digits:1e-3`` also the ratio to ``single:digits`` of the
-same tree (the issue's target: at most 2). Cases (comma-separated; default all):
+same tree (the target: at most 2). ``--table`` writes the rows as one markdown table
+(``benchmarks/results/ab_multi.md``). Cases (comma-separated; default all):
 
 * ``single:digits``: ``LMNN(k=3, mu=0.5).fit`` (the default fit, tol 1e-4);
 * ``multi:NAME:TOL[:C]``: ``MultiMetricLMNN(k=3, mu=0.5, tol=TOL)`` on a standard split
@@ -43,14 +44,14 @@ def one(case):
     t = time.perf_counter()
     r = est.fit(X, y).result_
     sec = time.perf_counter() - t
-    v = verify(est, X, y)
+    v = verify(est, X, y, tol=est.tol)  # the tolerance the case was fitted to
     print(json.dumps({"seconds": sec, "objective": r.objective, "lower": r.lower_bound,
                       "status": r.status, "iterations": r.iterations,
                       "full_checks": r.info.get("full_checks"),
                       "stages": r.info.get("stages"), "verified": bool(v.verified)}))  # fmt: skip
 
 
-def main(other, cases=DEFAULT, repeats=3):
+def main(other, cases=DEFAULT, repeats=3, table=None):
     trees = {"other": os.path.abspath(other), "this": os.path.dirname(os.path.dirname(
         os.path.abspath(__file__)))}  # fmt: skip
     cases = list(dict.fromkeys((DEFAULT if cases == "all" else cases).replace("seven", SEVEN)
@@ -69,21 +70,65 @@ def main(other, cases=DEFAULT, repeats=3):
             print(case, k, {key: v for key, v in rows[case][k][-1].items() if key != "seconds"})
         best[case] = {k: min(o["seconds"] for o in rows[case][k]) for k in trees}
         b = best[case]
-        print(f"{case}: best of {repeats}, this {b['this']:.3f} s, other {b['other']:.3f} s, "
-              f"this/other {b['this'] / b['other']:.3f}", flush=True)
+        print(
+            f"{case}: best of {repeats}, this {b['this']:.3f} s, other {b['other']:.3f} s, "
+            f"this/other {b['this'] / b['other']:.3f}",
+            flush=True,
+        )
     seven = [c for c in SEVEN.split(",") if c in best]
     if len(seven) == 7:
         tot = {k: sum(best[c][k] for c in seven) for k in trees}
-        print(f"seven instances (sum of bests): this {tot['this']:.2f} s, other "
-              f"{tot['other']:.2f} s, this/other {tot['this'] / tot['other']:.3f}")
+        best["seven (sum of bests)"] = tot
+        print(
+            f"seven instances (sum of bests): this {tot['this']:.2f} s, other "
+            f"{tot['other']:.2f} s, this/other {tot['this'] / tot['other']:.3f}"
+        )
+    ratios = {}
     if "single:digits" in best and "multi:digits:1e-3" in best:
         for k in trees:
-            r = best["multi:digits:1e-3"][k] / best["single:digits"][k]
-            print(f"{k}: multi digits 1e-3 / single-metric default fit = {r:.2f}")
+            ratios[k] = best["multi:digits:1e-3"][k] / best["single:digits"][k]
+            print(f"{k}: multi digits 1e-3 / single-metric default fit = {ratios[k]:.2f}")
+    if table:
+        _table(table, rows, best, ratios, repeats)
+
+
+def _table(path, rows, best, ratios, repeats):
+    from results_table import write_table
+
+    out = []
+    for case, b in best.items():
+        last = rows.get(case, {}).get("this", [{}])[-1]
+        out.append(
+            {
+                "case": case,
+                "iterations": last.get("iterations", ""),
+                "full checks": last.get("full_checks", ""),
+                "verified": last.get("verified", ""),
+                "this s": b["this"],
+                "other s": b["other"],
+                "this/other": b["this"] / b["other"],
+            }
+        )
+    notes = [f"Best of {repeats} fresh processes per tree, alternating; counts of this tree."]
+    notes += [
+        f"{k}: multi-metric digits 1e-3 / single-metric default fit = {r:.2f}"
+        for k, r in ratios.items()
+    ]
+    write_table(
+        path,
+        "A/B: multi-metric LMNN (ab_multi.py)",
+        ["case", "iterations", "full checks", "verified", "this s", "other s", "this/other"],
+        out,
+        notes,
+    )
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "--one":
         one(sys.argv[2])
     else:
-        main(*sys.argv[1:])
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from results_table import table_argument
+
+        args, table = table_argument(sys.argv[1:])
+        main(*args, table=table)

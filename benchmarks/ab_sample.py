@@ -1,6 +1,7 @@
 """A/B on the MNIST sample: this tree, another tree and pylmnn, alternating, one script.
 
-Run: ``python benchmarks/ab_sample.py OTHER_TREE [REPEATS]`` from the repository root,
+Run: ``python benchmarks/ab_sample.py OTHER_TREE [REPEATS] [--table PATH]`` from the
+repository root,
 ``OTHER_TREE`` a checkout of the baseline (``git worktree add --detach /tmp/base main``).
 Each of our fits is a fresh process with ``PYTHONPATH`` set to one tree and one BLAS
 thread, ``LMNN(k=3, mu=0.5).fit`` on the 4,000 × 164 PCA training part of
@@ -9,7 +10,8 @@ thread, ``LMNN(k=3, mu=0.5).fit`` on the 4,000 × 164 PCA training part of
 ``bench_mnist.py`` (``$PYLMNN_PYTHON``, else ``/work/peers/pylmnn/bin/python``; skipped
 when absent), its map scored with our eq. (14). The three alternate ``REPEATS`` times
 (default 3), so a loaded machine loads them alike; the table gives every time, the
-best-of ratios this/pylmnn and this/other, and the objectives.
+best-of ratios this/pylmnn and this/other, and the objectives. ``--table`` writes them
+as one markdown table (``benchmarks/results/ab_sample.md``).
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def pylmnn():
     print(json.dumps(out and {"seconds": out["seconds"], "objective": out["objective"]}))
 
 
-def main(other, repeats=3):
+def main(other, repeats=3, table=None):
     this = os.path.dirname(HERE)
     runs = {"this": [], "other": [], "pylmnn": []}
     for _ in range(int(repeats)):
@@ -73,6 +75,36 @@ def main(other, repeats=3):
     for k in ("pylmnn", "other"):
         if k in best:
             print(f"this/{k} = {best['this'] / best[k]:.2f}")
+    if table:
+        _table(table, runs, best, repeats)
+
+
+def _table(path, runs, best, repeats):
+    from results_table import write_table
+
+    rows = [
+        {
+            "fit": k,
+            "times s": ", ".join(f"{r['seconds']:.2f}" for r in v),
+            "best s": best[k],
+            "this/it": best["this"] / best[k],
+            "objective": f"{v[-1]['objective']:.10g}",
+            "gap": v[-1].get("gap", ""),
+            "verified": v[-1].get("verified", ""),
+        }
+        for k, v in runs.items()
+        if v
+    ]
+    write_table(
+        path,
+        "A/B on the MNIST sample, 4,000 × 164 (ab_sample.py)",
+        ["fit", "times s", "best s", "this/it", "objective", "gap", "verified"],
+        rows,
+        [
+            f"Best of {repeats}, alternating fresh processes, one BLAS thread; "
+            "pylmnn's objective is its map scored with eq. (14)."
+        ],
+    )
 
 
 if __name__ == "__main__":
@@ -81,4 +113,8 @@ if __name__ == "__main__":
     elif sys.argv[1] == "--pylmnn":
         pylmnn()
     else:
-        main(*sys.argv[1:])
+        sys.path.insert(0, HERE)
+        from results_table import table_argument
+
+        args, table = table_argument(sys.argv[1:])
+        main(*args, table=table)

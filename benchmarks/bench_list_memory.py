@@ -1,6 +1,7 @@
 """Bytes per listed triplet of LMNN's active list (``active_list.BYTES_PER_TERM``), measured.
 
-Run from the repository root: ``python benchmarks/bench_list_memory.py [--data mnist]``.
+Run from the repository root: ``python benchmarks/bench_list_memory.py [--data mnist]
+[--table benchmarks/results/bench_list_memory.md]``.
 
 On the MNIST sample (PCA-164, 4,000 points, k = 3; ``--data digits`` for a quick run) the
 oracle is built at a scaled identity metric (three times the inverse median squared
@@ -87,6 +88,7 @@ def measure(X, y, k=3, mu=0.5):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default="mnist", help="a data set of convexmetric.datasets")
+    ap.add_argument("--table", default=None, help="also write the rows as a markdown table")
     args = ap.parse_args()
     X, _, y, _ = datasets.load_split(args.data)
     out = measure(X, y)
@@ -95,6 +97,23 @@ def main():
     for name, b in out.items():
         print(f"  {name:26s} {b / m:7.1f} bytes per term")
     print(f"  largest peak              {max(out.values()) / m:7.1f} bytes per term")
+    if args.table:
+        from results_table import write_table
+
+        rows = [{"operation": k, "bytes per term": round(b / m, 1)} for k, b in out.items()]
+        rows.append(
+            {"operation": "largest peak", "bytes per term": round(max(out.values()) / m, 1)}
+        )
+        write_table(
+            args.table,
+            "Bytes per listed term of LMNN's active list (bench_list_memory.py)",
+            ["operation", "bytes per term"],
+            rows,
+            [
+                f"{args.data}: n = {len(X)}, d = {X.shape[1]}, {m} listed terms at a scaled "
+                "identity; peaks of all traced memory (tracemalloc) per listed term."
+            ],
+        )
 
 
 if __name__ == "__main__":

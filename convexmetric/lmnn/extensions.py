@@ -59,8 +59,8 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         together; status "user_limit").
     tol : float
         Certified relative gap below which the large-scale solver reports
-        "optimal"; the solver runs until then (or ``time_limit``). On the digits
-        standard split the fit takes about 2.2 s to 1e-3, 3.4 s to 1e-4 (one core).
+        "optimal"; the solver runs until then (or ``time_limit``). Times on the
+        digits standard split: ``benchmarks/results/bench_lmnn_ext.md``.
     verbose : {0, 1}
         Log a summary of each stage (INFO, logger ``convexmetric.lmnn``; the
         single-metric start logs its progress).

@@ -112,9 +112,9 @@ class RangeCertificate:
         (:func:`convexmetric.optim.trace_ascent.ascend`) runs from ``lam``, then the smooth
         ascent from its result when that is within :data:`SOFT_WINDOW`·``tol``; the better
         of the two proposals is returned. On digits to 1e-3 the face steps certify alone,
-        in a third of the ascents' time; at 1e-4 they stall short, and they are not tried
+        sooner than the ascents; at 1e-4 they stall short, and they are not tried
         again while their last bound is short of what the call needs (:attr:`face_reach`;
-        measurements: ``benchmarks/TUNING.md``). Without ``tol``, the supergradient ascent
+        ``benchmarks/TUNING.md``). Without ``tol``, the supergradient ascent
         alone."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)

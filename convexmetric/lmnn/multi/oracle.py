@@ -230,7 +230,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         diagonal, as :class:`.whitened.WhitenedOracle`'s do): the listed points are mapped
         by ``S_g`` once per list (:meth:`.pairs.PairGraph.project`) and the pull term is
         ``Σ_j p_j ‖L'_{:j}‖²``, ``p = diag(S_gᵀP_gS_g)``. An evaluation then forms no
-        original factor and maps no gradient back (digits: 0.4 of 2 ms)."""
+        original factor and maps no gradient back."""
         self.maps, self._pull_diag = [np.asarray(S, dtype=float) for S in maps], []
         for S, P in zip(self.maps, self.P):
             Pw = S.T @ P @ S

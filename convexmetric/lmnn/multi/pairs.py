@@ -17,8 +17,8 @@ differences is a Laplacian, ``Σ_p ω_p δ_p δ_pᵀ = Uᵀ Eᵀ diag(ω) E U = 
   ``r`` columns and an ``r × n_g × d`` product, instead of the ``pairs × r × d`` product
   of the pair differences (the ``pairs × d`` differences do not fit the cache);
 * distances from a factor are the row norms of ``E Z``, and ``(deg − W)Z`` is
-  ``Eᵀ(ω ⊙ E Z)`` from those same differences (digits: 0.11 ms against 0.27 ms for
-  assembling ``W`` and multiplying by it).
+  ``Eᵀ(ω ⊙ E Z)`` from those same differences (cheaper than assembling ``W`` and
+  multiplying by it).
 
 The Laplacian annihilates constants, so centring ``U`` per block changes no value and
 keeps the products small (raw pixel coordinates are all positive).
@@ -78,7 +78,7 @@ class PairGraph:
     def project(self, components, maps=None):
         """``Z`` (rows × max r): block ``g``'s rows times ``components[g]ᵀ``, zero-padded;
         with ``maps``, the rows mapped first (block ``g``'s by ``maps[g]``). Each block as
-        ``(L_g U_gᵀ)ᵀ`` (a short, wide product: 1.7× faster than ``U_g L_gᵀ`` on digits)."""
+        ``(L_g U_gᵀ)ᵀ`` (a short, wide product, cheaper than ``U_g L_gᵀ``)."""
         UT = self._transposed(maps)
         Z = np.zeros((len(self.U), max(len(Lg) for Lg in components)))
         for g, rows, _ in self.blocks():
