@@ -126,9 +126,9 @@ def hinge_block(
     -------
     dict with ``value`` (Σ φ), ``lam`` (Σ λ), ``count`` (terms with z > 0) and ``G``.
 
+    >>> from convexmetric.lmnn.blocks.data import StreamData
     >>> rng = np.random.default_rng(0)
-    >>> X, y = rng.normal(size=(20, 2)), np.arange(20) % 2
-    >>> T = np.array([[(i + 2) % 20] for i in range(20)])
+    >>> X, y, T = rng.normal(size=(20, 2)), np.arange(20) % 2, (np.arange(20)[:, None] + 2) % 20
     >>> out = hinge_block(np.arange(0, 20, 2), StreamData(X, y, T), np.eye(2))
     >>> out["G"].shape, out["count"] > 0
     ((2, 2), True)
