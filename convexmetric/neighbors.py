@@ -111,8 +111,8 @@ _U32 = 2.0**-24
 def _class_targets(Xc, k, block_size, screen=None, threads=1):
     """The ``k`` nearest other rows of ``Xc`` (one class), nearest first, ties by index.
 
-    Exact, in two steps per block of rows. **Screen** (``screen``, :func:`screen_blocks`
-    or a device's): one float32 GEMM of the centred rows gives ``v_ab = ‖x̂_b‖² −
+    Exact, in two steps per block of rows. **Screen** (:func:`_screen_block`, or a
+    device's ``screen``): one float32 GEMM of the centred rows gives ``v_ab = ‖x̂_b‖² −
     2 x̂_a·x̂_b`` (``‖x_a − x_b‖²`` less a per-row constant), within ``e_ab = (d + 16)·u·
     (‖x_a‖² + ‖x_b‖²)`` of the exact value (``u = 2⁻²⁴``: the coordinates' rounding, the
     dot product's ``γ_d`` and the float32 sums), so every ``b`` among the ``k`` nearest
@@ -140,17 +140,8 @@ def _class_targets(Xc, k, block_size, screen=None, threads=1):
     return out
 
 
-def screen_blocks(C32, sq32, band, k, block_size):
-    """The screen of :func:`_class_targets` on the host: per block of rows ``s:e``, yields
-    ``(s, e, rr, cc)``, the candidate pairs ``(s + rr, cc)`` (``rr`` sorted)."""
-    m = C32.shape[0]
-    for s in range(0, m, block_size):
-        e = min(m, s + block_size)
-        yield (s, e, *_screen_block(C32, sq32, band, k, s, e))
-
-
 def _screen_block(C32, sq32, band, k, s, e):
-    """The candidate pairs ``(s + rr, cc)`` of rows ``s:e`` (:func:`screen_blocks`)."""
+    """The screen's candidate pairs ``(s + rr, cc)`` of the rows ``s:e`` (``rr`` sorted)."""
     V = C32[s:e] @ C32.T
     V *= -2.0
     V += sq32

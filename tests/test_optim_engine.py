@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from convexmetric.cones import FullSpace, NonnegativeOrthant
-from convexmetric.optim.escape import grown_factors, negative_curvature
+from convexmetric.optim.escape import grown_factors
 from convexmetric.optim.factor import Factored, trimmed
 from convexmetric.optim.fista import FISTA
 from convexmetric.optim.lbfgs import LBFGS
@@ -265,11 +265,7 @@ def test_begin_stage_may_replace_the_point_and_the_run_goes_on_from_it():
     assert np.allclose(res.matrix.T @ res.matrix, np.diag([1.0, 2.0, 0.0]), atol=1e-6)
 
 
-def test_negative_curvature_and_line_searches():
-    S = np.diag([2.0, -1.0, 0.5])
-    v = negative_curvature(S)
-    assert abs(abs(v[1]) - 1.0) <= 1e-12
-    assert negative_curvature(np.diag([1.0, 0.0])) is None
+def test_line_searches():
     t, f = golden_section(lambda t: (t - 0.3) ** 2, 0.0, 1.0, 60)
     assert t == pytest.approx(0.3, abs=1e-8) and f <= 1e-15
     assert bracket_search(lambda t: (t - 40.0) ** 2, 1e-3)[0] == pytest.approx(40.0, rel=1e-4)

@@ -74,10 +74,3 @@ def grown_factors(Ls, pairs, value, max_new, *, bracket=False):
     else:
         t, _ = interval_search(lambda t: value(stack(t)), ESCAPE_SPAN * scale)
     return None if t <= 0.0 else stack(t)
-
-
-def negative_curvature(S, rtol=1e-10):
-    """The unit eigenvector of the most negative eigenvalue of symmetric ``S``, or ``None``
-    when ``λ_min(S) ≥ −rtol·max(1, max|λ|)`` (no direction of descent left)."""
-    _, D = negative_directions(*np.linalg.eigh(0.5 * (S + S.T)), rtol, 1)
-    return D[:, 0] if D.shape[1] else None
