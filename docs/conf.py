@@ -84,7 +84,7 @@ nitpick_ignore = [
     ("py:mod", "convexmetric.lmnn.passes"),
     ("py:mod", "convexmetric.lmnn.blocks.dask_executor"),
     ("py:mod", "convexmetric.poe.diagonal"),
-    ("py:mod", "convexmetric.balltree"),
+    ("py:mod", "convexmetric.lmnn.balltree"),
     ("py:func", "convexmetric.metrics.distance_roc_auc"),
     ("py:func", "convexmetric.kernels.empirical_features"),
     ("py:class", "convexmetric.ssne.solver.SSNESettings"),

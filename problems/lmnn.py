@@ -69,7 +69,7 @@ def hinge_terms(
     value is recomputed from the differences ``z_i − z_j`` for accuracy. ``components``
     (``L`` with ``M = LᵀL``) may be passed instead of ``M``. ``search`` chooses the
     candidate search: ``None``/``"brute"`` (blocked), ``"balltree"``/``"kdtree"`` (one
-    tree per class, :mod:`convexmetric.balltree`), or a callable
+    tree per class, :mod:`convexmetric.lmnn.balltree`), or a callable
     ``search(Z, y, radius, block_size=...) -> (I, L)``; all give the same terms.
     """
     Lc = components_from_metric(M) if components is None else components
@@ -82,7 +82,7 @@ def hinge_terms(
         chunks = impostor_blocks(Z, y, radius, block_size=block_size)
     else:
         if isinstance(search, str):
-            from ..balltree import impostor_pairs_tree
+            from ..lmnn.balltree import impostor_pairs_tree
 
             I, L = impostor_pairs_tree(Z, y, radius, tree=search)
         else:

@@ -63,7 +63,7 @@ def test_a_limit_below_the_smallest_plan_is_refused():
 
 
 def test_the_heap_is_settled_at_the_default_limit():
-    from convexmetric._memory import SETTLE_BYTES, settle_heap
+    from convexmetric.lmnn._memory import SETTLE_BYTES, settle_heap
 
     tracemalloc.start()
     try:

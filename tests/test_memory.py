@@ -9,7 +9,7 @@ import pytest
 PROBE = """
 import ctypes, sys
 import numpy as np
-from convexmetric._memory import settle_heap
+from convexmetric.lmnn._memory import settle_heap
 
 class Info(ctypes.Structure):
     _fields_ = [(f, ctypes.c_size_t) for f in ("arena", "ordblks", "smblks", "hblks",

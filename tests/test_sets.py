@@ -1,9 +1,9 @@
-"""The sort-based set operations of :mod:`convexmetric._sets` return numpy's arrays."""
+"""The sort-based set operations of :mod:`convexmetric.lmnn._sets` return numpy's arrays."""
 
 import numpy as np
 import pytest
 
-from convexmetric import _sets
+from convexmetric.lmnn import _sets
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -27,7 +27,7 @@ ROOTS = {"convexmetric": "convexmetric", "problems": "convexmetric.problems",
 MAX_MODULE, MAX_FUNCTION, MAX_PARAMS = 400, 80, 10
 #: the solver code: the engine, and each paper's oracles, solvers and certificates
 SOLVER_PARTS = ("optim/", "active_list", "oracle", "solver", "certificate", "stream",
-                "factored", "diagonal", "sgd", "exact", "dask_", "steps")  # fmt: skip
+                "factored", "diagonal", "sgd", "exact", "dask_", "steps", "_ascent")  # fmt: skip
 
 
 def modules(top="."):

@@ -109,7 +109,7 @@ class ActiveList(CompactList):
         self._spread = None  #: the data's :class:`~convexmetric.linalg.Spread` (made once)
         self.memo_margin = MEMO_MARGIN  #: the margin of the searches (see :meth:`_search`)
         if search == "auto":
-            from ..balltree import ImpostorSearch
+            from .balltree import ImpostorSearch
 
             search = ImpostorSearch("auto")
         self.search = search

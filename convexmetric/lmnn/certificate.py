@@ -57,10 +57,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from .._sets import unique_inverse
 from ..linalg import components_from_metric, psd_scaling, triplet_scatter, whitening
-from ..optim import trace_ascent
 from ..optim.factor import trimmed
+from . import trace_ascent
+from ._sets import unique_inverse
 from .constants import SOFT_WINDOW
 
 

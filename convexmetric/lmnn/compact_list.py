@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._sets import member, unique, unique_inverse
 from ..linalg import in_lanes, row_distances, target_distances
+from ._sets import member, unique, unique_inverse
 from .constants import PROJECT_ROWS
 
 

@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from ..._sets import member, union
+from .._sets import member, union
 from ..constants import STORE_FITS
 from .data import Workspace
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..._sets import unique
+from .._sets import unique
 from .data import Workspace
 from .xp import (
     astype,

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...optim import face_ascent, trace_ascent
+from .. import face_ascent, trace_ascent
 from ..constants import MULTI_TAU, SOFT_WINDOW
 
 
@@ -102,14 +102,14 @@ class RangeCertificate:
         return np.clip(self.base.lam_bar + z / sigma, 0.0, 1.0), z
 
     def ascend(self, lam, z, F, tau=MULTI_TAU, iterations=40, tol=None):
-        """Multipliers raising the trace bound from ``lam`` (a copy): the engine's ascents
+        """Multipliers raising the trace bound from ``lam`` (a copy): the trace-bound ascents
         over the triplets near the kink (``|z| < τ``, impostor difference in range), all
         blocks at once in the coordinates ``B_g`` (where the pull term is ``(1 − μ)I``: the
         scale of ``ν``).
 
-        With ``tol``, the face steps (:func:`convexmetric.optim.face_ascent.face_ascend`)
+        With ``tol``, the face steps (:func:`convexmetric.lmnn.face_ascent.face_ascend`)
         come first, and if they do not reach ``tol`` the supergradient ascent
-        (:func:`convexmetric.optim.trace_ascent.ascend`) runs from ``lam``, then the smooth
+        (:func:`convexmetric.lmnn.trace_ascent.ascend`) runs from ``lam``, then the smooth
         ascent from its result when that is within :data:`SOFT_WINDOW`·``tol``; the better
         of the two proposals is returned. On digits to 1e-3 the face steps certify alone,
         sooner than the ascents; at 1e-4 they stall short, and they are not tried

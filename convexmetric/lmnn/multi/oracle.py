@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..._sets import member, union, unique_inverse
 from ...optim.oracle import Oracle, StageHooks
 from ...problems import lmnn_multi as PM
+from .._sets import member, union, unique_inverse
 from ..constants import ASCENT_PROGRESS, ASCENT_WINDOW, MULTI_MARGIN
 from ..schedule import CheckSchedule
 from .certificate import RangeCertificate

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..._sets import unique_inverse
+from .._sets import unique_inverse
 
 
 class PairGraph:

@@ -22,7 +22,7 @@ import time
 import numpy as np
 from sklearn.neighbors import BallTree, KDTree
 
-from .neighbors import DEFAULT_BLOCK, impostor_pairs
+from ..neighbors import DEFAULT_BLOCK, impostor_pairs
 
 TREES = {"balltree": BallTree, "kdtree": KDTree}
 

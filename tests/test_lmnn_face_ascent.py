@@ -1,13 +1,13 @@
-"""The face steps on a trace bound (:mod:`convexmetric.optim.face_ascent`): their linear
+"""The face steps on a trace bound (:mod:`convexmetric.lmnn.face_ascent`): their linear
 model is the blocks' own change (the matrices are affine in the multipliers), a step
 solves its equality where nothing is clipped, the steps never lower the bound, keep the
 box, stop at the tolerance and get close to the dual optimum CVXPY finds."""
 
 import numpy as np
 import pytest
-from test_optim_trace_ascent import dual_optimum, dual_solution, problem
+from test_lmnn_trace_ascent import dual_optimum, dual_solution, problem
 
-from convexmetric.optim import face_ascent as FA
+from convexmetric.lmnn import face_ascent as FA
 
 F, CONST, SCALE = 50.0, 1.0, 0.5
 

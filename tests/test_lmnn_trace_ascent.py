@@ -1,11 +1,11 @@
-"""The engine's ascent on a trace bound (:mod:`convexmetric.optim.trace_ascent`): it never
-lowers the bound, keeps the multipliers in the box, computes its rays exactly (the
+"""The ascent on the trace bound of LMNN's certificates (:mod:`convexmetric.lmnn.trace_ascent`):
+it never lowers the bound, keeps the multipliers in the box, computes its rays exactly (the
 incremental matrices equal the ones built afresh) and stops at the tolerance."""
 
 import numpy as np
 import pytest
 
-from convexmetric.optim import trace_ascent as TA
+from convexmetric.lmnn import trace_ascent as TA
 
 
 def problem(seed, blocks=2, d=5, k=40, mu=0.5):
