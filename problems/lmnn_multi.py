@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..linalg import components_from_metric
+from ..lmnn.terms import all_triplets
 from ..neighbors import mask_padding
 from .common import cp, psd_value, solve_problem
-from .lmnn import all_triplets
 
 
 def pull_matrices(X, targets, clusters, n_clusters):

@@ -32,7 +32,6 @@ import numpy as np
 
 from ..linalg import Spread, components_from_metric
 from ..optim.deadline import NEVER
-from ..problems.lmnn import TooManyTerms, hinge_terms, pull_matrix
 from .blocks.data import plan_blocks
 from .blocks.evaluator import StreamingEvaluator
 from .compact_list import CompactList
@@ -47,6 +46,7 @@ from .constants import (
 )
 from .memo import SearchMemo, violated
 from .schedule import CheckSchedule, check_cap
+from .terms import TooManyTerms, hinge_terms, pull_matrix
 
 
 class ActiveList(CompactList):

@@ -22,11 +22,11 @@ from ..linalg import components_from_metric, row_distances, triplet_scatter
 from ..optim.escape import grown_factors
 from ..optim.factor import trimmed
 from ..optim.oracle import Oracle, StageHooks
-from ..problems.lmnn import TooManyTerms
 from .active_list import ActiveList
 from .bounds import ListBounds
 from .certificate import DualCertificate
 from .constants import TRIAL_RTOL
+from .terms import TooManyTerms
 
 
 class ActiveSetOracle(ActiveList, Oracle, StageHooks):

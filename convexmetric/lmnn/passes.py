@@ -8,9 +8,9 @@ with nothing left is not run (the settings bound the whole fit, never one pass).
 
 from __future__ import annotations
 
+from ..linalg import components_from_metric
 from ..neighbors import target_neighbors
 from ..optim.deadline import Deadline
-from ..problems.lmnn import components_from_metric
 
 
 def run_passes(solve_pass, X, y_enc, T, n_passes, max_iter, time_limit):

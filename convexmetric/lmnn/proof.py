@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..problems.lmnn import hinge_terms
 from ..result import certified_status
 from ..verifier._bound14 import Infeasible, bound
 from ..verifier._eq14 import zero_value
 from .constants import OBJECTIVE_SLACK
+from .terms import hinge_terms
 
 
 def prove(res, X, y, targets, mu, tol, clusters=None, n_clusters=1):

@@ -23,13 +23,13 @@ import numpy as np
 from .._input_checks import check_memory_limit
 from .._threads import one_blas_thread
 from ..neighbors import unit_scale
-from ..problems.lmnn import all_triplets, pull_matrix
 from ..result import SolveResult
 from ._memory import settle_heap
 from .blocks.data import check_budget, data_share
 from .phases import solve_phases
 from .proof import prove
 from .settings import LMNNSettings
+from .terms import all_triplets, pull_matrix
 
 
 def pull_whitening(X, targets, rtol=1e-8):

@@ -170,7 +170,7 @@ class DaskExecutor:
         worker's memory until the counts of all tasks are known. Past ``max_terms``
         violated triplets in all, it raises
         :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
-        from ...problems.lmnn import TooManyTerms
+        from ..terms import TooManyTerms
 
         def run(watch):
             self._checks += 1

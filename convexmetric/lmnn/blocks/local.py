@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..._input_checks import check_n_jobs
 from ...optim.deadline import NEVER
-from ...problems.lmnn import TooManyTerms
+from ..terms import TooManyTerms
 from .data import Workspace, plan_blocks
 from .full_check import collect_terms, join_terms
 
