@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
-from .trace_ascent import per_term
+from .trace_ascent import per_term, trace_bound
 
 #: the cluster: eigenvalues below ``LEVEL·s``; its eigenvalues are set to ``ETA·s``.
 #: Digits' ten blocks at the end of a multi-metric stage: 3–15 directions a block of 47–53
@@ -112,7 +112,7 @@ def value(eig, x, mu, F, const, scale):
     """``B(x)`` from the blocks' spectra ``eig`` (:func:`spectra`) at ``x``:
     ``c + μΣx + F min(0, λ_min)/s``."""
     low = min(0.0, min(float(w[0]) for w, _ in eig))
-    return const + mu * float(x.sum()) + F * low / scale
+    return trace_bound(const + mu * float(x.sum()), F, low, scale)
 
 
 class _Cluster:

@@ -31,6 +31,19 @@ import numpy as np
 from scipy.optimize import Bounds, minimize
 
 
+def trace_bound(total, F, low, scale=1.0):
+    """The trace bound ``total + F·min(0, ν)/s`` (module docstring) with ``total = c + μΣx``
+    and ``ν`` the blocks' lowest eigenvalue ``low`` (or a minorant of ``min(0, λ_min)``).
+
+    The one formula of LMNN's certificates and their ascents (the verifier keeps its own,
+    with rounding bounds).
+
+    >>> trace_bound(3.0, 10.0, -0.2, scale=2.0)
+    2.0
+    """
+    return total + F * min(low, 0.0) / scale
+
+
 @dataclass
 class Block:
     """One block of the dual matrix: ``S`` at the starting multipliers (the free ones
@@ -88,8 +101,7 @@ def ascend(blocks, x, mu, F, const, scale=1.0, iterations=40, tol=None):
     ref = []  # the iteration's matrices and their smallest eigenvalues (see _lowest)
 
     def value(S, x):
-        nu = _lowest(S, *ref) / scale
-        return const + mu * float(x.sum()) + F * nu
+        return trace_bound(const + mu * float(x.sum()), F, _lowest(S, *ref) / scale)
 
     b, step = value(S, x), 1e-3
     for _ in range(iterations):
@@ -316,8 +328,8 @@ class _SoftModel:
 
     def exact(self, x):
         """The trace bound ``B(x)`` of the model's matrices."""
-        nu = min(self.lowest(x), 0.0) / self.scale
-        return self.const + self.mu * float(x.sum()) + self.F * nu
+        total = self.const + self.mu * float(x.sum())
+        return trace_bound(total, self.F, min(self.lowest(x), 0.0) / self.scale)
 
     def negative(self, x, eps):
         """``(−B_ε(x), −∇B_ε(x))``."""
@@ -335,7 +347,7 @@ class _SoftModel:
                 CU = C @ U.astype(C.dtype)
                 rows = (CU * CU).sum(axis=1, dtype=float)
                 curv += np.bincount(idx, sign * per_term(rows, row), len(x))
-        value = self.const + self.mu * float(x.sum()) + self.F * soft / self.scale
+        value = trace_bound(self.const + self.mu * float(x.sum()), self.F, soft, self.scale)
         grad = self.mu + (self.F * self.mu / self.scale) * curv
         return -value, -grad
 

@@ -191,7 +191,7 @@ class RangeCertificate:
             return total, nu
         lb = total / (1.0 - nu)
         if F is not None and np.isfinite(F):
-            lb = max(lb, total + nu * float(F))
+            lb = max(lb, trace_ascent.trace_bound(total, float(F), nu))
         return lb, nu
 
 
