@@ -204,17 +204,37 @@ def psd_scaling(S0s, S1s, steps=40):
     return lo
 
 
-def whitening(R, rtol=1e-10):
+def whitening(R, rtol=1e-10, *, floor=False):
     """``T = V Λ^{-1/2}`` over the positive eigenspace of ``R`` (``TᵀRT = I``), the
     null-space basis and ``T⁺ = Λ^{1/2}Vᵀ``; ``tr(RW) = tr Ŵ`` for ``W = T Ŵ Tᵀ``,
-    ``Ŵ = T⁺ W T⁺ᵀ``."""
+    ``Ŵ = T⁺ W T⁺ᵀ``.
+
+    ``floor=True``: the eigenvalues below ``rtol·λ_max`` are raised to it instead of
+    dropped, so ``T`` is square and ``T⁺ = T⁻¹`` (an exact change of variables, as the
+    LMNN solvers' preconditioning needs; no null space; an ``R`` without a positive
+    eigenvalue gives ``T = V``), in ``eigh``'s order of the eigenvalues.
+
+    >>> T, null, T_inv = whitening(np.array([[4.0, 0.0], [0.0, 0.0]]), floor=True)
+    >>> T.shape, null.shape, bool(np.allclose(T @ T_inv, np.eye(2)))
+    ((2, 2), (2, 0), True)
+    """
     d = np.diag(R)
-    if np.count_nonzero(R - np.diag(d)) == 0:  # diagonal (the identity of feature blocks)
+    if not floor and np.count_nonzero(R - np.diag(d)) == 0:  # diagonal (feature blocks)
         return _diagonal_whitening(d, rtol)
     lam, V = np.linalg.eigh(0.5 * (R + R.T))
+    if floor:
+        return _floored_whitening(lam, V, rtol)
     keep = lam > rtol * max(float(lam[-1]), 1e-300)
     Vk = V[:, keep]
     return Vk / np.sqrt(lam[keep]), V[:, ~keep], (Vk * np.sqrt(lam[keep])).T
+
+
+def _floored_whitening(lam, V, rtol):
+    """:func:`whitening` with ``floor=True`` from ``R``'s eigendecomposition."""
+    if not lam[-1] > 0:  # nothing to equalise (a pull matrix of a class of one point)
+        lam = np.ones_like(lam)
+    lam = np.maximum(lam, rtol * float(lam[-1]))
+    return V / np.sqrt(lam), V[:, :0], (V * np.sqrt(lam)).T
 
 
 def _diagonal_whitening(d, rtol):

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import numpy as np
-
+from ...linalg import whitening
 from ...optim.oracle import Oracle, StageHooks
 
 
@@ -29,12 +28,9 @@ class WhitenedOracle(Oracle, StageHooks):
         self.base = oracle
         self.S, self.S_inv = [], []
         for P in oracle.P:
-            w, V = np.linalg.eigh(0.5 * (P + P.T))
-            if not w[-1] > 0:  # no pull (a class of one point): no curvature to equalise
-                w = np.ones_like(w)
-            w = np.maximum(w, rtol * float(w[-1]))
-            self.S.append(V / np.sqrt(w))
-            self.S_inv.append((V * np.sqrt(w)).T)
+            S, _, S_inv = whitening(P, rtol, floor=True)
+            self.S.append(S)
+            self.S_inv.append(S_inv)
         oracle.whiten(self.S)  # factor evaluations in these coordinates (smooth_factor)
 
     def base_oracle(self):
