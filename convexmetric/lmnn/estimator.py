@@ -25,9 +25,9 @@ from .._input_checks import (
 from .._mahalanobis import MahalanobisMixin
 from .._renamed import DEPRECATED
 from .._verbose import log_summary, logging_to_stderr, progress_callback
+from ..linalg import components_from_metric
 from ..neighbors import check_targets, target_neighbors
 from ..optim.deadline import Deadline
-from ..problems import lmnn as P
 from .base import LMNNBaseEstimator
 from .blocks.device import DeviceExecutor, check_device
 from .blocks.executor import check_backend, executor_for
@@ -39,6 +39,7 @@ from .passes import run_passes
 from .proof import applied
 from .reduction import leading_components, pca_axes, solve_rectangular
 from .solver import solve as solve_large_scale
+from .terms import objective
 
 logger = logging.getLogger("convexmetric.lmnn")
 
@@ -313,7 +314,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _set_metric(self, res, X, y_enc, T, axes):
         """``components_``, ``metric_``, ``objective_`` from ``M``; the result to record."""
         M = 0.5 * (res.matrix + res.matrix.T)
-        Lc = P.components_from_metric(M)
+        Lc = components_from_metric(M)
         if axes is None and self.n_components is None:  # the objective of what is applied
             res = applied(res, X, y_enc, T, float(self.mu), float(self.tol), Lc)
         self.objective_ = float(res.objective)
@@ -324,7 +325,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
                     X, y_enc, T, float(self.mu), self.n_components, L0=Lc, search=self.search
                 )
                 Lc = res.matrix
-            self.objective_ = P.objective(Lc.T @ Lc, X, T, y_enc, float(self.mu))
+            self.objective_ = objective(Lc.T @ Lc, X, T, y_enc, float(self.mu))
         if axes is not None:
             Lc = Lc @ axes
         self.components_ = Lc
