@@ -137,7 +137,7 @@ def check_row(device, max_n):
     """One full check and one streamed evaluation at 10⁶ points (no fit)."""
     from convexmetric.lmnn.blocks.device import DeviceExecutor
     from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
-    from convexmetric.problems.lmnn import pull_matrix
+    from convexmetric.lmnn.terms import pull_matrix
 
     Xtr, _, ytr, _ = _subsample(_synthetic(), max_n)
     ex = DeviceExecutor(device)

@@ -32,8 +32,8 @@ from convexmetric.lmnn.blocks.dask_executor import DaskExecutor
 from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
 from convexmetric.lmnn.blocks.local import LocalExecutor
 from convexmetric.lmnn.constants import BYTES_PER_TERM, DEFAULT_MEMORY_LIMIT, MAX_TASKS
+from convexmetric.lmnn.terms import pull_matrix
 from convexmetric.neighbors import target_neighbors
-from convexmetric.problems.lmnn import pull_matrix
 
 
 def instance(name):

@@ -26,7 +26,7 @@ whole space).
 multipliers already have the right sum (on the MNIST sample ``μΣλ`` is within 3e-6 of
 ``F``); the gap is all ``ν``, a few times 1e-4 and carried by a cluster of about 30
 negative eigenvalues. The trace bound ``μΣλ + F·min(0, ν(λ))`` is concave in ``λ``; the
-engine's ascent (:mod:`convexmetric.optim.trace_ascent`) raises it over the multipliers
+engine's ascent (:mod:`convexmetric.lmnn.trace_ascent`) raises it over the multipliers
 of the triplets near the kink. From stage multipliers 6e-4 from ``F``, five steps gave
 6e-5 and twenty 2e-5 (the products in single precision, the bound itself exact).
 
@@ -96,7 +96,9 @@ class DualCertificate:
         nu = float(np.linalg.eigvalsh(0.5 * (Sh + Sh.T))[0])
         if nu >= 0:
             return total
-        return max(total / (1.0 - nu), -np.inf if F is None else total + nu * F)
+        return max(
+            total / (1.0 - nu), -np.inf if F is None else trace_ascent.trace_bound(total, F, nu)
+        )
 
     def certified(self, I, J, L, lam, F=None):
         """The bound of the multipliers ``lam`` of the triplets ``(I, J, L)``, kept as the
@@ -150,11 +152,11 @@ class DualCertificate:
     def ascend(self, I, J, L, z, lam, F, tau=0.03, iterations=10, tol=None, max_kinks=50_000):
         """Multipliers raising the trace bound ``μΣλ + F·ν(λ)`` from ``lam`` (a copy).
 
-        The ascent of :func:`convexmetric.optim.trace_ascent.ascend` over the multipliers
+        The ascent of :func:`convexmetric.lmnn.trace_ascent.ascend` over the multipliers
         of the triplets near the kink (``|z| < τ``, at most ``max_kinks``, the nearest),
         in the coordinates where ``S_0`` is the identity; the others stay. It stops
         after ``iterations`` steps, when no step gains, or once ``F − B ≤ tol·F``; given
-        ``tol``, the smooth ascent (:func:`~convexmetric.optim.trace_ascent.smooth_ascend`)
+        ``tol``, the smooth ascent (:func:`~convexmetric.lmnn.trace_ascent.smooth_ascend`)
         goes on from there when ``F − B ≤`` :data:`SOFT_WINDOW` ``· tol·F`` (where the
         supergradient steps stall on a cluster of eigenvalues). :meth:`bound` then
         certifies the result exactly.
