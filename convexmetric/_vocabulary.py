@@ -201,30 +201,15 @@ RETIRED_FIELDS = {
     "max_iter",
 }
 
-#: FOR THE LEAD: settings fields that still break the rules above, with the rename that
-#: fixes each and who owns the file (helper B: convexmetric/optim/**, convexmetric/ssne/**).
-#: The test allows these and no others; delete an entry when its rename lands.
-PENDING = {
-    "SmoothingSettings.max_iter": "counts gradient evaluations: max_evaluations (helper B)",
-    "SmoothingSettings.max_iterations": "FISTA iterations over all stages: max_iter, once "
-    "the evaluation cap is max_evaluations (helper B)",
-    "SmoothingSettings.gap_tol": "tol (helper B)",
-    "StageSettings.max_iterations": "max_iter (helper B)",
-    "StageSettings.gap_tol": "tol (helper B)",
-    "MultiSettings.max_iterations": "max_iter (lmnn/multi/solver.py; its phase-1 max_iter "
-    "is now subgradient_iter)",
-    "SSNESettings.n_epochs": "epochs at most of one run: max_iter (helper B)",
-}
-
 #: the public methods' keywords follow :data:`WORDS` too: ``k`` is the target neighbours
 #: of ``__init__`` only; the vote's k is ``predict_k`` (``loo_error(predict_k=)``)
 METHOD_RETIRED = {"k": "the vote's k in a method: use predict_k"}
 
-#: FOR THE LEAD: public methods that still take a retired keyword (allowed by the test;
-#: delete an entry when it is renamed). AROMA's ``k`` is the depth of precision at k, a
-#: third idea under the name ``k`` (helper B owns convexmetric/aroma/**).
-METHOD_PENDING = {
-    f"{name}.score": "k is precision@k's depth: e.g. top_k (helper B)"
+#: methods whose ``k`` is another idea by an older name of the field: AROMA's and OASIS's
+#: ``score(k=)`` is precision@k's depth (the retrieval literature's P@k; these estimators
+#: have no target neighbours)
+METHOD_EXCEPTIONS = {
+    f"{name}.score": "k is precision@k's depth (P@k)"
     for name in ("DiagonalAROMA", "FactoredAROMA", "OASIS")
 }
 

@@ -47,10 +47,10 @@ def test_engine_raises_on_a_bound_above_the_objective():
         def bound(self, stage):
             return self.objective(stage.x) + 1.0
 
-    res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(gap_tol=1e-6))
+    res = run_stages(SVM(A), np.zeros(5), LBFGS(), stages(tol=1e-6))
     assert res.status == "optimal"
     with pytest.raises(CertificateError, match="exceeds the objective"):
-        run_stages(Broken(A), np.zeros(5), LBFGS(), stages(gap_tol=1e-6))
+        run_stages(Broken(A), np.zeros(5), LBFGS(), stages(tol=1e-6))
 
 
 @pytest.fixture(scope="module")

@@ -35,7 +35,7 @@ def _rank_one_saddle(X, y, T, max_escapes=0):
     oracle = ActiveSetOracle(X, y, T, 0.5)
     L0 = np.zeros((X.shape[1], X.shape[1]))
     L0[0] = np.ones(X.shape[1])
-    rs = replace(refine_settings(LMNNSettings(), None, gap_tol=1e-6), max_escapes=max_escapes)
+    rs = replace(refine_settings(LMNNSettings(), None, tol=1e-6), max_escapes=max_escapes)
     return oracle, refine(oracle, L0, rs)
 
 
@@ -135,7 +135,7 @@ def test_refinement_sheds_the_factor_rows_the_optimum_does_not_use(wine_instance
     for tol in (None, 1e-8, 1e-3):
         oracle = ActiveSetOracle(X, y, T, 0.5)
         oracle.tol = 1e-4
-        rs = refine_settings(LMNNSettings(), None, gap_tol=1e-4)
+        rs = refine_settings(LMNNSettings(), None, tol=1e-4)
         out[tol] = refine(oracle, L0, rs, rank_tol=tol)
     assert out[None].info["components"].shape[0] == X.shape[1]
     assert out[1e-8].info["components"].shape[0] < X.shape[1]

@@ -74,7 +74,7 @@ def test_guide_data_certified_optimal_at_default_settings(name, reg_weight):
 
 def test_estimator_takes_the_solvers_stages():
     budget = _WholeFit(max_iter=10**6, time_limit=None, callback=None, tol=S.TOL["subgradient"])
-    own = {"max_iter", "time_limit", "callback", "max_iterations"}  # the fit's budget
+    own = {"max_iter", "time_limit", "callback"}  # the fit's budget (SGD's and the stages')
 
     def same(a, b):
         da, db = dataclasses.asdict(a), dataclasses.asdict(b)

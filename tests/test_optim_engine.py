@@ -76,7 +76,7 @@ def stages(**kw):
         **{
             "sigma0": 0.1,
             "sigma_factor": 0.3,
-            "gap_tol": 1e-8,
+            "tol": 1e-8,
             "max_stages": 60,
             "stalls": None,
             **kw,
@@ -103,19 +103,19 @@ def test_a_certified_run_ends_without_the_final_check():
             return False
 
     oracle = Unsure(A)
-    res = run_stages(oracle, np.zeros(5), LBFGS(), stages(gap_tol=1e-6))
+    res = run_stages(oracle, np.zeros(5), LBFGS(), stages(tol=1e-6))
     assert res.status == "optimal" and res.certified_gap <= 1e-6
     assert oracle.checks == 0
     # uncertified (stalls end the run), the check decides: never passing, the run goes on
     # to its last stage
     oracle = Unsure(A)
-    res = run_stages(oracle, np.zeros(5), LBFGS(), stages(gap_tol=None, stalls=1, max_stages=6))
+    res = run_stages(oracle, np.zeros(5), LBFGS(), stages(tol=None, stalls=1, max_stages=6))
     assert oracle.checks > 0 and res.info["stages"] == 6
 
 
 def test_fista_continuation_over_a_cone():
     f_star = exact(nonneg=True)
-    s = SmoothingSettings(sigma0=0.1, sigma_min=1e-9, gap_tol=1e-7, stalls=10)
+    s = SmoothingSettings(sigma0=0.1, sigma_min=1e-9, tol=1e-7, stalls=10)
     res = smoothed_descent(SVM(A, nonneg=True), -np.ones(5), NonnegativeOrthant(), s)
     assert np.all(res.matrix >= 0)
     assert res.status == "optimal" and res.lower_bound <= f_star * (1 + 1e-7)
@@ -124,7 +124,7 @@ def test_fista_continuation_over_a_cone():
 
 @pytest.mark.parametrize("inner", [LBFGS(), FISTA(cone=NonnegativeOrthant())])
 def test_max_iterations_is_a_cap_on_the_whole_run(inner):
-    res = run_stages(SVM(A, nonneg=True), np.zeros(5), inner, stages(max_iterations=7))
+    res = run_stages(SVM(A, nonneg=True), np.zeros(5), inner, stages(max_iter=7))
     assert res.iterations <= 7 and res.status == "optimal_inaccurate"
 
 
@@ -307,7 +307,7 @@ def test_the_staged_run_escapes_a_rank_one_saddle_and_certifies(max_escapes):
     stalls at ``diag(1, 0, 0)``; the escape at the stall appends a row along the negative
     curvature and the restarted run certifies the rank-2 optimum."""
     settings = StageSettings(
-        stage_iter=100, stalls=1, gap_tol=1e-8, max_stages=20, max_escapes=max_escapes
+        stage_iter=100, stalls=1, tol=1e-8, max_stages=20, max_escapes=max_escapes
     )
     res = run_stages(Factored(Nearest()), np.array([[1.0, 0.0, 0.0]]), LBFGS(), settings)
     M = res.matrix.T @ res.matrix
@@ -382,7 +382,7 @@ def test_a_stage_that_runs_off_its_stale_list_ends_backed_off(backoff):
     oracle = Stale()
     f_star = svm_optimum(oracle.A)
     res = run_stages(
-        oracle, np.zeros(2), LBFGS(), stages(sigma_factor=1.0, backoff=backoff, gap_tol=1e-7)
+        oracle, np.zeros(2), LBFGS(), stages(sigma_factor=1.0, backoff=backoff, tol=1e-7)
     )
     f0, f1 = res.history[:2]  # the start, the first stage's end
     if backoff is None:

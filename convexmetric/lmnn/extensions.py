@@ -179,7 +179,7 @@ class MultiMetricLMNN(LMNNBaseEstimator):
                 c,
                 M0=self.single_.metric_,
                 subgradient_iter=1,
-                max_iterations=self.max_iter - used,
+                max_iter=self.max_iter - used,
                 tol=float(self.tol),
                 time_limit=None if left is None else max(left, 1e-9),
             )

@@ -159,11 +159,11 @@ def _refined(oracle, res, s, t0):
                 s.refine_settings or SmoothingSettings(),
                 time_limit=remaining,
                 callback=s.callback,
-                max_iterations=left,
+                max_iter=left,
             )
             res2 = smoothed_descent(oracle, res.matrix, PSDCone(), rs)
         else:  # smoothed L-BFGS in the factor L (default)
-            rs = replace(refine_settings(s, remaining, gap_tol=s.tol), max_iterations=left)
+            rs = replace(refine_settings(s, remaining, tol=s.tol), max_iter=left)
             res2 = refine(oracle, components_from_metric(res.matrix), rs, s.rank_tol)
         history += res2.history
         iterations += res2.iterations
@@ -242,7 +242,7 @@ def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
         )
         moved = oracle.escape(at)
         if moved is not None:
-            rs = replace(refine_settings(s, run.clock.remaining()), max_iterations=run.left)
+            rs = replace(refine_settings(s, run.clock.remaining()), max_iter=run.left)
             r = run.keep(refine(oracle, moved, rs, s.rank_tol))
             run.escapes += 1 + r.info.get("escapes", 0)
     out = run.fallback().finish()

@@ -30,7 +30,7 @@ from ..result import certified_gap, certified_status
 from .constants import MAX_ESCAPES
 
 
-def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):
+def refine_settings(s, time_limit, tol=None, *, overrides=True):
     """The refinement's :class:`StageSettings`: fixed σ = 0.03 with recentring, 50 L-BFGS
     iterations a stage, ×0.3 at stalls, a stall ends the run only once σ ≤ 3e-4 (and
     :data:`MAX_ESCAPES` escapes are spent or none is left);
@@ -44,7 +44,7 @@ def refine_settings(s, time_limit, gap_tol=None, *, overrides=True):
         rtol=1e-7,
         stalls=2,
         stall_sigma=1e-2,
-        gap_tol=gap_tol,
+        tol=tol,
         max_stages=500,
         max_escapes=MAX_ESCAPES,
         time_limit=time_limit,
@@ -105,18 +105,18 @@ class GapClosing:
         # continuation at the default width (a small σ with a stale centre stalls)
         oracle.mask["lam"] = np.zeros_like(oracle.mask["lam"])
         fs = SmoothingSettings(
-            gap_tol=s.tol,
+            tol=s.tol,
             max_evaluations=20000,
             callback=s.callback,
             time_limit=self.clock.remaining(),
-            max_iterations=self.left,
+            max_iter=self.left,
         )
         r = self.keep(smoothed_descent(oracle, self.best.matrix, PSDCone(), fs))
         if self.open():  # polish in the factor, now away from the saddle
             rs = replace(
                 refine_settings(s, self.clock.remaining(), overrides=False),
                 sigma0=float(r.info.get("final_sigma", 1e-3)),
-                max_iterations=self.left,
+                max_iter=self.left,
             )
             self.keep(refine(oracle, components_from_metric(self.best.matrix), rs, s.rank_tol))
         return self

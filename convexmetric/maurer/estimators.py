@@ -288,10 +288,10 @@ class _WholeFit:
             max_iter=first, time_limit=time_limit, callback=self._step
         )
         self.refine = _solvers.refinement(
-            gap_tol=tol,
+            tol=tol,
             time_limit=time_limit,
             callback=callback,
-            max_iterations=self.max_iter - first,
+            max_iter=self.max_iter - first,
         )
 
     def settings(self):
@@ -299,6 +299,6 @@ class _WholeFit:
         return {"settings": self.first, "refine": self.refine}
 
     def _step(self, iteration, objective, step):
-        self.refine.max_iterations = max(self.max_iter - iteration, 0)
+        self.refine.max_iter = max(self.max_iter - iteration, 0)
         self.refine.time_limit = self.clock.remaining()
         return self.callback is not None and self.callback(iteration, objective, step)

@@ -157,14 +157,14 @@ def first_stage(**changes):
 
 def refinement(**changes):
     """The smoothed refinement's settings (:mod:`.constants`); the run ends early once
-    the certificate closes (``gap_tol``, default ``TOL["subgradient"]``), so easy
+    the certificate closes (``tol``, default ``TOL["subgradient"]``), so easy
     instances do not pay for the hard ones' long stages."""
     base = SmoothingSettings(
         sigma0=const.REFINE_SIGMA0,
         sigma_min=const.REFINE_SIGMA_MIN,
         stage_iter=const.REFINE_STAGE_ITER,
         stalls=const.REFINE_STALLS,
-        gap_tol=TOL["subgradient"],
+        tol=TOL["subgradient"],
     )
     return replace(base, **changes)
 
@@ -200,7 +200,7 @@ def solve_projected(
     res = projected_subgradient(oracle, A0, PSDCone(), settings, solver_name="subgradient")
     if not refine:
         return _finish(res, oracle, tol)
-    smoothing = refine if isinstance(refine, SmoothingSettings) else refinement(gap_tol=tol)
+    smoothing = refine if isinstance(refine, SmoothingSettings) else refinement(tol=tol)
     ref = smoothed_descent(
         oracle, res.matrix, PSDCone(), smoothing, solver_name="subgradient+smoothing"
     )

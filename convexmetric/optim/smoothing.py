@@ -38,8 +38,8 @@ class SmoothingSettings:
     rtol: float = 1e-6  #: a stage "stalls" if it improves the exact objective by less (relative)
     stalls: int = 1  #: stop after this many stalled stages in a row
     max_evaluations: int = 20000  #: smoothed evaluations at most, over all stages
-    max_iterations: int | None = None  #: FISTA iterations at most, over all stages
-    gap_tol: float = 1e-6  #: stop when (objective − lower bound)/|objective| is below this
+    max_iter: int | None = None  #: FISTA iterations at most, over all stages
+    tol: float = 1e-6  #: stop when (objective − lower bound)/|objective| is below this
     recenter: bool = True  #: move the dual prox centre between stages
     time_limit: float | None = None
     callback: object = None
@@ -55,9 +55,9 @@ def smoothed_descent(oracle, x0, cone, settings=None, *, solver_name="smoothed",
         stage_iter=s.stage_iter,
         rtol=s.rtol,
         stalls=s.stalls,
-        gap_tol=s.gap_tol,
+        tol=s.tol,
         max_evaluations=s.max_evaluations,
-        max_iterations=s.max_iterations,
+        max_iter=s.max_iter,
         recenter=s.recenter,
         time_limit=s.time_limit,
         callback=s.callback,

@@ -8,16 +8,16 @@ parametrisation, :mod:`.lbfgs`, or FISTA over a cone, :mod:`.fista`). After ever
 it evaluates the exact objective (the best point is kept), asks the oracle for a
 certified lower bound (:meth:`.Oracle.bound`), and then either stops or moves on:
 
-* **certified stop**: the relative gap ``(best − bound)/|best|`` is within ``gap_tol``;
+* **certified stop**: the relative gap ``(best − bound)/|best|`` is within ``tol``;
 * **stalls**: the best exact objective improved by less than ``rtol`` (relative) in
   ``stalls`` stages in a row (with a fixed σ, only once σ has shrunk to
   ``stall_sigma·σ₀``), or a stage stalled at ``sigma_min``;
-* **caps**: ``max_stages``, ``max_evaluations``, ``max_iterations`` (inner iterations
+* **caps**: ``max_stages``, ``max_evaluations``, ``max_iter`` (inner iterations
   over the whole run), ``time_limit``, or the callback.
 
 A stop (other than a cap) must pass :meth:`.Oracle.check` at the best point, else the
 run goes on. The status is "optimal" only at a certified stop (or when the final bound
-certifies the best point within ``gap_tol``); a stall, a cap or the last stage gives
+certifies the best point within ``tol``); a stall, a cap or the last stage gives
 "optimal_inaccurate", a time limit or the callback "user_limit".
 
 **Escapes.** A descent in factors (``M = LᵀL``, :mod:`.factor`) is not convex and can
@@ -80,10 +80,10 @@ class StageSettings:
     rtol: float = 1e-7  #: a stage stalls when the best objective gains less (relative)
     stalls: int | None = 2  #: stop after this many stalled stages in a row (None: never)
     stall_sigma: float | None = None  #: fixed σ: stalls stop only once σ ≤ stall_sigma·σ₀
-    gap_tol: float | None = None  #: stop when the certified relative gap is within this
+    tol: float | None = None  #: stop when the certified relative gap is within this
     max_stages: int | None = None  #: stages at most (None: no cap)
     max_evaluations: int | None = None  #: smoothed evaluations at most (None: no cap)
-    max_iterations: int | None = None  #: inner iterations at most, over all stages (None: no cap)
+    max_iter: int | None = None  #: inner iterations at most, over all stages (None: no cap)
     recenter: bool = True  #: move the prox centre between stages
     #: the run's first stage whose exact objective ends above ``backoff``·best (a run-off)
     #: ends at a point backed off towards its start, at most :data:`BACKOFF_HALVINGS`
@@ -144,7 +144,7 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
     """
     run = _Run(oracle, inner, settings or StageSettings(), x0, best, lower)
     s, hooks = run.s, run.hooks
-    if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
+    if s.tol is not None and certified_gap(run.best_f, run.low) <= s.tol:
         hooks.finish()  # the caller's point is certified already: no stage
         return run.result("optimal")
     status = None
@@ -155,10 +155,10 @@ def run_stages(oracle, x0, inner, settings=None, *, best=None, lower=None):
         status = "user_limit"
     finally:
         hooks.finish()
-    if status != "user_limit" and certified_gap(run.best_f, run.low) > (s.gap_tol or 0.0):
+    if status != "user_limit" and certified_gap(run.best_f, run.low) > (s.tol or 0.0):
         extra = hooks.final_bound(run.snapshot(run.best_x))
         run.low = run.low if extra is None else max(run.low, float(extra))
-        if s.gap_tol is not None and certified_gap(run.best_f, run.low) <= s.gap_tol:
+        if s.tol is not None and certified_gap(run.best_f, run.low) <= s.tol:
             status = "optimal"
     return run.result(status)
 
@@ -230,8 +230,8 @@ class _Run:
 
     def _budget(self):
         s, n = self.s, _budget(self.s, self.index)
-        if s.max_iterations is not None:
-            n = min(n, s.max_iterations - self.counts.iterations)
+        if s.max_iter is not None:
+            n = min(n, s.max_iter - self.counts.iterations)
         return n
 
     def _cap(self):
@@ -240,7 +240,7 @@ class _Run:
             return "user_limit"
         if s.max_evaluations is not None and counts.evaluations >= s.max_evaluations:
             return "optimal_inaccurate"
-        if s.max_iterations is not None and counts.iterations >= s.max_iterations:
+        if s.max_iter is not None and counts.iterations >= s.max_iter:
             return "optimal_inaccurate"
         return None
 
@@ -248,7 +248,7 @@ class _Run:
         """After an uncapped stage: the status if the run ends here, else ``None`` (an
         escape, or the prox centre and σ updated for the next stage)."""
         s = self.s
-        if s.gap_tol is not None and certified_gap(self.best_f, self.low) <= s.gap_tol:
+        if s.tol is not None and certified_gap(self.best_f, self.low) <= s.tol:
             # a proof (an exact value and a valid bound): the final check is for runs that
             # stop without one (a new term found there would only reopen a certified run)
             return "optimal"
@@ -286,7 +286,7 @@ class _Run:
 
 
 def _done(s, best_f, low, stalled, sigma, factor):
-    if s.gap_tol is not None and certified_gap(best_f, low) <= s.gap_tol:
+    if s.tol is not None and certified_gap(best_f, low) <= s.tol:
         return True
     if s.stalls is None or not stalled:
         return False

@@ -70,7 +70,7 @@ class MultiSettings:
     time_limit: float | None = None  #: seconds (status "user_limit")
     precondition: bool = True  #: solve in per-block whitened coordinates
     polish_sigma: float = 1.0  #: the polish's fixed σ
-    max_iterations: int | None = None  #: iterations at most over every stage (None: no cap)
+    max_iter: int | None = None  #: iterations at most over every stage (None: no cap)
     refine_settings: object = None  #: dict: StageSettings fields, or exact_stages, maxcor
 
 
@@ -107,7 +107,7 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     oracle = WhitenedOracle(base) if s.precondition else base
     x0 = oracle.from_original(x0) if s.precondition else x0
     cone = ProductCone([PSDCone() for _ in range(c)])
-    cap, steps = s.max_iterations, s.subgradient_iter
+    cap, steps = s.max_iter, s.subgradient_iter
     ps = SubgradientSettings(
         max_iter=steps if cap is None else min(steps, cap),
         rtol=1e-5,
@@ -120,7 +120,7 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
     more = None if cap is None else cap - res.iterations
     if s.refine and res.status != "user_limit" and (left is None or left > 0) and more != 0:
-        run.add(_refine(oracle, res.matrices, cone, replace(s, max_iterations=more), left, t0))
+        run.add(_refine(oracle, res.matrices, cone, replace(s, max_iter=more), left, t0))
     best = oracle.to_original(run.best) if s.precondition else run.best
     if run.status != "user_limit":  # every path: "optimal" only with a certified gap ≤ tol
         run.status = certified_status(run.best_f, run.lower, s.tol)
@@ -178,7 +178,7 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
     if res2.status in ("user_limit", "optimal"):  # certified: the polish would only
         return res2  # evaluate its start (an exact search) and stop
     left = None if s.time_limit is None else s.time_limit - (time.perf_counter() - t0)
-    more = None if s.max_iterations is None else s.max_iterations - res2.iterations
+    more = None if s.max_iter is None else s.max_iter - res2.iterations
     if more is not None and more <= 0:
         return res2
     res3 = polish(
@@ -189,7 +189,7 @@ def _refine(oracle, Ms, cone, s, time_limit, t0):
         sigma=s.polish_sigma,
         tol=s.tol,
         time_limit=left,
-        max_iterations=more,
+        max_iter=more,
     )
     res2.info = {
         **res3.info,
@@ -210,7 +210,7 @@ def refine_factors(oracle, Ms0, s, time_limit):
     extra = dict(s.refine_settings or {})
     oracle.base_oracle().exact_stages = extra.pop("exact_stages", EXACT_STAGES)
     inner = LBFGS(maxcor=extra.pop("maxcor", MAXCOR))
-    gap_tol = extra.pop("switch_gap", s.tol)
+    tol = extra.pop("switch_gap", s.tol)
     rs = StageSettings(
         sigma0=0.03,
         sigma_factor=1.0,
@@ -219,9 +219,9 @@ def refine_factors(oracle, Ms0, s, time_limit):
         first_stage=FIRST_STAGE,
         rtol=1e-7,
         stalls=2,
-        gap_tol=gap_tol,
+        tol=tol,
         backoff=BACKOFF,
-        max_iterations=s.max_iterations,
+        max_iter=s.max_iter,
         time_limit=time_limit,
         name="multi-smoothed-lbfgs",
     )
@@ -250,7 +250,7 @@ def polish(
     tol=1e-4,
     max_stages=200,
     time_limit=None,
-    max_iterations=None,
+    max_iter=None,
 ):
     """Stage 3: FISTA on the smoothed objective over ``M^g ⪰ 0`` at fixed σ, recentring
     after every 30 steps, until the certified relative gap is within ``tol``.
@@ -268,9 +268,9 @@ def polish(
         sigma_factor=1.0,
         stage_iter=30,
         stalls=None,
-        gap_tol=tol,
+        tol=tol,
         max_stages=max_stages,
-        max_iterations=max_iterations,
+        max_iter=max_iter,
         time_limit=time_limit,
         name="multi-polish",
     )
