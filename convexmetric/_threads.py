@@ -74,8 +74,9 @@ def set_config(*, blas_threads=1):
         Threads of the BLAS library during a fit's solver loop.
     """
     if blas_threads is not None:
-        blas_threads = check_scalar(blas_threads, "blas_threads", int, min_val=1,
-                                    owner="set_config")  # fmt: skip
+        blas_threads = check_scalar(
+            blas_threads, "blas_threads", int, min_val=1, owner="set_config"
+        )
     _config()["blas_threads"] = blas_threads
 
 

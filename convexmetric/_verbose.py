@@ -19,8 +19,9 @@ from ._input_checks import check_choice
 
 def check_verbose(verbose, owner):
     """``verbose`` must be 0, 1 (or a bool)."""
-    check_choice(int(verbose) if isinstance(verbose, bool) else verbose, "verbose", (0, 1),
-                 owner=owner)  # fmt: skip
+    check_choice(
+        int(verbose) if isinstance(verbose, bool) else verbose, "verbose", (0, 1), owner=owner
+    )
     return int(verbose)
 
 

@@ -171,8 +171,9 @@ def _csr_rows(W, s, e):
     if s == 0 and e == W.shape[0]:
         return W
     p, q = W.indptr[s], W.indptr[e]
-    return sp.csr_matrix((W.data[p:q], W.indices[p:q], W.indptr[s : e + 1] - p),
-                         shape=(e - s, W.shape[1]))  # fmt: skip
+    return sp.csr_matrix(
+        (W.data[p:q], W.indices[p:q], W.indptr[s : e + 1] - p), shape=(e - s, W.shape[1])
+    )
 
 
 def triplet_scatter(X, I, J, L, w, left=None, threads=1):

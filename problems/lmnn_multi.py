@@ -41,8 +41,19 @@ def pull_matrices(X, targets, clusters, n_clusters):
 SCREEN_ENTRIES = 1 << 21
 
 
-def hinge_terms(Ms, X, targets, y, clusters, *, margin=0.0, block_size=None, components=None,
-                rtol=1e-9, pairs=None):  # fmt: skip
+def hinge_terms(
+    Ms,
+    X,
+    targets,
+    y,
+    clusters,
+    *,
+    margin=0.0,
+    block_size=None,
+    components=None,
+    rtol=1e-9,
+    pairs=None,
+):
     """Hinge terms ``1 + D̂(i, j) − D̂(i, l) > −margin`` at the metrics ``Ms``: ``(I, J, L, H)``.
 
     Searched cluster by cluster: the points ``l`` of cluster ``g`` against every query

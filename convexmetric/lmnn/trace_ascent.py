@@ -274,8 +274,15 @@ def _soft_round(m, model, x, eps):
         return x, -np.inf
     box = Bounds(0.0, 1.0)  # (a list of pairs cost 4 ms a round to convert; a fresh object:
     # scipy broadcasts the bounds it is given to x's length in place)
-    res = minimize(m.negative, x, args=(eps,), jac=True, method="L-BFGS-B", bounds=box,
-                   options={"maxiter": SOFT_ITERATIONS, "maxcor": 10})  # fmt: skip
+    res = minimize(
+        m.negative,
+        x,
+        args=(eps,),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=box,
+        options={"maxiter": SOFT_ITERATIONS, "maxcor": 10},
+    )
     return res.x, model.exact(res.x)
 
 

@@ -100,8 +100,9 @@ def _sums_by_class(maps, g, y, T):
     hinges = 0
     for c in np.unique(y):
         rows_c = np.flatnonzero(y == c)
-        groups = [(h, cols) for h in range(len(maps))
-                  if len(cols := np.flatnonzero((y != c) & (g == h)))]  # fmt: skip
+        groups = [
+            (h, cols) for h in range(len(maps)) if len(cols := np.flatnonzero((y != c) & (g == h)))
+        ]
         step = block_rows(max(sum(len(cols) for _, cols in groups), 1))
         for s in range(0, len(rows_c), step):
             rows = rows_c[s : s + step]

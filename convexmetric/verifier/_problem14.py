@@ -88,9 +88,11 @@ def targets(rows_dist, y, k, T, given=False):
     distinct = np.where(pad, -1 - np.arange(k), T)
     dup = k > 1 and np.any(np.diff(np.sort(distinct, axis=1), axis=1) == 0)
     if np.any(y[T] != y[:, None]) or dup or np.any(pad.all(axis=1) & ~alone):
-        raise VerificationError("targets must be distinct same-class points other than i "
-                                "(i itself: padding), at least one per row of a class of "
-                                "two points or more.")  # fmt: skip
+        raise VerificationError(
+            "targets must be distinct same-class points other than i "
+            "(i itself: padding), at least one per row of a class of "
+            "two points or more."
+        )
     if given:
         return T
     own = np.minimum(k, counts - 1)[np.searchsorted(classes, y)]  # min(k, class − 1)
@@ -195,8 +197,9 @@ def _check_kmeans(X, g, centres):
         err = gamma(d + 3) * (np.sqrt(sq[rows, None]) + np.sqrt(csq[None])) ** 2 + UNIT
         own = D[np.arange(len(rows)), g[rows]] - err[np.arange(len(rows)), g[rows]]
         if np.any(own > (D + err).min(axis=1)):
-            raise VerificationError("clusters_ put a point in a cluster whose centre is "
-                                    "not its nearest.")  # fmt: skip
+            raise VerificationError(
+                "clusters_ put a point in a cluster whose centre is not its nearest."
+            )
 
 
 def saved_arrays(fitted, X, y, base=None, L=None):

@@ -58,9 +58,11 @@ class Fitted:
                 f"{result.solver!r}, status {result.status!r}): nothing to verify."
             )
         kinds = (np.ndarray, int, float, list, tuple)
-        attrs = {k: v for k, v in vars(est).items()
-                 if k.endswith("_") and not k.startswith("_") and k != "passes_"
-                 and isinstance(v, kinds)}  # fmt: skip
+        attrs = {
+            k: v
+            for k, v in vars(est).items()
+            if k.endswith("_") and not k.startswith("_") and k != "passes_" and isinstance(v, kinds)
+        }
         name, params = type(est).__name__, est.get_params(deep=False)
         previous = None
         for e in getattr(est, "passes_", None) or ():
@@ -69,8 +71,9 @@ class Fitted:
                     f"an earlier pass of this {name} carries no certificate: nothing to verify."
                 )
             pass_attrs = {"components_": e["components"], "targets_": e["targets"]}
-            previous = cls(name, params, pass_attrs, dict(e["certificate"]),
-                           float(e["objective"]), previous)  # fmt: skip
+            previous = cls(
+                name, params, pass_attrs, dict(e["certificate"]), float(e["objective"]), previous
+            )
         return cls(name, params, attrs, dict(cert), float(result.objective), previous)
 
     @classmethod
@@ -101,8 +104,13 @@ class Fitted:
 
 
 #: a saved model's arrays that it applies, and the fitted attribute each must equal
-APPLIED = {"components": "components_", "metric": "metric_", "targets": "targets_",
-           "clusters": "clusters_", "cluster_centers": "cluster_centers_"}  # fmt: skip
+APPLIED = {
+    "components": "components_",
+    "metric": "metric_",
+    "targets": "targets_",
+    "clusters": "clusters_",
+    "cluster_centers": "cluster_centers_",
+}
 #: the arrays a saved classifier predicts with: checked against the data by the verifier
 PREDICTS = ("train_points", "kernel_points", "train_embedding", "train_labels")
 

@@ -145,8 +145,15 @@ def check_kernel(fitted, X, y, *, tol=None):
     T = _targets(fitted, P.kernel_distances(K), y, k)
     L = P.applied_map(fitted, K.shape[0], "A_")
     P.saved_arrays(fitted, X, y, K, L)
-    return _check("lmnn_kernel", fitted, (K, y, T, mu, tol), [L], np.zeros(len(y), np.int64),
-                  t0, bound_features=_features(K))  # fmt: skip
+    return _check(
+        "lmnn_kernel",
+        fitted,
+        (K, y, T, mu, tol),
+        [L],
+        np.zeros(len(y), np.int64),
+        t0,
+        bound_features=_features(K),
+    )
 
 
 def _check(kind, fitted, problem, Ls, g, t0, bound_features=None):
@@ -157,8 +164,11 @@ def _check(kind, fitted, problem, Ls, g, t0, bound_features=None):
     Xc = X - X.mean(axis=0)  # distances do not move; the error scale shrinks to the spread
     maps = [Mapped(Xc, L) for L in Ls]
     f, resolution = objective(maps, g, y, T, mu)
-    numbers = {"resolution": resolution, "zero_value": zero_value(y, T, mu),
-               "model_tol": model_tol(fitted.params)}  # fmt: skip
+    numbers = {
+        "resolution": resolution,
+        "zero_value": zero_value(y, T, mu),
+        "model_tol": model_tol(fitted.params),
+    }
     try:
         F = sum_upper(f + resolution, 2)
         Xb = X if bound_features is None else bound_features
