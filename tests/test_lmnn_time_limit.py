@@ -88,6 +88,22 @@ def test_phase_one_alone_reports_a_bound():
     assert res.certified_gap < 1
 
 
+@pytest.mark.parametrize("max_iter", [1, 3, 8])
+def test_a_stopped_bound_stays_below_the_exact_optimum(max_iter):
+    """The stop's trace bound takes an attained value ``F ≥ f*`` (a driver's value between
+    checks counts listed terms only): against the exact optimum (CLARABEL, working set)."""
+    from convexmetric.lmnn.exact import solve_working_set
+
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 3, 60)
+    X = rng.normal(size=(60, 3)) + 0.8 * rng.normal(size=(3, 3))[y]
+    T = target_neighbors(X, y, 3)
+    value = solve_working_set(X, y, T, 0.5).objective
+    res = S.solve(X, y, T, 0.5, refine=False, max_iter=max_iter)
+    assert res.info["attained_value"] >= value * (1 - 1e-9)
+    assert res.lower_bound <= value * (1 + 1e-9) <= res.objective * (1 + 1e-9)
+
+
 def test_alarm_rings_once():
     alarm = Alarm(0.0)
     with pytest.raises(TimeUp):

@@ -29,7 +29,10 @@ def prove(res, X, y, targets, mu, tol, clusters=None, n_clusters=1):
     if not res.certificate or res.lower_bound is None or not np.isfinite(res.objective):
         return res
     g = np.zeros(len(y), np.int64) if clusters is None else np.asarray(clusters)
-    F = abs(float(res.objective)) * (1 + OBJECTIVE_SLACK)
+    # an attained value F ≥ f* for the trace bound: the result's, or an exact one the solver
+    # computed when the result's may count listed terms only (a stopped fit)
+    attained = max(abs(float(res.objective)), float(res.info.get("attained_value", 0.0)))
+    F = attained * (1 + OBJECTIVE_SLACK)
     try:
         res.lower_bound = bound(X, y, targets, mu, res.certificate, F, g, n_clusters)
     except Infeasible as exc:  # a solver's dual point outside its box: a bug, never "optimal"
