@@ -84,7 +84,7 @@ MAX_ESCAPES = 5
 SOFT_WINDOW = 5.0
 #: smoothing widths of the multipliers ``clip(z/σ, 0, 1)`` tried for the bound of a fit that
 #: stopped before its refinement bounded it (margins are 1 at the solver's unit scale)
-STOP_WIDTHS = (1.0, 0.3, 0.1, 0.03)
+STOP_WIDTHS = (1.0, 0.1)
 #: a stage's bound is tightened (ascent, crossover) only when its gap is within
 #: ``max(TIGHTEN_WINDOW_TOLS·tol, TIGHTEN_WINDOW)``: farther out the primal gap dominates
 TIGHTEN_WINDOW_TOLS, TIGHTEN_WINDOW = 30.0, 1e-3
