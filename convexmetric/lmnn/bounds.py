@@ -24,6 +24,7 @@ from .constants import (
     TIGHTEN_WINDOW,
     TIGHTEN_WINDOW_TOLS,
 )
+from .terms import dual_point
 
 
 class ListBounds:
@@ -172,13 +173,4 @@ class ListBounds:
             I, J, L, lam = self.terms.stream.multipliers(*best["stream"])
         else:
             I, J, L, lam = best["triplets"]
-        index = np.int32 if self.terms.n < 2**31 else np.int64
-        F = best["F"]
-        return {
-            "kind": "lmnn",
-            "i": np.asarray(I, index),
-            "j": np.asarray(J, index),
-            "l": np.asarray(L, index),
-            "lam": np.asarray(lam, np.float64),
-            "F": float("nan") if F is None else float(F),
-        }
+        return dual_point("lmnn", self.terms.n, (I, J, L), lam, best["F"])

@@ -32,6 +32,7 @@ from ..result import SolveResult
 from .certificate import DualCertificate
 from .proof import prove
 from .settings import LMNNSettings
+from .terms import dual_point
 
 
 def _keys(n, I, J, L):
@@ -127,13 +128,4 @@ def _certificate(cert, n):
     if cert.best is None:
         return None
     I, J, L, lam = cert.best["triplets"]
-    index = np.int32 if n < 2**31 else np.int64
-    F = cert.best["F"]
-    return {
-        "kind": "lmnn",
-        "i": np.asarray(I, index),
-        "j": np.asarray(J, index),
-        "l": np.asarray(L, index),
-        "lam": np.asarray(lam, np.float64),
-        "F": float("nan") if F is None else float(F),
-    }
+    return dual_point("lmnn", n, (I, J, L), lam, cert.best["F"])

@@ -29,7 +29,7 @@ from .blocks.data import check_budget, data_share
 from .phases import solve_phases
 from .proof import prove
 from .settings import LMNNSettings
-from .terms import all_triplets, pull_matrix
+from .terms import all_triplets, dual_point, pull_matrix
 
 
 def pull_whitening(X, targets, rtol=1e-8):
@@ -128,15 +128,7 @@ def constant(y, targets, mu, d, M0=None):
     certificate puts every multiplier at 1 (``S(λ) = 0``), proving that value."""
     I, J, L = all_triplets(y, targets)
     f = float(mu) * len(I)
-    index = np.int32 if len(y) < 2**31 else np.int64
-    cert = {
-        "kind": "lmnn",
-        "i": I.astype(index),
-        "j": J.astype(index),
-        "l": L.astype(index),
-        "lam": np.ones(len(I)),
-        "F": f,
-    }
+    cert = dual_point("lmnn", len(y), (I, J, L), np.ones(len(I)), f)
     M = np.eye(d) if M0 is None else np.asarray(M0, dtype=float)
     return SolveResult(
         matrix=M,

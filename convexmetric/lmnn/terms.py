@@ -118,3 +118,18 @@ def objective(M, X, targets, y, mu):
     pull = float(np.sum(pull_matrix(X, targets) * M))
     _, _, _, h = hinge_terms(M, X, targets, y)
     return (1.0 - mu) * pull + mu * float(h.sum())
+
+
+def dual_point(kind, n, triplets, lam, F):
+    """``SolveResult.certificate`` of an LMNN bound (``kind`` ``"lmnn"`` or
+    ``"lmnn_multi"``; the format is documented in :mod:`convexmetric.verifier.lmnn`):
+    the triplets ``(i, j, l)`` with nonzero multipliers ``lam`` on ``n`` points, and the
+    attained value ``F`` the trace bound used (NaN where the bound used none)."""
+    index = np.int32 if n < 2**31 else np.int64
+    unknown = F is None or not np.isfinite(F)
+    return {
+        "kind": kind,
+        **{key: np.asarray(t, index) for key, t in zip("ijl", triplets)},
+        "lam": np.asarray(lam, np.float64),
+        "F": float("nan") if unknown else float(F),
+    }
