@@ -23,6 +23,11 @@ def run(*args):
     return CliRunner().invoke(main, [str(a) for a in args])
 
 
+def solve(features, labels, *args):
+    """``convexmetric solve lmnn`` on a user's features and labels files."""
+    return run("solve", "lmnn", "--features", features, "--labels", labels, *args)
+
+
 def write_csv(path, rows, header=None):
     with open(path, "w", encoding="utf-8") as fh:
         if header is not None:
@@ -52,19 +57,7 @@ def files(tmp_path_factory):
 @pytest.fixture(scope="module")
 def text_model(files):
     out = files["dir"] / "m_text"
-    res = run(
-        "solve",
-        "lmnn",
-        "--features",
-        files["features"],
-        "--labels",
-        files["labels_text"],
-        "--max-iter",
-        100,
-        "--out",
-        out,
-        "--json",
-    )
+    res = solve(files["features"], files["labels_text"], "--max-iter", 100, "--out", out, "--json")
     assert res.exit_code == 0, res.output
     return out, json.loads(res.stdout)
 
@@ -72,18 +65,7 @@ def text_model(files):
 @pytest.fixture(scope="module")
 def int_model(files):
     out = files["dir"] / "m_int"
-    res = run(
-        "solve",
-        "lmnn",
-        "--features",
-        files["features_nh"],
-        "--labels",
-        files["labels_int"],
-        "--max-iter",
-        100,
-        "--out",
-        out,
-    )
+    res = solve(files["features_nh"], files["labels_int"], "--max-iter", 100, "--out", out)
     assert res.exit_code == 0, res.output
     return out
 
@@ -99,26 +81,13 @@ def test_solve_trains_on_every_row_of_a_user_file_and_says_so(text_model):
 
 
 def test_split_stratified_reports_the_training_rows(files):
-    res = run(
-        "solve",
-        "lmnn",
-        "--features",
-        files["features_nh"],
-        "--labels",
-        files["labels_int"],
-        "--max-iter",
-        50,
-        "--split",
-        "stratified",
+    res = solve(
+        files["features_nh"], files["labels_int"], "--max-iter", 50, "--split", "stratified"
     )
     assert res.exit_code == 0, res.output
     assert "105 of 150 rows for training" in res.stdout and "45 held out" in res.stdout
-    res = run(
-        "solve",
-        "lmnn",
-        "--features",
+    res = solve(
         files["features_nh"],
-        "--labels",
         files["labels_int"],
         "--max-iter",
         50,
@@ -189,16 +158,7 @@ def test_small_class_message_speaks_of_the_users_labels_and_k(files, tmp_path):
     assert "label 'rare' has 3 rows; with --k 3 its rows get 2 target neighbours" in res.stderr
     assert "label 'alone' has 1 row; with --k 3 it gets no target neighbour" in res.stderr
     assert "of 'y'" not in res.stderr and "SmallClassWarning" not in res.stderr  # (library's)
-    res = run(
-        "solve",
-        "lmnn",
-        "--features",
-        files["features"],
-        "--labels",
-        labels,
-        "--split",
-        "stratified",
-    )
+    res = solve(files["features"], labels, "--split", "stratified")
     assert res.exit_code == 1
     assert "label 'alone' has a single row: --split stratified needs two rows" in res.stderr
     labels = write_csv(tmp_path / "y1.csv", [f"c{i}" for i in range(150)], ["species"])
@@ -231,18 +191,8 @@ def test_non_utf8_and_semicolon_files(files, tmp_path):
 
 def test_header_flags(files, tmp_path):
     out = tmp_path / "m"
-    res = run(
-        "solve",
-        "lmnn",
-        "--features",
-        files["features_nh"],
-        "--labels",
-        files["labels_int"],
-        "--no-header",
-        "--max-iter",
-        20,
-        "--out",
-        out,
+    res = solve(
+        files["features_nh"], files["labels_int"], "--no-header", "--max-iter", 20, "--out", out
     )
     assert res.exit_code == 0, res.output
     res = run("transform", "--model", out, files["new"], "--header", "--out", tmp_path / "e.npy")
