@@ -59,7 +59,7 @@ def test_refinement_escapes_a_rank_one_start_and_certifies(iris_exact):
     assert 1 <= res.info["escapes"] <= MAX_ESCAPES
     assert np.linalg.matrix_rank(res.matrix, tol=1e-9) > 1
     assert res.status == "optimal" and res.certified_gap <= 1e-6
-    res.certificate = oracle.certificate(res.lower_bound)
+    res.certificate = oracle.dual_point(res.lower_bound)
     verified_solve(res, X, y, T, tol=1e-6)
     assert abs(res.objective - value) <= (1e-6 + 1e-7) * value  # tol + CLARABEL's accuracy
 

@@ -112,7 +112,7 @@ class DualCertificate:
         """Record ``bound`` with the dual point that gives it if it is the best so far:
         ``triplets=(I, J, L, λ)`` (the nonzero multipliers), or ``stream=(L, σ)`` (the
         streaming mode's ``λ = clip(z/σ, 0, 1)`` at ``M = LᵀL``, listed at the end,
-        :meth:`.ActiveSetOracle.certificate`). ``F``: the attained value of the trace
+        :meth:`.ActiveSetOracle.dual_point`). ``F``: the attained value of the trace
         bound (``None``: not used)."""
         if np.isfinite(bound) and (self.best is None or bound > self.best["bound"]):
             self.best = {"bound": float(bound), "F": F, **point}

@@ -151,7 +151,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         """:meth:`.bounds.ListBounds.lower_bound` (the engine's protocol)."""
         return self.bounds.lower_bound(M, sigma, F)
 
-    def certificate(self, lower_bound):
+    def dual_point(self, lower_bound):
         """:meth:`.bounds.ListBounds.dual_point`: ``lower_bound``'s dual point as a
         result's certificate (the alarm off: streaming lists it by one more pass)."""
         return self.bounds.dual_point(lower_bound)

@@ -57,7 +57,7 @@ from .time_limit import stopped
 
 def solve_phases(X, y, targets, mu, M0, s):
     """The three phases on ``X`` (whitened or not) from ``M0``; the :class:`SolveResult`
-    with the certificate of its bound (:meth:`.ActiveSetOracle.certificate`)."""
+    with the certificate of its bound (:meth:`.ActiveSetOracle.dual_point`)."""
     t0 = time.perf_counter()
     oracle = ActiveSetOracle(
         X,
@@ -93,7 +93,7 @@ def solve_phases(X, y, targets, mu, M0, s):
         F = res.objective if seen is None else max(res.objective, seen[0])
         res.info["attained_value"] = F
         res.lower_bound = oracle.bounds.at(res.matrix, F)
-    res.certificate = oracle.certificate(res.lower_bound)  # the dual point of lower_bound
+    res.certificate = oracle.dual_point(res.lower_bound)  # the dual point of lower_bound
     return res
 
 
@@ -251,7 +251,7 @@ def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
             r = run.keep(refine(oracle, moved, rs, s.rank_tol))
             run.escapes += 1 + r.info.get("escapes", 0)
     out = run.fallback().finish()
-    out.certificate = oracle.certificate(out.lower_bound)
+    out.certificate = oracle.dual_point(out.lower_bound)
     return out
 
 

@@ -64,7 +64,7 @@ square root of the primal gap (stages 1–2); stage 3 removes that loss.
 **The certificate as data.** The bound is a function of ``α`` and ``f`` alone (the
 data fix the rest): the solvers report the pair behind their best bound as
 ``result.certificate`` = ``{"kind": "maurer", "regularizer", "alpha": α, "radius": f}``
-(:func:`maurer_certificate`; recomputed by :mod:`convexmetric.verifier.maurer`).
+(:meth:`BestDual.dual_point`; recomputed by :mod:`convexmetric.verifier.maurer`).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class BestDual:
         if alpha is not None and bound > self.bound:
             self.bound, self.alpha, self.radius = float(bound), np.array(alpha, float), radius
 
-    def certificate(self):
+    def dual_point(self):
         """``result.certificate`` (:mod:`convexmetric.verifier.maurer`), or ``None``."""
         if self.alpha is None or not np.isfinite(self.bound):
             return None

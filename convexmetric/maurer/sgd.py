@@ -281,7 +281,7 @@ def _certify_best(prob, P, f):
         "certified_gap": certified_gap(f, lower),
         "certificate_seconds": time.perf_counter() - t_cert,
     }
-    return lower, info, best.certificate()
+    return lower, info, best.dual_point()
 
 
 class _Run:

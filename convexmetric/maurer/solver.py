@@ -134,7 +134,7 @@ def _finish(res, oracle, tol):
     res.info["certificate_seconds"] = time.perf_counter() - t0
     res.seconds += res.info["certificate_seconds"]
     res.lower_bound = lb if res.lower_bound is None else max(lb, res.lower_bound)
-    res.certificate = oracle.best.certificate()  # the dual point of that maximum
+    res.certificate = oracle.best.dual_point()  # the dual point of that maximum
     res.info["certified_gap"] = res.certified_gap
     if res.status != "user_limit":
         res.status = certified_status(res.objective, res.lower_bound, tol)

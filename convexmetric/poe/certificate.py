@@ -74,7 +74,7 @@ class BestDual:
             self.bound, self.lam, self.radius = float(bound), np.array(lam, float), float(radius)
         return bound
 
-    def certificate(self, form, blocks):
+    def dual_point(self, form, blocks):
         """``result.certificate`` of :mod:`convexmetric.verifier.poe`, or ``None``."""
         if self.lam is None or not np.isfinite(self.bound):
             return None

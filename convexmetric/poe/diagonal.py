@@ -221,5 +221,5 @@ def solve_diagonal(blocks, C, beta, settings=None, **overrides):
     Ws = np.split(res.matrix * scale, np.cumsum(sizes)[:-1])
     res.info.update(sigma=res.info["final_sigma"])
     res.matrix, res.matrices = Ws[0], Ws
-    res.certificate = lp.best.certificate("diagonal", len(blocks))
+    res.certificate = lp.best.dual_point("diagonal", len(blocks))
     return res

@@ -218,5 +218,5 @@ def solve_factored(blocks, oracle, settings=None, **overrides):
         features_W=[L @ L.T for L in Ls],
     )
     res.matrix, res.matrices = Ws[0], Ws
-    res.certificate = cert.best.certificate("full", len(blocks))
+    res.certificate = cert.best.dual_point("full", len(blocks))
     return res

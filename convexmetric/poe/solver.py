@@ -209,7 +209,7 @@ def _solve(blocks, C, beta, diagonal, W0, refine, s):
         solver="subgradient+smoothing" if refine else "subgradient",
         history=history,
         info={"violated": int(oracle.violated(Ws).sum()), "pairs": oracle.P, "certified_gap": gap},
-        certificate=dual.certificate("diagonal" if diagonal else "full", len(blocks)),
+        certificate=dual.dual_point("diagonal" if diagonal else "full", len(blocks)),
     )
 
 

@@ -281,7 +281,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         climb the trace bound first, if ``ascend``
         (:meth:`.certificate.RangeCertificate.ascend`).
         """
-        cert = self.certificate()
+        cert = self.range_certificate()
         lam, z = cert.multipliers(Ms, sigma)
         bound = cert.keep(cert.bound(lam, F)[0], lam, F)
         tol = self.tol or 0.0
@@ -290,7 +290,7 @@ class MultiMetricOracle(Oracle, StageHooks):
             bound = max(bound, cert.keep(cert.bound(lam, F)[0], lam, F))
         return bound
 
-    def certificate(self):
+    def range_certificate(self):
         """The :class:`.certificate.RangeCertificate` of this oracle (made once)."""
         if self._cert is None:
             self._cert = RangeCertificate(self)

@@ -143,7 +143,7 @@ def _solve(X, y, targets, mu, clusters, n_clusters, M0, s):
         history=run.history,
         lower_bound=run.lower,
         info=info,
-        certificate=base.certificate().dual_point(run.lower),
+        certificate=base.range_certificate().dual_point(run.lower),
     )
 
 
@@ -282,5 +282,5 @@ def polish(
     finally:
         base.trace_bound = False
     res.matrix = np.stack(res.matrices)
-    res.certificate = base.certificate().dual_point(res.lower_bound)
+    res.certificate = base.range_certificate().dual_point(res.lower_bound)
     return res
