@@ -46,7 +46,7 @@ from .constants import (
 )
 from .memo import SearchMemo, violated
 from .schedule import CheckSchedule, check_cap
-from .terms import TooManyTerms, hinge_terms, pull_matrix
+from .terms import TooManyTerms, hinge_terms, index_dtype, pull_matrix
 
 
 class ActiveList(CompactList):
@@ -115,7 +115,7 @@ class ActiveList(CompactList):
         self.search = search
         self.C_pull = pull_matrix(X, targets)
         d = X.shape[1]
-        self._index = np.int32 if self.n < 2**31 else np.int64  #: the list's index type
+        self._index = index_dtype(self.n)  #: the list's index type
         e = np.empty(0, self._index)
         self._set_list(e, e, e, {})
         # incremental gradient state (eq. 19): the mask of counted triplets and their sum

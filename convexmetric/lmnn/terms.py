@@ -120,12 +120,18 @@ def objective(M, X, targets, y, mu):
     return (1.0 - mu) * pull + mu * float(h.sum())
 
 
+def index_dtype(n):
+    """The integer type of triplet indices on ``n`` points: int32 while it holds them
+    (half the memory of a list of terms), else int64."""
+    return np.int32 if n < 2**31 else np.int64
+
+
 def dual_point(kind, n, triplets, lam, F):
     """``SolveResult.certificate`` of an LMNN bound (``kind`` ``"lmnn"`` or
     ``"lmnn_multi"``; the format is documented in :mod:`convexmetric.verifier.lmnn`):
     the triplets ``(i, j, l)`` with nonzero multipliers ``lam`` on ``n`` points, and the
     attained value ``F`` the trace bound used (NaN where the bound used none)."""
-    index = np.int32 if n < 2**31 else np.int64
+    index = index_dtype(n)
     unknown = F is None or not np.isfinite(F)
     return {
         "kind": kind,
