@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+from ..terms import index_dtype
 from .data import StreamData, row_blocks
 from .full_check import terms_block
 from .local import LocalExecutor
@@ -99,7 +100,7 @@ class StreamingEvaluator:
             self.executor.release()
             self.seconds += time.perf_counter() - start
         if not parts:
-            e = np.empty(0, np.int32 if self.n < 2**31 else np.int64)
+            e = np.empty(0, index_dtype(self.n))
             return e, e, e
         return tuple(np.concatenate([p[key] for p in parts]) for key in ("I", "J", "L"))
 

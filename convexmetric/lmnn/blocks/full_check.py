@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..constants import GROUP_ROWS
+from ..terms import index_dtype
 from .data import Workspace
 from .xp import (
     argsort_stable,
@@ -144,7 +145,7 @@ def terms_block(
             out_I.append(ip)
             out_J.append(_gather2(xp, T, ip, q))
             out_L.append(take(xp, l, p))
-    kind = np.int32 if len(P.labels) < 2**31 else np.int64
+    kind = index_dtype(len(P.labels))
     I, J, L_ = (
         to_numpy(concat(xp, a)).astype(kind, copy=False) if a else np.empty(0, kind)
         for a in (out_I, out_J, out_L)
