@@ -261,3 +261,30 @@ def test_resolution_bounds_the_float64_error_of_eq14(seed):
 def _nearest_two(Z, y, i):
     same = np.flatnonzero((y == y[i]) & (np.arange(len(y)) != i))
     return same[np.argsort(((Z[same] - Z[i]) ** 2).sum(1), kind="stable")[:2]]
+
+
+def test_a_block_without_impostor_multipliers_needs_no_pull():
+    # a k-means cluster with fewer target pairs than varying coordinates: its pull is
+    # singular, and with no impostor of the block carrying a multiplier H_h(1) is a sum of
+    # Gram matrices (PSD exactly); one impostor difference in the pull's null space is not
+    from convexmetric.verifier._bound14 import block_kappa
+
+    X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 2.0, 1.0], [3.0, 1.0, 5.0]])
+    pull = (np.array([0]), np.array([1]))  # varies in the first coordinate only
+    plus = (np.array([2, 3]), np.array([0, 1]), np.array([0.5, 1.0]))
+    none = (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    assert block_kappa(X, 0.5, pull, plus, none) == 1.0
+    assert block_kappa(X, 0.5, (pull[0][:0], pull[1][:0]), plus, none) == 1.0
+    minus = (np.array([2]), np.array([3]), np.array([0.25]))
+    assert block_kappa(X, 0.5, pull, plus, minus) == np.inf
+    zero = (np.array([2]), np.array([3]), np.array([0.0]))  # a zero multiplier: not a term
+    assert block_kappa(X, 0.5, pull, plus, zero) == 1.0
+
+
+def test_multi_metric_kmeans_clusters_certify_and_verify():
+    # digits in 5 k-means clusters: one cluster has 46 target pairs over 47 varying pixels
+    # and no impostor multipliers; its block proved nothing before (bound 0, not certified)
+    X, _, y, _ = datasets.load_split("digits")
+    est = MultiMetricLMNN(k=3, mu=0.5, tol=1e-4, n_clusters=5, random_state=0).fit(X, y)
+    assert est.result_.status == "optimal"
+    assert verify(est, X, y, tol=1e-4).verified

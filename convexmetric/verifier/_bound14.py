@@ -14,7 +14,10 @@ one that a metric of large norm may exploit, and it weakens the bound as it shou
 Only exact structure is used: a coordinate in which no target pair of the block differs
 (``x_a − x_b`` is exactly 0 there, tested exactly) carries no pull, and ``H_h`` is PSD
 there only if no impostor difference with a multiplier is nonzero in it — else the dual
-point proves nothing and the bound is the trivial 0.
+point proves nothing and the bound is the trivial 0. A block with no impostor of its own
+carrying a multiplier needs nothing: ``H_h(1)`` is then a sum of Gram matrices with
+weights ``≥ 0``, PSD whatever its pull (a k-means cluster with fewer target pairs than
+varying coordinates).
 
 Where the pull is singular on those coordinates, one more exact structure is used:
 columns whose differences are exactly proportional over every target pair of the block
@@ -153,9 +156,11 @@ def block_kappa(X, mu, pull, plus, minus):
     keep = lambda t: t[2] > 0  # noqa: E731 (only multipliers > 0 enter S(λ))
     plus = tuple(a[keep(plus)] for a in plus)
     minus = tuple(a[keep(minus)] for a in minus)
+    if len(minus[0]) == 0:
+        return 1.0  # H_h(1) a sum of Gram matrices with weights ≥ 0: PSD, exactly
     pa, pb, count, _ = _pairs(n, (*pull, np.ones(len(pull[0]))))
     if len(pa) == 0:
-        return 1.0 if len(plus[0]) + len(minus[0]) == 0 else np.inf
+        return np.inf
     active = _varying(X, pa, pb)
     if (_varying(X, minus[0], minus[1]) & ~active).any():
         return np.inf  # an impostor direction that no target pair of the block spans
