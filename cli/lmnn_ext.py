@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..lmnn import KernelLMNN, MultiMetricLMNN
 from ..lmnn.estimator import LMNN
-from ..lmnn.extensions import KernelLMNN, MultiMetricLMNN
 
 
 def fit_variant(Xtr, ytr, Xte, yte, *, variant, opts):

@@ -99,7 +99,7 @@ _BUILT_IN = (
         estimators=(
             _cm("lmnn.estimator:LMNN"),
             _cm("lmnn.kernel_estimator:KernelLMNN"),
-            _cm("lmnn.extensions:MultiMetricLMNN"),
+            _cm("lmnn.multi.estimator:MultiMetricLMNN"),
         ),
         exact=_cm("problems.lmnn:build"),
         validate=_cm("validation.lmnn:run"),
@@ -108,7 +108,7 @@ _BUILT_IN = (
         savers=(
             (_cm("lmnn.estimator:LMNN"), _cm("model_kinds:describe_lmnn")),
             (_cm("lmnn.kernel_estimator:KernelLMNN"), _cm("model_kinds:describe_kernel_lmnn")),
-            (_cm("lmnn.extensions:MultiMetricLMNN"), _cm("model_kinds:describe_multi_metric")),
+            (_cm("lmnn.multi.estimator:MultiMetricLMNN"), _cm("model_kinds:describe_multi_metric")),
         ),
         verifier=_cm("verifier.lmnn:KINDS"),
     ),

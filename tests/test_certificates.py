@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from test_verify_poe_maurer import verify_maurer_result
 
 from convexmetric.cli.main import main
-from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
+from convexmetric.lmnn import KernelLMNN, MultiMetricLMNN
 from convexmetric.maurer import certificate as D
 from convexmetric.maurer import solver as S
 from convexmetric.maurer.pairs import balanced_pairs

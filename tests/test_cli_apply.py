@@ -257,10 +257,10 @@ def test_solve_maurer_model_maps_raw_points_as_the_solver_saw_them(tmp_path, raw
 )
 def test_lmnn_max_iter_defaults_to_each_estimators_own(monkeypatch, variant, args, expected):
     # max_iter caps each estimator's whole fit; the command passes it on only when given
-    from convexmetric.lmnn import extensions
+    from convexmetric.lmnn import MultiMetricLMNN
 
     seen = {}
-    for cls in (LMNN, extensions.MultiMetricLMNN):
+    for cls in (LMNN, MultiMetricLMNN):
         original = cls.fit
 
         def spy(self, *a, _original=original, **k):

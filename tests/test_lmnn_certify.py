@@ -100,7 +100,7 @@ def test_solve_status_follows_the_certificate(iris_exact, tol):
 
 def test_zero_objective_is_certified_by_the_trivial_bound():
     """No active triplet (an RBF kernel separates 10 iris points per class): eq. (14) ≥ 0."""
-    from convexmetric.lmnn.extensions import KernelLMNN
+    from convexmetric.lmnn import KernelLMNN
     from convexmetric.result import FLOOR_SHARE
 
     Xtr, _, ytr, _ = datasets.load_split("iris")

@@ -8,10 +8,10 @@ from hypothesis import strategies as st
 from lmnn_verify import certified_kernel_solve, kernel_report
 
 from convexmetric import LMNN, datasets
+from convexmetric.lmnn import KernelLMNN, MultiMetricLMNN
 from convexmetric.lmnn import kernel_solver as SK
 from convexmetric.lmnn.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
 from convexmetric.lmnn.energy import energy_scores
-from convexmetric.lmnn.extensions import KernelLMNN, MultiMetricLMNN
 from convexmetric.lmnn.multi import solver as SM
 from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.lmnn.reduction import leading_components

@@ -6,6 +6,7 @@ reduction, PCA and the Dask backend), :class:`KernelLMNN` and
 """
 
 from .estimator import LMNN
-from .extensions import KernelLMNN, MultiMetricLMNN
+from .kernel_estimator import KernelLMNN
+from .multi.estimator import MultiMetricLMNN
 
 __all__ = ["LMNN", "KernelLMNN", "MultiMetricLMNN"]

@@ -132,7 +132,7 @@ def _single(X, y_raw, name, settings, plain, exact, callback):
 
 def _clusters(X, y, n_clusters, random_state):
     """The cluster of every point and their number: the labels (``n_clusters`` None) or
-    k-means, as :class:`~convexmetric.lmnn.extensions.MultiMetricLMNN` clusters."""
+    k-means, as :class:`~convexmetric.lmnn.multi.estimator.MultiMetricLMNN` clusters."""
     if n_clusters is None:
         return y, int(y.max()) + 1
     from sklearn.cluster import KMeans
@@ -142,7 +142,7 @@ def _clusters(X, y, n_clusters, random_state):
 
 
 def _single_start(X, y, T, k, mu):
-    """The single metric :class:`~convexmetric.lmnn.extensions.MultiMetricLMNN` starts
+    """The single metric :class:`~convexmetric.lmnn.multi.estimator.MultiMetricLMNN` starts
     from (its defaults: certified to 1e-2 within ``max_iter − 1`` = 2999 iterations)."""
     import warnings
 

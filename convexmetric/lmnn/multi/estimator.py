@@ -1,4 +1,4 @@
-"""Estimators for LMNN's extensions (§5): several metrics, and kernel LMNN.
+"""The multi-metric LMNN estimator (§5.2): one metric per cluster, learned jointly.
 
 >>> from convexmetric import datasets
 >>> from convexmetric import MultiMetricLMNN
@@ -16,18 +16,17 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
-from .._convergence import warn_unconverged
-from .._input_checks import check_scalar
-from .._renamed import DEPRECATED
-from .._verbose import log_summary, logging_to_stderr
-from ..linalg import components_from_metric
-from ..neighbors import sqdist, target_neighbors
-from ..optim.deadline import Deadline
-from ..problems import lmnn_multi as PM
-from .base import LMNNBaseEstimator, logger
-from .estimator import LMNN
-from .kernel_estimator import KernelLMNN  # noqa: F401
-from .multi import solver as SM
+from ..._convergence import warn_unconverged
+from ..._input_checks import check_scalar
+from ..._renamed import DEPRECATED
+from ..._verbose import log_summary, logging_to_stderr
+from ...linalg import components_from_metric
+from ...neighbors import sqdist, target_neighbors
+from ...optim.deadline import Deadline
+from ...problems import lmnn_multi as PM
+from ..base import LMNNBaseEstimator, logger
+from ..estimator import LMNN
+from . import solver as SM
 
 
 class MultiMetricLMNN(LMNNBaseEstimator):
@@ -219,12 +218,12 @@ class MultiMetricLMNN(LMNNBaseEstimator):
         """The multi-metric SDP in CVXPY with ``conic_solver``; a SolveResult."""
         import time
 
-        from ..cones import PSDCone
-        from ..problems.common import solve_problem
-        from ..problems.lmnn import all_triplets
-        from ..result import SolveResult
-        from .multi.certificate import exact_certificate
-        from .multi.oracle import MultiMetricOracle
+        from ...cones import PSDCone
+        from ...problems.common import solve_problem
+        from ...problems.lmnn import all_triplets
+        from ...result import SolveResult
+        from .certificate import exact_certificate
+        from .oracle import MultiMetricOracle
 
         t0 = time.perf_counter()
         solver = str(self.conic_solver).upper()
