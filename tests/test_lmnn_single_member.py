@@ -26,8 +26,8 @@ from convexmetric.problems import lmnn as P
 from convexmetric.problems import lmnn_kernel as PK
 from convexmetric.problems import lmnn_multi as PM
 from convexmetric.verifier import VerificationError
-from convexmetric.verifier._problem14 import euclidean
-from convexmetric.verifier._problem14 import targets as verified_targets
+from convexmetric.verifier._lmnn_problem import euclidean
+from convexmetric.verifier._lmnn_problem import targets as verified_targets
 
 MU = 0.5
 

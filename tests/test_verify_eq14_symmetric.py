@@ -5,7 +5,7 @@ here: the same value and the same resolution, whatever the row blocks."""
 import numpy as np
 import pytest
 
-from convexmetric.verifier import _bound14, _eq14
+from convexmetric.verifier import _lmnn_bound, _lmnn_objective
 from convexmetric.verifier._rigor import SAFETY, gamma
 
 SIZES = {5: 2, -1: 7, 3: 13, 10: 30, 7: 48}  # label: class size (a class of two at k = 3)
@@ -13,7 +13,7 @@ SIZES = {5: 2, -1: 7, 3: 13, 10: 30, 7: 48}  # label: class size (a class of two
 
 def by_class(m, y, T, mu):
     """Eq. (14) and its resolution as the by-class path sums them, for one metric
-    (``m``: the verifier's :class:`~convexmetric.verifier._eq14.Mapped`): each class's
+    (``m``: the verifier's :class:`~convexmetric.verifier._lmnn_objective.Mapped`): each class's
     points against all points of the other classes, every hinge of ``D(i, l)`` from
     ``‖z_i‖² + ‖z_l‖² − 2z_iᵀz_l``, no reach (every pair a candidate)."""
     Z, tau, eps, r = m.Z, m.tau, m.eps, m.rank
@@ -59,16 +59,16 @@ def _problem(seed, rank, k=3):
         T[idx] = np.c_[near, np.repeat(idx[:, None], k - near.shape[1], axis=1)]
     L = rng.normal(size=(rank, d))
     L /= np.sqrt(np.median([np.sum((L @ (X[i] - X[T[i, 0]])) ** 2) for i in range(len(y))]))
-    return _eq14.Mapped(X - X.mean(axis=0), L), y, T
+    return _lmnn_objective.Mapped(X - X.mean(axis=0), L), y, T
 
 
 @pytest.mark.parametrize("block_bytes", [None, 1, 8 * 60, 8 * 400])
 @pytest.mark.parametrize("seed, rank", [(0, 6), (1, 2), (2, 6), (3, 1)])
 def test_symmetric_sums_are_the_by_class_ones(seed, rank, block_bytes, monkeypatch):
     if block_bytes is not None:  # one row a block, a few rows, several classes' rows
-        monkeypatch.setattr(_eq14, "BLOCK_BYTES", block_bytes)
+        monkeypatch.setattr(_lmnn_objective, "BLOCK_BYTES", block_bytes)
     m, y, T = _problem(seed, rank)
-    got = _eq14._sums_symmetric(m, y, T)
+    got = _lmnn_objective._sums_symmetric(m, y, T)
     ref = by_class(m, y, T, 0.5)
     assert 0 < got[0] and 0 < got[1]  # both pull and hinges in the sum
     assert got[4] == ref[4]  # the same hinges counted
@@ -93,11 +93,11 @@ def test_some_pairs_are_out_of_reach(seed, rank):
 def test_one_metric_twice_is_one_metric(seed, rank, monkeypatch):
     # the by-class path of several metrics, with the same metric in every cluster, sums
     # the same hinges as the symmetric path of one
-    monkeypatch.setattr(_eq14, "BLOCK_BYTES", 8 * 60)
+    monkeypatch.setattr(_lmnn_objective, "BLOCK_BYTES", 8 * 60)
     m, y, T = _problem(seed, rank)
     g = np.random.default_rng(seed).integers(0, 2, len(y))
-    one = _eq14.objective([m], np.zeros(len(y), np.int64), y, T, 0.5)
-    two = _eq14.objective([m, m], g, y, T, 0.5)
+    one = _lmnn_objective.objective([m], np.zeros(len(y), np.int64), y, T, 0.5)
+    two = _lmnn_objective.objective([m, m], g, y, T, 0.5)
     assert one == pytest.approx(two, rel=1e-12, abs=0)
 
 
@@ -109,8 +109,8 @@ def test_objective_within_its_resolution_of_extended_precision(seed, rank):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(len(y), 6)) * 10.0 ** rng.integers(-3, 4, 6) + 1e3
     L = rng.normal(size=(rank, 6)) / X.std(0)
-    f, res = _eq14.objective([_eq14.Mapped(X - X.mean(0), L)], np.zeros(len(y), np.int64),
-                             y, T, 0.5)  # fmt: skip
+    m = _lmnn_objective.Mapped(X - X.mean(0), L)
+    f, res = _lmnn_objective.objective([m], np.zeros(len(y), np.int64), y, T, 0.5)
     Zl = X.astype(np.longdouble) @ L.T.astype(np.longdouble)
     exact = 0.0
     for i in range(len(y)):
@@ -150,7 +150,7 @@ def test_bound_is_the_triplet_by_triplet_one(seed, clusters, monkeypatch):
     # share target pairs, and an impostor pair serves several targets), and proves the
     # matrix inequality with a raise of κ by at most 1e-10: the bound is the one of the
     # triplets one by one, to that share, and never above it
-    monkeypatch.setattr(_bound14, "BLOCK", 7)  # a few pairs a block
+    monkeypatch.setattr(_lmnn_bound, "BLOCK", 7)  # a few pairs a block
     rng = np.random.default_rng(seed)
     m, y, T = _problem(seed, 6)
     X = m.Z + 0.1 * rng.normal(size=m.Z.shape)
@@ -162,7 +162,7 @@ def test_bound_is_the_triplet_by_triplet_one(seed, clusters, monkeypatch):
     lam = rng.uniform(0.0, 1.0, len(I)) * (rng.uniform(size=len(I)) < 0.8)
     g = np.zeros(n, np.int64) if clusters == 1 else (np.arange(n) % 2)
     cert = {"i": I, "j": J, "l": L, "lam": lam, "F": 50.0}
-    got = _bound14.bound(X, y, T, 0.5, cert, 40.0, g, clusters)
+    got = _lmnn_bound.bound(X, y, T, 0.5, cert, 40.0, g, clusters)
     want = plain_bound(X, T, 0.5, I, J, L, lam, g, 50.0)
     assert want * (1 - 1e-9) <= got <= want * (1 + 1e-12)
     assert got < 0.5 * lam.sum()  # ν < 0: the repair is exercised
@@ -181,9 +181,9 @@ def test_an_impostor_off_the_pull_coordinates_proves_nothing():
     l = int(np.flatnonzero(y != y[0])[0])
     cert = {"i": np.array([i]), "j": np.array([T[i, 0]]), "l": np.array([l]),
             "lam": np.array([rng.uniform(0.1, 1.0)]), "F": np.nan}  # fmt: skip
-    assert _bound14.bound(X, y, T, 0.5, cert, 40.0, np.zeros(len(y), np.int64), 1) == 0.0
+    assert _lmnn_bound.bound(X, y, T, 0.5, cert, 40.0, np.zeros(len(y), np.int64), 1) == 0.0
     X[:, 6] = 0.0  # the coordinate constant: the same multiplier now proves its share
-    assert _bound14.bound(X, y, T, 0.5, cert, 40.0, np.zeros(len(y), np.int64), 1) > 0.0
+    assert _lmnn_bound.bound(X, y, T, 0.5, cert, 40.0, np.zeros(len(y), np.int64), 1) > 0.0
 
 
 def test_a_nearly_null_pull_direction_weakens_the_bound():
@@ -200,6 +200,6 @@ def test_a_nearly_null_pull_direction_weakens_the_bound():
     L = np.array([np.flatnonzero(y != y[i])[q] for i in range(n) for q in range(2)])
     cert = {"i": I, "j": J, "l": L, "lam": np.full(len(I), 0.5), "F": np.nan}
     g = np.zeros(n, np.int64)
-    weak = _bound14.bound(X, y, T, 0.5, cert, 40.0, g, 1)
-    strong = _bound14.bound(X[:, :6], y, T, 0.5, cert, 40.0, g, 1)
+    weak = _lmnn_bound.bound(X, y, T, 0.5, cert, 40.0, g, 1)
+    strong = _lmnn_bound.bound(X[:, :6], y, T, 0.5, cert, 40.0, g, 1)
     assert weak < 1e-6 * strong

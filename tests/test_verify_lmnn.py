@@ -267,7 +267,7 @@ def test_a_block_without_impostor_multipliers_needs_no_pull():
     # a k-means cluster with fewer target pairs than varying coordinates: its pull is
     # singular, and with no impostor of the block carrying a multiplier H_h(1) is a sum of
     # Gram matrices (PSD exactly); one impostor difference in the pull's null space is not
-    from convexmetric.verifier._bound14 import block_kappa
+    from convexmetric.verifier._lmnn_bound import block_kappa
 
     X = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 2.0, 1.0], [3.0, 1.0, 5.0]])
     pull = (np.array([0]), np.array([1]))  # varies in the first coordinate only

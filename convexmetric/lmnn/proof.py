@@ -3,7 +3,7 @@
 The solvers' own bounds steer them (when to stop, where to ascend); the bound a result
 reports and the "optimal" it may claim are those of its certificate's dual point as
 :mod:`convexmetric.verifier` proves it from the data, its rounding accounted for
-(:mod:`convexmetric.verifier._bound14`: the matrix inequality on the whole space, no
+(:mod:`convexmetric.verifier._lmnn_bound`: the matrix inequality on the whole space, no
 tolerance that could set a direction aside). One rule for the solver and the verifier,
 so that no fit says "optimal" at a bound the verifier refuses (data nearly collinear,
 or features that one class never varies in). The verifier imports nothing of the
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..result import certified_status
-from ..verifier._bound14 import Infeasible, bound
-from ..verifier._eq14 import zero_value
+from ..verifier._lmnn_bound import Infeasible, bound
+from ..verifier._lmnn_objective import zero_value
 from .constants import OBJECTIVE_SLACK
 from .terms import hinge_terms
 

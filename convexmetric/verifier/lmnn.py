@@ -15,11 +15,11 @@ matrix and ``C_ab = (x_a − x_b)(x_a − x_b)ᵀ``. If ``S(λ) − ν(1 − μ)
 space (``ν ≤ 0``), then since ``(1 − μ)⟨P, M*⟩ ≤ f*`` both ``f* ≥ μΣλ/(1 − ν)`` and
 ``f* ≥ μΣλ + νF`` hold, for any ``F ≥ f*``; the verifier takes
 ``F = max(F_certificate, f(M_fitted))`` rounded up and the larger bound, proving the
-matrix inequality with its rounding accounted for (:mod:`._bound14`). Several metrics
+matrix inequality with its rounding accounted for (:mod:`._lmnn_bound`). Several metrics
 (§5.2): the pair ``(a, b)`` under the metric ``M^{g(b)}`` of ``b``'s cluster, one such
 inequality per cluster, ``ν`` the least.
 
-**What is the user's** (never taken from the fit on trust, :mod:`._problem14`):
+**What is the user's** (never taken from the fit on trust, :mod:`._lmnn_problem`):
 
 * ``k`` and ``μ`` in their domains (``μ ∈ [0, 1)``), the tolerance the caller's;
 * the map: ``components_`` (``L``, ``M = LᵀL``: what ``transform`` and ``predict``
@@ -32,7 +32,7 @@ inequality per cluster, ``ν`` the least.
   ``m ≤ k`` points gives its points the ``m − 1`` others (padding: the point itself;
   a class of one point gives it none: it enters eq. (14) only as an impostor ``l``);
 * the clusters (``MultiMetricLMNN``): the classes with ``n_clusters=None``, else checked
-  to be a k-means partition (:func:`._problem14.clusters`);
+  to be a k-means partition (:func:`._lmnn_problem.clusters`);
 * the kernel (``KernelLMNN``): recomputed from ``X`` and the parameters. The objective
   is that of the map applied, ``L`` on the kernel rows (what ``transform`` does). The
   bound is proved over the problem's documented features, computed here: the
@@ -43,7 +43,7 @@ inequality per cluster, ``ν`` the least.
   eigendecomposition.
 
 **Resolution.** The objective's float64 error is bounded rigorously from the quantities
-computed (:mod:`._eq14`: componentwise in ``|x̃||L|``, so a direction in which the data
+computed (:mod:`._lmnn_objective`: componentwise in ``|x̃||L|``, so a direction in which the data
 do not vary adds nothing however large the map is there). The verdict uses it
 (:func:`._report.report`).
 
@@ -73,9 +73,9 @@ import time
 
 import numpy as np
 
-from . import _bound14 as B
-from . import _problem14 as P
-from ._eq14 import Mapped, objective, zero_value
+from . import _lmnn_bound as B
+from . import _lmnn_problem as P
+from ._lmnn_objective import Mapped, objective, zero_value
 from ._report import VerificationError, check_tol, model_tol, refused, report
 from ._rigor import sum_upper
 
@@ -194,7 +194,7 @@ def _pass_distance(fitted, X, y, targets, tol):
 
 def _targets(fitted, dist, y, k, given=None):
     """The targets eq. (14) uses: the user's (``given``) or the fit's ``targets_``,
-    checked to be the ``k`` nearest under ``dist`` (:func:`._problem14.targets`)."""
+    checked to be the ``k`` nearest under ``dist`` (:func:`._lmnn_problem.targets`)."""
     if given is not None and getattr(fitted, "previous", None) is None:
         return P.targets(dist, y, k, given, given=True)
     T = fitted.attrs.get("targets_")

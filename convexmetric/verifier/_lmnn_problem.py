@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._eq14 import Mapped, block_rows
+from ._lmnn_objective import Mapped, block_rows
 from ._report import VerificationError
 from ._rigor import UNIT, gamma
 
@@ -119,7 +119,7 @@ def targets(rows_dist, y, k, T, given=False):
 
 
 def distances(mapped):
-    """``rows_dist`` of :func:`targets` under a :class:`._eq14.Mapped` map: squared
+    """``rows_dist`` of :func:`targets` under a :class:`._lmnn_objective.Mapped` map: squared
     distances from the one-product formula and their rigorous errors."""
 
     def rows_dist(rows, cols):

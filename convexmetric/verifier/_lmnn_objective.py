@@ -1,6 +1,6 @@
 r"""Eq. (14) of Weinberger & Saul (2009) by brute force in float64, with a rigorous bound
 on its rounding: the objective of :mod:`convexmetric.verifier.lmnn` (whose docstring
-states the problem; the dual bound is :mod:`._bound14`).
+states the problem; the dual bound is :mod:`._lmnn_bound`).
 
 **What is computed.** The map ``L`` a model applies (``M = LᵀL``) acts on the points
 centred by any float vector ``m`` (distances do not move): ``ẑ_a = fl(fl(x_a − m)Lᵀ)``.
