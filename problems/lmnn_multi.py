@@ -36,11 +36,6 @@ def pull_matrices(X, targets, clusters, n_clusters):
     return np.stack([U[gj == g].T @ U[gj == g] for g in range(n_clusters)])
 
 
-#: the screen's products hold about this many entries at a time (16 MiB): every cluster's
-#: search in one block on digits (a block of 512 rows took 10–25% longer there)
-SCREEN_ENTRIES = 1 << 21
-
-
 def hinge_terms(
     Ms,
     X,
@@ -49,7 +44,7 @@ def hinge_terms(
     clusters,
     *,
     margin=0.0,
-    block_size=None,
+    block_size=512,
     components=None,
     rtol=1e-9,
     pairs=None,
@@ -57,10 +52,10 @@ def hinge_terms(
     """Hinge terms ``1 + D̂(i, j) − D̂(i, l) > −margin`` at the metrics ``Ms``: ``(I, J, L, H)``.
 
     Searched cluster by cluster: the points ``l`` of cluster ``g`` against every query
-    ``i`` of another label under ``M^g``, in blocks of consecutive rows (``block_size``
-    rows, or :data:`SCREEN_ENTRIES` ``/ n_g``). Candidates come from one product per
-    block with widened radii (:func:`_augmented`: a superset), and their values are
-    recomputed from differences.
+    ``i`` of another label under ``M^g``, in blocks of ``block_size`` consecutive rows
+    (memory ``O(block · n_g)``). Candidates come from one product per block with widened
+    radii (:func:`_augmented`: a superset), and their values are recomputed from
+    differences.
     A cluster of one label (clusters = classes) leaves the queries of its label out.
     ``pairs``: the :func:`target_pairs` of ``(X, targets, clusters)``, if kept.
     """
@@ -80,11 +75,10 @@ def hinge_terms(
         Z = Zall[:, cols[g] : cols[g + 1]]
         one = bool(np.all(y[idx] == y[idx[0]]))
         rows = np.flatnonzero(y != y[idx[0]]) if one else np.arange(n)
-        A, B = _augmented(Zc[:, cols[g] : cols[g + 1]], rows, idx, radius, rtol)
-        step = block_size or max(1, SCREEN_ENTRIES // len(idx))
-        for s in range(0, len(rows), step):
-            e = min(s + step, len(rows))
-            hits = np.flatnonzero(A[s:e] @ B.T > 0.0)
+        A, B, half = _augmented(Zc[:, cols[g] : cols[g + 1]], rows, idx, radius, rtol)
+        for s in range(0, len(rows), block_size):
+            e = min(s + block_size, len(rows))
+            hits = np.flatnonzero(A[s:e] @ B.T > half[s:e, None])
             I, L = rows[hits // len(idx) + s], idx[hits % len(idx)]
             if not one:
                 I, L = I[y[I] != y[L]], L[y[I] != y[L]]
@@ -133,25 +127,21 @@ def _target_distances(Ls, tp, n):
 
 
 def _augmented(Z, rows, cols, radius, rtol):
-    """``A``, ``B`` with ``A_i·B_l > 0`` for every ``i ∈ rows``, ``l ∈ cols`` with
-    ``‖z_i − z_l‖² < r_i`` (``z`` centred): ``A_i = [z_i, 1, (r'_i − ‖z_i‖²)/2 + ε]``,
-    ``B_l = [z_l, −‖z_l‖²/2, 1]``, where ``r'`` is the radius widened by ``rtol``
-    (relative) and ``ε`` bounds the product's rounding (absolute: ``Σ_k |A_ik B_lk| ≤
-    2 max ‖z‖² + max r'``). The threshold is in the product, so the screen compares with
-    0 (a comparison with a per-row threshold cost 4× as much).
+    """``A``, ``B`` with ``A_i·B_l = −‖z_i − z_l‖²/2`` for ``i ∈ rows``, ``l ∈ cols``
+    (``A_i = [z_i, 1, −‖z_i‖²/2]``, ``B_l = [z_l, −‖z_l‖²/2, 1]``, ``z`` centred), and
+    the thresholds ``−r'_i/2``: the radius widened by ``rtol`` (relative) and by a bound
+    on the product's rounding (absolute: ``Σ_k |A_ik B_lk| ≤ 2 max ‖z‖²``).
 
     Double precision: a metric in the original coordinates of nearly constant features
     has eigenvalues of 10⁶ and more (digits), where a float32 product cancels whole radii."""
     sq = np.einsum("ij,ij->i", Z, Z)
     r = Z.shape[1]
-    wide = radius[rows] * (1 + rtol)
-    size = 1.0 + 2.0 * float(sq.max(initial=0.0)) + float(wide.max(initial=0.0))
     A = np.empty((len(rows), r + 2))
-    A[:, :r], A[:, r] = Z[rows], 1.0
-    A[:, r + 1] = 0.5 * (wide - sq[rows]) + 2 * (r + 2) * np.finfo(float).eps * size
+    A[:, :r], A[:, r], A[:, r + 1] = Z[rows], 1.0, -0.5 * sq[rows]
     B = np.empty((len(cols), r + 2))
     B[:, :r], B[:, r], B[:, r + 1] = Z[cols], -0.5 * sq[cols], 1.0
-    return A, B
+    rounding = 4 * (r + 2) * np.finfo(float).eps * (1.0 + float(sq.max(initial=0.0)))
+    return A, B, -0.5 * (radius[rows] * (1 + rtol) + rounding)
 
 
 def objective(Ms, X, targets, y, clusters, mu):

@@ -207,7 +207,7 @@ def test_given_targets_and_the_verifier_keep_the_rule():
 
 
 def test_multi_metric_bound_ascent_skips_the_lone_class_block():
-    """The face steps of the multi-metric bound (iris, 10 points a class, one point alone
+    """The ascents of the multi-metric bound (iris, 10 points a class, one point alone
     in a fourth class): the lone class's block has an empty range (``P_g = 0``) and is left
     out of the ascent, which stopped there with an IndexError before."""
     from sklearn.datasets import load_iris

@@ -171,36 +171,6 @@ def test_a_proposal_that_loses_is_cut_back_along_its_segment():
     assert TA._back(model, np.zeros(1), np.zeros(1), b0)[1] == -np.inf  # no gain: said so
 
 
-def test_lowest_skips_blocks_by_the_weyl_bound_and_keeps_the_value(monkeypatch):
-    """``_lowest`` with nearby matrices and their smallest eigenvalues returns exactly
-    ``min(0, min λ_min)``, and decomposes only the blocks that may carry it."""
-    rng = np.random.default_rng(0)
-    base = []
-    for shift in (-1.0, 0.5, 3.0, 5.0):  # one block carries ν; the others far above
-        A = rng.normal(size=(6, 6))
-        base.append(0.1 * (A + A.T) + shift * np.eye(6))
-    lows = [float(np.linalg.eigvalsh(B)[0]) for B in base]
-    calls = []
-    eigvalsh = np.linalg.eigvalsh
-
-    def counted(M):
-        calls.append(1)
-        return eigvalsh(M)
-
-    monkeypatch.setattr(np.linalg, "eigvalsh", counted)
-    for scale in (1e-3, 0.3, 3.0):
-        S = []
-        for B in base:
-            E = rng.normal(size=B.shape)
-            S.append(B + scale * (E + E.T))
-        exact = min(0.0, min(float(eigvalsh(M)[0]) for M in S))
-        calls.clear()
-        assert TA._lowest(S, base, lows) == exact
-        if scale == 1e-3:
-            assert len(calls) == 1  # the blocks far above the first are not decomposed
-    assert TA._lowest(S) == min(0.0, min(float(eigvalsh(M)[0]) for M in S))
-
-
 def test_shared_rows_give_the_blocks_of_one_row_per_term():
     """A block whose terms share rows (``ra``, ``rb``: LMNN's triplets sharing target and
     impostor pairs) has the scatters, the cluster's curvature, the model's matrices and

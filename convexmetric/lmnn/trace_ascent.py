@@ -98,10 +98,10 @@ def ascend(blocks, x, mu, F, const, scale=1.0, iterations=40, tol=None):
     """
     x = np.array(x, dtype=float)
     S = [blk.S for blk in blocks]
-    ref = []  # the iteration's matrices and their smallest eigenvalues (see _lowest)
 
     def value(S, x):
-        return trace_bound(const + mu * float(x.sum()), F, _lowest(S, *ref) / scale)
+        low = min((float(np.linalg.eigvalsh(Sg)[0]) for Sg in S), default=0.0)
+        return trace_bound(const + mu * float(x.sum()), F, low / scale)
 
     b, step = value(S, x), 1e-3
     for _ in range(iterations):
@@ -109,7 +109,6 @@ def ascend(blocks, x, mu, F, const, scale=1.0, iterations=40, tol=None):
             break
         eig = [np.linalg.eigh(Sg) for Sg in S]
         nu = min(float(w[0]) for w, _ in eig)
-        ref[:] = [S, [float(w[0]) for w, _ in eig]]
         moved = None
         for share in (0.5, 0.0):  # the cluster's average; then the smallest eigenvector
             g = np.full(len(x), mu)
@@ -122,23 +121,6 @@ def ascend(blocks, x, mu, F, const, scale=1.0, iterations=40, tol=None):
             break
         x, S, b, step = moved
     return x
-
-
-def _lowest(S, base=None, lows=None):
-    """``min(0, min_g λ_min(S_g))``; with the smallest eigenvalues ``lows`` of nearby
-    matrices ``base``, a block whose Weyl bound ``λ_min(base_g) − √2‖S_g − base_g‖_F``
-    (√2: ``eigvalsh`` reads one triangle) cannot go below the minimum so far is not
-    decomposed (the value is the same: digits' ten blocks, most far above the few that
-    carry ``ν``)."""
-    low, order = 0.0, range(len(S)) if lows is None else np.argsort(lows)
-    for g in order:
-        if lows is not None:
-            slack = np.sqrt(2.0) * float(np.linalg.norm(S[g] - base[g]))
-            slack += 1e-9 * (abs(lows[g]) + float(np.abs(base[g]).max()))
-            if lows[g] - slack >= low:
-                continue
-        low = min(low, float(np.linalg.eigvalsh(S[g])[0]))
-    return low
 
 
 def _cluster_curvature(blocks, eig, level, size):

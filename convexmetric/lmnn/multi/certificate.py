@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import face_ascent, trace_ascent
+from .. import trace_ascent
 from ..constants import MULTI_TAU, SOFT_WINDOW
 
 
@@ -50,10 +50,6 @@ class RangeCertificate:
             self.V.append(V[:, r])
 
     best = None  #: the best bound so far and its dual point (:meth:`keep`)
-    #: the bound the face steps reached at their last try (:meth:`ascend` tries them only
-    #: when that reached what the call needs: where they stall short of ``tol``, as at
-    #: 1e-4, the next stages' calls need about as much)
-    face_reach = None
 
     def keep(self, bound, lam, F=None):
         """Record ``bound`` with the multipliers ``lam`` of the listed triplets (as
@@ -107,15 +103,11 @@ class RangeCertificate:
         blocks at once in the coordinates ``B_g`` (where the pull term is ``(1 − μ)I``: the
         scale of ``ν``).
 
-        With ``tol``, the face steps (:func:`convexmetric.lmnn.face_ascent.face_ascend`)
-        come first, and if they do not reach ``tol`` the supergradient ascent
+        With ``tol``, the supergradient ascent
         (:func:`convexmetric.lmnn.trace_ascent.ascend`) runs from ``lam``, then the smooth
-        ascent from its result when that is within :data:`SOFT_WINDOW`·``tol``; the better
-        of the two proposals is returned. On digits to 1e-3 the face steps certify alone,
-        sooner than the ascents; at 1e-4 they stall short, and they are not tried
-        again while their last bound is short of what the call needs (:attr:`face_reach`;
-        ``benchmarks/TUNING.md``). Without ``tol``, the supergradient ascent
-        alone."""
+        ascent (:func:`convexmetric.lmnn.trace_ascent.smooth_ascend`) from its result when
+        that is within :data:`SOFT_WINDOW`·``tol``. Without ``tol``, the supergradient
+        ascent alone."""
         base, mu = self.base, self.base.mu
         lam = np.clip(np.asarray(lam, dtype=float), 0.0, 1.0)
         out = base.outside_range()
@@ -143,26 +135,15 @@ class RangeCertificate:
     def _climb(self, blocks, x, F, const, tol, iterations):
         """The multipliers of :meth:`ascend` over the free terms, from ``x``."""
         mu = self.base.mu
-        scale, target = 1.0 - mu, None if tol is None else F - tol * abs(F)
-        face = target is not None and (self.face_reach is None or self.face_reach >= target)
-        if face:
-            x_face, b_face = face_ascent.face_ascend(blocks, x, mu, F, const, scale, tol=tol)
-            self.face_reach = b_face
-            if b_face >= target:
-                return x_face
+        scale = 1.0 - mu
         first = trace_ascent.ascend(
             blocks, x, mu, F, const, scale=scale, iterations=iterations, tol=tol
         )
         if tol is None:
             return first
-        last = trace_ascent.smooth_ascend(
+        return trace_ascent.smooth_ascend(
             blocks, x, mu, F, const, scale=scale, tol=tol, start=first, window=SOFT_WINDOW
         )
-        if not face:
-            return last
-        S = [blk.S + blk.scatter(last - x, mu) for blk in blocks]
-        better = face_ascent.value(face_ascent.spectra(S), last, mu, F, const, scale) >= b_face
-        return last if better else x_face
 
     def bound(self, lam, F=None):
         """``(lower bound, ν)`` for multipliers ``lam`` over the listed triplets.

@@ -167,7 +167,8 @@ class MultiMetricOracle(Oracle, StageHooks):
     def _pull(self, Ms, components=None, whitened=False):
         """``(1 − μ) Σ_g ⟨P_g, M^g⟩``; from the factors when given (``⟨P, LᵀL⟩`` is the
         sum of ``(L P) ⊙ L``; whitened, ``Σ_j p_j ‖L_{:j}‖²``), and then ``Ms`` may be
-        ``None``, as everywhere below: whitened factor descents never form the metrics."""
+        ``None``, as everywhere below: a whitened factor descent's :meth:`smooth_factor`
+        forms no metrics."""
         if whitened:
             terms = (
                 np.dot(np.einsum("ij,ij->j", L, L), p) for L, p in zip(components, self._pull_diag)

@@ -65,7 +65,6 @@ class PairGraph:
         )
         self.Et = self.E.T.tocsr()  # the Laplacian's scatter back to the rows
         self._diff = self._mapped = self._last_D = None
-        self._UT = {}  # per block, the rows' transpose (contiguous), for project
 
     def blocks(self):
         """``(g, rows slice, edges slice)`` for every block."""
@@ -77,21 +76,12 @@ class PairGraph:
 
     def project(self, components, maps=None):
         """``Z`` (rows × max r): block ``g``'s rows times ``components[g]ᵀ``, zero-padded;
-        with ``maps``, the rows mapped first (block ``g``'s by ``maps[g]``). Each block as
-        ``(L_g U_gᵀ)ᵀ`` (a short, wide product, cheaper than ``U_g L_gᵀ``)."""
-        UT = self._transposed(maps)
-        Z = np.zeros((len(self.U), max(len(Lg) for Lg in components)))
+        with ``maps``, the rows mapped first (block ``g``'s by ``maps[g]``)."""
+        U = self.U if maps is None else self.mapped(maps)
+        Z = np.zeros((len(U), max(len(Lg) for Lg in components)))
         for g, rows, _ in self.blocks():
-            Z[rows, : len(components[g])] = (components[g] @ UT[g]).T
+            Z[rows, : len(components[g])] = U[rows] @ components[g].T
         return Z
-
-    def _transposed(self, maps):
-        """Block ``g``'s rows of ``U`` (or of :meth:`mapped`) as a contiguous ``d × n_g``."""
-        key = maps is not None
-        if key not in self._UT:
-            U = self.mapped(maps) if key else self.U
-            self._UT[key] = [np.ascontiguousarray(U[rows].T) for _, rows, _ in self.blocks()]
-        return self._UT[key]
 
     def mapped(self, maps):
         """``U`` with block ``g``'s rows times ``maps[g]`` (made once: a graph belongs to

@@ -18,8 +18,8 @@ class WhitenedOracle(Oracle, StageHooks):
     :func:`convexmetric.lmnn.solver.pull_whitening` does for one metric. The objective
     depends on each ``M^g`` only through distances, so this is an exact change of
     variables; gradients map as ``G'_g = S_gᵀ G_g S_g``, values and bounds unchanged.
-    Given factors it reads them alone (``needs_metric`` is false: a factor descent forms
-    no ``L'ᵀL'`` per evaluation); the recentring and the bound form the metrics.
+    Given factors it forms the metrics from them (``needs_metric`` is false: a factor
+    descent passes the factors alone); :meth:`smooth_factor` reads the factors alone.
     """
 
     needs_metric = False
@@ -59,10 +59,8 @@ class WhitenedOracle(Oracle, StageHooks):
         return self.to_original([L.T @ L for L in components] if Ms is None else Ms)
 
     def _args(self, Ms, components):
-        """The base's ``(Ms, components)``: with factors, no metrics (the base reads the
-        factors alone, and the ``d × d`` products would be wasted)."""
-        Ls = self._factors(components)
-        return (self.to_original(Ms) if Ls is None else None), Ls
+        """The base's ``(Ms, components)``: the original blocks and their factors."""
+        return self._metrics(Ms, components), self._factors(components)
 
     def __call__(self, Ms, components=None):
         f, G = self.base(*self._args(Ms, components))
