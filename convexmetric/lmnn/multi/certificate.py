@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import trace_ascent
+from .. import terms, trace_ascent
 from ..constants import MULTI_TAU, SOFT_WINDOW
 
 
@@ -81,15 +81,8 @@ class RangeCertificate:
                 return None
             e = np.empty(0, np.int64)
             best = {"F": None, "i": e, "j": e, "l": e, "lam": np.empty(0)}
-        index = np.int32 if self.base.n < 2**31 else np.int64
-        F = best["F"]
-        out = {key: np.asarray(best[key], index) for key in ("i", "j", "l")}
-        return {
-            "kind": "lmnn_multi",
-            **out,
-            "lam": np.asarray(best["lam"], np.float64),
-            "F": float("nan") if F is None or not np.isfinite(F) else float(F),
-        }
+        triplets = (best["i"], best["j"], best["l"])
+        return terms.dual_point("lmnn_multi", self.base.n, triplets, best["lam"], best["F"])
 
     def multipliers(self, Ms, sigma):
         """``(λ, z)``: the smoothed dual estimate ``clip(λ̄ + z/σ, 0, 1)`` at ``Ms``
