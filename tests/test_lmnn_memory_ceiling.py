@@ -5,10 +5,9 @@ fit, the data's copies included (the caller's ``X`` is allocated before tracing 
 The fit allocates at most ``memory_limit`` plus its data's share
 (:func:`convexmetric.lmnn.blocks.data.data_share`: copies of ``X`` and its projections,
 the solver's d × d state), the bound it reports as ``result_.info["memory_bound"]``; a
-limit below the smallest plan is refused, naming ``memory_limit``. Before: a 31 MiB
-heap-settling block whatever the limit (a 32 MB peak for every limit from 1 byte to
-20 MiB), blocks clamped to 8 rows past any limit with no word said, and one d × d sum
-kept per row block until the map's end (600 digits at 64 KiB: 5.1 MiB).
+limit below the smallest plan is refused, naming ``memory_limit``. Before: blocks
+clamped to 8 rows past any limit with no word said, and one d × d sum kept per row block
+until the map's end (600 digits at 64 KiB: 5.1 MiB).
 """
 
 import tracemalloc
@@ -61,16 +60,3 @@ def test_a_limit_below_the_smallest_plan_is_refused():
         LMNN(memory_limit=2 * least - 1, n_jobs=2).fit(X, y)
     assert LMNN(memory_limit=least).fit(X, y).result_.status == "optimal"
 
-
-def test_the_heap_is_settled_at_the_default_limit():
-    from convexmetric.lmnn._memory import SETTLE_BYTES, settle_heap
-
-    tracemalloc.start()
-    try:
-        settle_heap(SETTLE_BYTES - 1)
-        small = tracemalloc.get_traced_memory()[1]
-        settle_heap()
-        default = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert small < 2**20 <= SETTLE_BYTES <= default

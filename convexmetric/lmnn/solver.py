@@ -24,7 +24,6 @@ from .._input_checks import check_memory_limit
 from .._threads import one_blas_thread
 from ..neighbors import unit_scale
 from ..result import SolveResult
-from ._memory import settle_heap
 from .blocks.data import check_budget, data_share
 from .phases import solve_phases
 from .proof import prove
@@ -97,7 +96,6 @@ def _dispatch(X, y, targets, mu, s, M0):
         return prove(constant(y, targets, mu, X.shape[1], M0), X, y, targets, mu, s.tol)
     if varying.any() and not varying.all():
         return _on_varying(X, y, targets, mu, s, M0, varying)
-    settle_heap(s.memory_limit)  # temporaries from the heap, whatever the process freed
     with one_blas_thread():  # d×d and gather-sized products: threads only cost
         if not s.precondition:
             res = solve_phases(X, y, targets, mu, M0, s)

@@ -47,7 +47,6 @@ from ...optim.smoothing import SmoothingSettings, smoothed_descent
 from ...optim.stages import StageSettings, run_stages
 from ...optim.subgradient import SubgradientSettings, projected_subgradient
 from ...result import SolveResult, certified_gap, certified_status
-from .._memory import settle_heap
 from ..constants import BACKOFF, EXACT_STAGES, FIRST_STAGE, MAXCOR, MULTI_RANK_TOL
 from ..proof import prove
 from .oracle import MultiMetricOracle
@@ -90,7 +89,6 @@ def solve(X, y, targets, mu, clusters, n_clusters=None, settings=None, *, M0=Non
         res.matrices = [M * scale**2 for M in res.matrices]
         res.matrix = np.stack(res.matrices)
         return res
-    settle_heap()  # see convexmetric.lmnn._memory
     with one_blas_thread():  # d×d blocks and gathers: threads cost, and change the rounding
         res = _solve(X, y, targets, mu, clusters, n_clusters, M0, s)
         c = int(clusters.max()) + 1 if n_clusters is None else n_clusters
