@@ -59,4 +59,3 @@ def test_a_limit_below_the_smallest_plan_is_refused():
     with pytest.raises(ValueError, match=f"below the {2 * least} bytes .* each of 2 lanes"):
         LMNN(memory_limit=2 * least - 1, n_jobs=2).fit(X, y)
     assert LMNN(memory_limit=least).fit(X, y).result_.status == "optimal"
-

@@ -169,32 +169,3 @@ def test_a_proposal_that_loses_is_cut_back_along_its_segment():
     np.testing.assert_allclose(x, [0.25])  # halved twice: the first point that gains
     assert value == pytest.approx(0.125) and value > b0
     assert TA._back(model, np.zeros(1), np.zeros(1), b0)[1] == -np.inf  # no gain: said so
-
-
-def test_shared_rows_give_the_blocks_of_one_row_per_term():
-    """A block whose terms share rows (``ra``, ``rb``: LMNN's triplets sharing target and
-    impostor pairs) has the scatters, the cluster's curvature, the model's matrices and
-    its value and gradient of the block that repeats each row for every term."""
-    rng = np.random.default_rng(5)
-    d, k, mu = 5, 60, 0.5
-    A, B = (rng.normal(size=(m, d)).astype(np.float32) * 0.3 for m in (12, 25))
-    ra, rb = rng.integers(0, 12, k), rng.integers(0, 25, k)
-    ia, ib = rng.permutation(k), rng.permutation(k)
-    shared = TA.Block(np.eye(d) * 0.5, A, ia, B, ib, ra, rb)
-    repeated = TA.Block(np.eye(d) * 0.5, A[ra], ia, B[rb], ib)
-    x = rng.uniform(size=k)
-    clipped = rng.uniform(size=k) < 0.2
-    for rows in (None, clipped):
-        np.testing.assert_allclose(shared.scatter(x, mu, rows), repeated.scatter(x, mu, rows),
-                                   rtol=1e-5, atol=1e-6)  # fmt: skip
-    repeated.S = shared.S = repeated.S + repeated.scatter(x, mu)
-    eig = [np.linalg.eigh(repeated.S)]
-    curvature = [TA._cluster_curvature([blk], eig, 0.6, k) for blk in (shared, repeated)]
-    np.testing.assert_allclose(*curvature, rtol=1e-5)
-    one, two = (
-        TA._SoftModel.of([b], x, mu, 50.0, 1.0, 0.5, np.float64) for b in (shared, repeated)
-    )
-    y = rng.uniform(size=k)
-    np.testing.assert_allclose(one.matrices(y)[0], two.matrices(y)[0], rtol=1e-10, atol=1e-12)
-    (f1, g1), (f2, g2) = one.negative(y, 0.1), two.negative(y, 0.1)
-    assert f1 == pytest.approx(f2, rel=1e-10) and np.allclose(g1, g2, rtol=1e-8, atol=1e-10)

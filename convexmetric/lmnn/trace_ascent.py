@@ -48,45 +48,23 @@ def trace_bound(total, F, low, scale=1.0):
 class Block:
     """One block of the dual matrix: ``S`` at the starting multipliers (the free ones
     included), and the free terms' rows (single precision) with their multipliers'
-    indices: ``A[k]`` adds ``μ x[ia[k]] A[k]A[k]ᵀ``, ``B[k]`` subtracts ``μ x[ib[k]] B[k]B[k]ᵀ``.
-    With ``ra`` (``rb``), the rows are distinct and term ``k``'s is ``A[ra[k]]``: terms
-    that share a row (LMNN's triplets share their target and impostor pairs) cost one
-    row in every product, their multipliers summed on it."""
+    indices: ``A[k]`` adds ``μ x[ia[k]] A[k]A[k]ᵀ``, ``B[k]`` subtracts ``μ x[ib[k]] B[k]B[k]ᵀ``."""
 
     S: np.ndarray
     A: np.ndarray
     ia: np.ndarray
     B: np.ndarray
     ib: np.ndarray
-    ra: np.ndarray | None = None
-    rb: np.ndarray | None = None
 
     def scatter(self, v, mu, rows=None):
         """``μ Σ v_t (a_t a_tᵀ − b_t b_tᵀ)`` over this block's rows (``rows``: a mask over
-        the multipliers, only those terms' rows)."""
-        A, ia, ra, B, ib, rb = self.A, self.ia, self.ra, self.B, self.ib, self.rb
-        if rows is not None:  # (a few clipped terms: their rows alone, one per term)
+        the multipliers, only those rows)."""
+        A, ia, B, ib = self.A, self.ia, self.B, self.ib
+        if rows is not None:
             ka, kb = rows[ia], rows[ib]
-            A, ia, B, ib = A[_term_rows(ra, ka)], ia[ka], B[_term_rows(rb, kb)], ib[kb]
-            ra = rb = None
-        wa = per_row(v[ia], ra, len(A)).astype(np.float32)
-        wb = per_row(v[ib], rb, len(B)).astype(np.float32)
-        return mu * ((A.T * wa) @ A - (B.T * wb) @ B).astype(float)
-
-
-def per_row(values, rows, size):
-    """Per-term ``values`` summed on their rows (``rows[k]``: term ``k``'s; ``None``: one
-    row per term, the values as they are)."""
-    return values if rows is None else np.bincount(rows, values, size)
-
-
-def per_term(values, rows):
-    """Per-row ``values`` read for each term (``rows`` as in :func:`per_row`)."""
-    return values if rows is None else values[rows]
-
-
-def _term_rows(rows, mask):
-    return np.flatnonzero(mask) if rows is None else rows[mask]
+            A, ia, B, ib = A[ka], ia[ka], B[kb], ib[kb]
+        va, vb = v[ia].astype(np.float32), v[ib].astype(np.float32)
+        return mu * ((A.T * va) @ A - (B.T * vb) @ B).astype(float)
 
 
 def ascend(blocks, x, mu, F, const, scale=1.0, iterations=40, tol=None):
@@ -131,8 +109,8 @@ def _cluster_curvature(blocks, eig, level, size):
         U = V[:, w <= level].astype(np.float32)
         if U.shape[1] == 0:
             continue
-        total += np.bincount(blk.ia, per_term(((blk.A @ U) ** 2).sum(axis=1), blk.ra), size)
-        total -= np.bincount(blk.ib, per_term(((blk.B @ U) ** 2).sum(axis=1), blk.rb), size)
+        total += np.bincount(blk.ia, ((blk.A @ U) ** 2).sum(axis=1), size)
+        total -= np.bincount(blk.ib, ((blk.B @ U) ** 2).sum(axis=1), size)
         count += U.shape[1]
     return total / max(count, 1)
 
@@ -269,12 +247,11 @@ def _soft_round(m, model, x, eps):
 
 
 class _SoftModel:
-    """The matrices ``S_g(x) = S0_g + μ C_gᵀ diag(Σ_{k→row} sign_g·(x − x0)[idx_g]) C_g`` of
-    :func:`smooth_ascend`: one stacked product per block over its distinct rows (``row_g``:
-    each term's, or ``None`` for one row per term)."""
+    """The matrices ``S_g(x) = S0_g + μ C_gᵀ diag(sign_g·(x − x0)[idx_g]) C_g`` of
+    :func:`smooth_ascend`: one stacked product per block."""
 
-    def __init__(self, S0, C, idx, sign, row, x0, coefficients):
-        self.S0, self.C, self.idx, self.sign, self.row, self.x0 = S0, C, idx, sign, row, x0
+    def __init__(self, S0, C, idx, sign, x0, coefficients):
+        self.S0, self.C, self.idx, self.sign, self.x0 = S0, C, idx, sign, x0
         self.mu, self.F, self.const, self.scale = coefficients
 
     @classmethod
@@ -285,19 +262,18 @@ class _SoftModel:
         C = [np.vstack([blk.A, blk.B]).astype(dtype) for blk in blocks]
         idx = [np.concatenate([blk.ia, blk.ib]) for blk in blocks]
         sign = [np.r_[np.ones(len(blk.ia)), -np.ones(len(blk.ib))] for blk in blocks]
-        row = [_stacked_rows(blk) for blk in blocks]
-        return cls([blk.S for blk in blocks], C, idx, sign, row, x0, (mu, F, const, scale))
+        return cls([blk.S for blk in blocks], C, idx, sign, x0, (mu, F, const, scale))
 
     def restricted(self, x, level):
         """The model of ``QᵀS_g Q`` at points near ``x``, ``Q`` the eigenvectors of
         ``S_g(x)`` below ``level`` (blocks without any left out), or ``None``."""
         parts = []
-        for S, C, idx, sign, row in zip(self.matrices(x), self.C, self.idx, self.sign, self.row):
+        for S, C, idx, sign in zip(self.matrices(x), self.C, self.idx, self.sign):
             S = 0.5 * (S + S.T)  # (single-precision scatters are symmetric to rounding)
             w, V = np.linalg.eigh(S)
             Q = V[:, w < level]
             if Q.shape[1]:
-                parts.append((Q.T @ S @ Q, C @ Q.astype(C.dtype), idx, sign, row))
+                parts.append((Q.T @ S @ Q, C @ Q.astype(C.dtype), idx, sign))
         if not parts:
             return None
         coefficients = (self.mu, self.F, self.const, self.scale)
@@ -307,8 +283,8 @@ class _SoftModel:
         """``S_g(x)``: the stacked products in the model's precision (:meth:`of`)."""
         dv = x - self.x0
         out = []
-        for S0, C, idx, sign, row in zip(self.S0, self.C, self.idx, self.sign, self.row):
-            w = per_row(sign * dv[idx], row, len(C)).astype(C.dtype)
+        for S0, C, idx, sign in zip(self.S0, self.C, self.idx, self.sign):
+            w = (sign * dv[idx]).astype(C.dtype)
             out.append(S0 + self.mu * ((C.T * w) @ C).astype(float))
         return out
 
@@ -328,23 +304,13 @@ class _SoftModel:
         total = np.exp(lo / eps) + sum(float(v.sum()) for v in e)  # the 1 of m_ε, shifted
         soft = lo - eps * np.log(total)
         curv = np.zeros(len(x))
-        for (_w, V), v, C, idx, sign, row in zip(eig, e, self.C, self.idx, self.sign, self.row):
+        for (_w, V), v, C, idx, sign in zip(eig, e, self.C, self.idx, self.sign):
             p = v / total
             keep = p > 1e-10
             if keep.any():
                 U = V[:, keep] * np.sqrt(p[keep])
                 CU = C @ U.astype(C.dtype)
-                rows = (CU * CU).sum(axis=1, dtype=float)
-                curv += np.bincount(idx, sign * per_term(rows, row), len(x))
+                curv += np.bincount(idx, sign * (CU * CU).sum(axis=1, dtype=float), len(x))
         value = trace_bound(self.const + self.mu * float(x.sum()), self.F, soft, self.scale)
         grad = self.mu + (self.F * self.mu / self.scale) * curv
         return -value, -grad
-
-
-def _stacked_rows(blk):
-    """Each term's row in ``vstack([A, B])`` (``None``: one row per term, in order)."""
-    if blk.ra is None and blk.rb is None:
-        return None
-    ra = np.arange(len(blk.A)) if blk.ra is None else blk.ra
-    rb = np.arange(len(blk.B)) if blk.rb is None else blk.rb
-    return np.concatenate([ra, rb + len(blk.A)])
