@@ -44,14 +44,17 @@ class MultiMetricOracle(Oracle, StageHooks):
         *,
         check_every=10,
         margin=MULTI_MARGIN,
-        prune=True,
+        relist=True,
     ):
         self.X, self.y, self.T, self.mu = X, y, targets, mu
         self.g, self.c = clusters, n_clusters
         self.n = X.shape[0]
         self.P = PM.pull_matrices(X, targets, clusters, n_clusters)
         self._tp = PM.target_pairs(X, targets, clusters, n_clusters)  # for every search
-        self.check_every, self.margin, self.prune = check_every, margin, prune
+        self.check_every, self.margin = check_every, margin
+        #: at a full check the list becomes the terms found plus those the dual centre still
+        #: weighs (True), or only grows (False); not LMNN's ``prune``, a margin
+        self.relist = relist
         self.schedule = CheckSchedule(check_every)  #: which calls check (see the module)
         self._null = self._cert = self._Z = self._last = None
         self.maps = self._pull_diag = None  #: the whitened path's coordinates (whiten)
@@ -96,7 +99,7 @@ class MultiMetricOracle(Oracle, StageHooks):
         self.full_checks += 1
         keys = (I * self.n + J) * self.n + L
         new = ~member(keys, self.keys)
-        if self.prune:  # keep the found terms and those the dual centre still weighs
+        if self.relist:
             merged = union(keys, self.keys[self.lam_bar > 0])
             if len(merged) != len(self.keys) or new.any():
                 self._set(merged)
