@@ -52,7 +52,6 @@ from .constants import HANDOVER_RTOL, REFINE_PRUNE
 from .oracle import ActiveSetOracle
 from .refinement import GapClosing, refine, refine_settings
 from .settings import LMNNSettings
-from .time_limit import stopped
 
 
 def solve_phases(X, y, targets, mu, M0, s):
@@ -84,7 +83,7 @@ def solve_phases(X, y, targets, mu, M0, s):
             res.info["certified_gap"] = res.certified_gap
             res.info.update(oracle.mode_info())
     except TimeUp:  # the time limit, in a step outside the drivers (they stop on it)
-        res = stopped(oracle, M0, t0)
+        res = _stopped(oracle, M0, t0)
     oracle.alarm = NEVER  # the certificate's multipliers (a pass when streaming) are listed
     if res.lower_bound is None:  # stopped before the refinement bounded it: a bound at its point
         # the trace bound needs F ≥ f*: a driver's value between checks counts the listed
@@ -267,3 +266,34 @@ def _close(oracle, res, s, time_limit):
     out.seconds += res.seconds
     out.history = res.history + out.history
     return out
+
+
+def _stopped(oracle, M0, t0):
+    """The time limit rang in a step outside the drivers (they stop on
+    :class:`~convexmetric.optim.deadline.TimeUp` themselves, with their best point): the
+    :class:`SolveResult` of a fit stopped at ``time.perf_counter() = t0 + time_limit``:
+    the least exact objective the oracle computed (:attr:`.ActiveList.best_seen`; else
+    ``M0``'s, computed now: the alarm rings once), status "user_limit"; the solver adds the
+    best bound so far (:meth:`.bounds.ListBounds.at`)."""
+    best = oracle.best_seen
+    if best is None:
+        oracle.objective(M0, bound=True)
+        best = oracle.best_seen
+    f, M = best
+    info = {
+        "stop": "time_limit",
+        "active_list": len(oracle),
+        "full_checks": oracle.full_checks,
+        **oracle.mode_info(),
+    }
+    return SolveResult(
+        matrix=M,
+        objective=f,
+        status="user_limit",
+        iterations=0,
+        seconds=time.perf_counter() - t0,
+        solver="time_limit",
+        history=[f],
+        lower_bound=None,
+        info=info,
+    )
