@@ -251,7 +251,7 @@ class ActiveList(CompactList):
         if stale.any():
             more = self.stream.partial_terms(Lc, stale, limit)
             out = tuple(np.concatenate(p) for p in zip(out, more))
-        return memo.keep(M, out)
+        return memo.remember(M, out)
 
     def _violated(self, terms, Lc, Z=None):
         """The triplets of ``terms`` with ``z > 0`` at ``M = LcᵀLc`` (:func:`.memo.violated`)."""

@@ -56,7 +56,7 @@ class ListBounds:
             Lc = components_from_metric(M)
             S1, lam_sum = terms.stream.dual(Lc, sigma)
             bound = cert.bound(S1, lam_sum, F)
-            cert.keep(bound, F, stream=(Lc, sigma))
+            cert.record(bound, F, stream=(Lc, sigma))
             return bound
         bound, lam = self._extrapolated(z, sigma, F)
         # the tightening (an ascent; a K×K quadratic programme) pays only near convergence,
@@ -83,7 +83,7 @@ class ListBounds:
             Lc = components_from_metric(M)
             if self.terms.mode == "streaming":
                 S1, lam_sum = self.terms.stream.dual(Lc, STOP_WIDTHS[0])
-                self.cert.keep(self.cert.bound(S1, lam_sum, F), F, stream=(Lc, STOP_WIDTHS[0]))
+                self.cert.record(self.cert.bound(S1, lam_sum, F), F, stream=(Lc, STOP_WIDTHS[0]))
             else:
                 t = self.terms
                 self.widths(t.I, t.J, t.L, t.listed_arguments(Lc), F)

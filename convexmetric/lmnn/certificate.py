@@ -79,7 +79,7 @@ class DualCertificate:
         # a triplet difference off the range of S0 would make ⟨S, M⟩ unbounded below there
         scale = max(float(np.abs(X).max()), 1e-300)
         self.valid = null.shape[1] == 0 or float(np.ptp(X @ null, axis=0).max()) <= 1e-10 * scale
-        self.best = None  #: the best bound so far and its dual point (:meth:`keep`)
+        self.best = None  #: the best bound so far and its dual point (:meth:`record`)
 
     def scatter(self, I, J, L, lam):
         nz = np.flatnonzero(lam > 0)
@@ -101,13 +101,13 @@ class DualCertificate:
 
     def certified(self, I, J, L, lam, F=None):
         """The bound of the multipliers ``lam`` of the triplets ``(I, J, L)``, kept as the
-        best dual point when it is the best bound so far (:meth:`keep`)."""
+        best dual point when it is the best bound so far (:meth:`record`)."""
         nz = np.flatnonzero(lam > 0)
         b = self.bound(self.scatter(I, J, L, lam), lam.sum(), F)
-        self.keep(b, F, triplets=(I[nz], J[nz], L[nz], lam[nz]))
+        self.record(b, F, triplets=(I[nz], J[nz], L[nz], lam[nz]))
         return b
 
-    def keep(self, bound, F, **point):
+    def record(self, bound, F, **point):
         """Record ``bound`` with the dual point that gives it if it is the best so far:
         ``triplets=(I, J, L, λ)`` (the nonzero multipliers), or ``stream=(L, σ)`` (the
         streaming mode's ``λ = clip(z/σ, 0, 1)`` at ``M = LᵀL``, listed at the end,

@@ -33,20 +33,20 @@ class SearchMemo:
         self.M, self.Lc = np.array(M, copy=True), Lc
         self.terms, self.margin = terms, float(margin)
         self._Dt = None  #: the target distances at ``M`` (n × k; computed when first needed)
-        self._answer = None  #: ``(M', triplets)``: the last metric answered (:meth:`keep`)
+        self._answer = None  #: ``(M', triplets)``: the last metric answered (:meth:`remember`)
 
     def at(self, M):
         """Whether ``M`` is the searched metric itself."""
         return np.array_equal(self.M, M)
 
-    def keep(self, M, triplets):
+    def remember(self, M, triplets):
         """Remember the violated ``triplets`` at ``M`` (the drivers often ask for the exact
         objective and then a full check at the same point); return them."""
         self._answer = (np.array(M, copy=True), triplets)
         return triplets
 
     def answer(self, M):
-        """The triplets kept at ``M`` (:meth:`keep`), or None."""
+        """The triplets remembered at ``M`` (:meth:`remember`), or None."""
         if self._answer is not None and np.array_equal(self._answer[0], M):
             return self._answer[1]
         return None

@@ -239,7 +239,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         if h is None:  # streamed: the bound at λ = 1[z > 0] from the same pass
             f, S1, lam_sum = self._streamer().objective(M, Lc, dual=True)
             cert = self.bounds.cert
-            cert.keep(cert.bound(S1, lam_sum, f), f, stream=(Lc, None))
+            cert.record(cert.bound(S1, lam_sum, f), f, stream=(Lc, None))
             return self._seen(M, f)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
         if bound:

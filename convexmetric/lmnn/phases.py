@@ -247,7 +247,7 @@ def close_gap(oracle, result, settings=None, *, max_iter=None, **overrides):
         moved = oracle.escape(at)
         if moved is not None:
             rs = replace(refine_settings(s, run.clock.remaining()), max_iter=run.left)
-            r = run.keep(refine(oracle, moved, rs, s.rank_tol))
+            r = run.merge(refine(oracle, moved, rs, s.rank_tol))
             run.escapes += 1 + r.info.get("escapes", 0)
     out = run.fallback().finish()
     out.certificate = oracle.dual_point(out.lower_bound)

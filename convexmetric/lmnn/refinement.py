@@ -85,7 +85,7 @@ class GapClosing:
         gap = certified_gap(self.best.objective, max(self.lower, 0.0))  # eq. (14) ≥ 0
         return gap > self.s.tol and not (spent or self.stopped or self.clock.expired())
 
-    def keep(self, r):
+    def merge(self, r):
         """Merge the run ``r`` (best point, best bound, counts); returns ``r``."""
         self.iterations += r.iterations
         self.left = None if self.left is None else self.left - r.iterations
@@ -111,14 +111,14 @@ class GapClosing:
             time_limit=self.clock.remaining(),
             max_iter=self.left,
         )
-        r = self.keep(smoothed_descent(oracle, self.best.matrix, PSDCone(), fs))
+        r = self.merge(smoothed_descent(oracle, self.best.matrix, PSDCone(), fs))
         if self.open():  # polish in the factor, now away from the saddle
             rs = replace(
                 refine_settings(s, self.clock.remaining(), overrides=False),
                 sigma0=float(r.info.get("final_sigma", 1e-3)),
                 max_iter=self.left,
             )
-            self.keep(refine(oracle, components_from_metric(self.best.matrix), rs, s.rank_tol))
+            self.merge(refine(oracle, components_from_metric(self.best.matrix), rs, s.rank_tol))
         return self
 
     def finish(self):

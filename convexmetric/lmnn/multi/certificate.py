@@ -49,9 +49,9 @@ class RangeCertificate:
             self.B.append(V[:, r] / np.sqrt(w[r]))
             self.V.append(V[:, r])
 
-    best = None  #: the best bound so far and its dual point (:meth:`keep`)
+    best = None  #: the best bound so far and its dual point (:meth:`record`)
 
-    def keep(self, bound, lam, F=None):
+    def record(self, bound, lam, F=None):
         """Record ``bound`` with the multipliers ``lam`` of the listed triplets (as
         :meth:`bound` used them) if it is the best so far; returns ``bound``."""
         if np.isfinite(bound) and (self.best is None or bound > self.best["bound"]):
@@ -186,7 +186,7 @@ def exact_certificate(oracle, triplets, duals, F):
     order = np.argsort(keys, kind="stable")
     oracle.list_terms(keys[order])
     cert = RangeCertificate(oracle)
-    lower = cert.keep(cert.bound(lam[nz][order], F)[0], lam[nz][order], F)
+    lower = cert.record(cert.bound(lam[nz][order], F)[0], lam[nz][order], F)
     lower = float(lower) if np.isfinite(lower) else None
     return lower, cert.dual_point(lower)
 

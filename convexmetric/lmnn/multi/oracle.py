@@ -287,11 +287,11 @@ class MultiMetricOracle(Oracle, StageHooks):
         """
         cert = self.range_certificate()
         lam, z = cert.multipliers(Ms, sigma)
-        bound = cert.keep(cert.bound(lam, F)[0], lam, F)
+        bound = cert.record(cert.bound(lam, F)[0], lam, F)
         tol = self.tol or 0.0
         if ascend and F is not None and tol * abs(F) < F - bound <= ASCENT_WINDOW * abs(F):
             lam = cert.ascend(lam, z, F, tol=tol)
-            bound = max(bound, cert.keep(cert.bound(lam, F)[0], lam, F))
+            bound = max(bound, cert.record(cert.bound(lam, F)[0], lam, F))
         return bound
 
     def range_certificate(self):
