@@ -232,8 +232,8 @@ def _soft_round(m, model, x, eps):
     """L-BFGS-B on ``m``'s minorant from ``x``: the point and ``model``'s exact ``B`` there."""
     if m is None:
         return x, -np.inf
-    box = Bounds(0.0, 1.0)  # (a list of pairs cost 4 ms a round to convert; a fresh object:
-    # scipy broadcasts the bounds it is given to x's length in place)
+    box = Bounds(0.0, 1.0)  # (not a list of pairs, which scipy converts at every round; a
+    # fresh object: scipy broadcasts the bounds it is given to x's length in place)
     res = minimize(
         m.negative,
         x,

@@ -216,7 +216,7 @@ def _projection(data, L):
     ranges = {ys[a].item(): (int(a), int(e)) for a, e in zip(starts, ends)}
     Dt = mask_padding(xp, target_distances(xp, Z, T), T)  # padded slots: no hinge, no radius
     scale = float(xp.max(sq)) + 1.0 if sq.shape[0] else 1.0
-    # a full check's every block reads all rows' radii: its max over the k columns per block
-    # cost 11 ms of 240,000 rows each, 19% of the 240,000-point fit's block work
+    # a full check's every block reads all rows' radii: once here, not once per block
+    # (benchmarks/TUNING.md, Projection.reach)
     reach = xp.max(Dt, axis=1)
     return Projection(X, np.array(L, copy=True), Z, sq, order, ranges, scale, Dt, reach, labels)
