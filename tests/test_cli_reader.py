@@ -1,4 +1,4 @@
-"""The one reader of every command-line input (cli/reader.py), as a unit."""
+"""The one reader of every command-line input (convexmetric/cli/reader.py), as a unit."""
 
 from __future__ import annotations
 
