@@ -98,7 +98,7 @@ _BUILT_IN = (
         "Weinberger & Saul 2009, eq. (14); multi-metric §5.2; kernel §5.3",
         estimators=(
             _cm("lmnn.estimator:LMNN"),
-            _cm("lmnn.kernel_estimator:KernelLMNN"),
+            _cm("lmnn.kernel:KernelLMNN"),
             _cm("lmnn.multi.estimator:MultiMetricLMNN"),
         ),
         exact=_cm("problems.lmnn:build"),
@@ -107,7 +107,7 @@ _BUILT_IN = (
         validate_command=_cm("cli.validate:VALIDATE_LMNN"),
         savers=(
             (_cm("lmnn.estimator:LMNN"), _cm("model_kinds:describe_lmnn")),
-            (_cm("lmnn.kernel_estimator:KernelLMNN"), _cm("model_kinds:describe_kernel_lmnn")),
+            (_cm("lmnn.kernel:KernelLMNN"), _cm("model_kinds:describe_kernel_lmnn")),
             (_cm("lmnn.multi.estimator:MultiMetricLMNN"), _cm("model_kinds:describe_multi_metric")),
         ),
         verifier=_cm("verifier.lmnn:KINDS"),

@@ -22,7 +22,7 @@ def verified_solve(res, X, y, T, mu=0.5, tol=1e-4):
 
 
 def kernel_report(res, K, y, T, mu=0.5, tol=1e-4):
-    """The verifier's report on ``res`` (``convexmetric.lmnn.kernel_solver.solve`` on the
+    """The verifier's report on ``res`` (``convexmetric.lmnn.kernel.solve`` on the
     kernel ``K``) read as a ``KernelLMNN(kernel="precomputed")`` fit."""
     params = {"k": T.shape[1], "mu": mu, "tol": tol, "kernel": "precomputed"}
     attrs = {"components_": res.info["components"], "targets_": T}

@@ -9,7 +9,7 @@ from lmnn_verify import certified_kernel_solve, kernel_report
 
 from convexmetric import LMNN, datasets
 from convexmetric.lmnn import KernelLMNN, MultiMetricLMNN
-from convexmetric.lmnn import kernel_solver as SK
+from convexmetric.lmnn import kernel as SK
 from convexmetric.lmnn.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
 from convexmetric.lmnn.energy import energy_scores
 from convexmetric.lmnn.multi import solver as SM

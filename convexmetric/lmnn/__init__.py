@@ -6,7 +6,7 @@ reduction, PCA and the Dask backend), :class:`KernelLMNN` and
 """
 
 from .estimator import LMNN
-from .kernel_estimator import KernelLMNN
+from .kernel import KernelLMNN
 from .multi.estimator import MultiMetricLMNN
 
 __all__ = ["LMNN", "KernelLMNN", "MultiMetricLMNN"]

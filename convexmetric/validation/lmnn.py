@@ -188,7 +188,7 @@ def _multi(X, y, name, settings, exact):
 
 def _kernel(X, y, name, settings, exact):
     from .. import kernels
-    from ..lmnn import kernel_solver as SK
+    from ..lmnn import kernel as SK
     from ..problems import lmnn as P
     from ..problems import lmnn_kernel as PK
 

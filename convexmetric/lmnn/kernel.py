@@ -1,4 +1,19 @@
-"""Kernel LMNN (Weinberger & Saul, §5.3 and the kernel trick): ``KernelLMNN``."""
+"""Kernel LMNN (Weinberger & Saul, §5.3 and the kernel trick): the estimator ``KernelLMNN``
+and its large-scale solver :func:`solve`, the App. A solver on the empirical kernel map.
+
+By :mod:`convexmetric.problems.lmnn_kernel`, eq. (14) in ``A ⪰ 0`` (n×n) is linear LMNN
+on the rows of ``Φ`` (``K = ΦΦᵀ``, ``Φ`` n×r) with metric ``M̂ = ΦᵀAΦ`` (r×r), and
+``A = T M̂ Tᵀ``. The active-set subgradient solver with its smoothed refinement (or the
+working-set exact solver) therefore applies verbatim, with ``O(r²)`` unknowns instead of
+the ``O(n²)`` the paper warns about.
+
+The features are those of the centred kernel ``HKH`` (``H = I − 11ᵀ/n``): distances do
+not move (``H(k_i − k_j) = HKH(e_i − e_j)``), and a feature that is the same for every
+point (the constant of a polynomial kernel) leaves the features instead of staying as
+a direction in which the points differ by rounding only — a direction a certificate
+cannot tell from one a metric of huge norm may use. The map applied to kernel rows is
+``L = L̂TᵀH`` (``L̂`` the factor of ``M̂``): ``L(k_i − k_j) = L̂(φ_i − φ_j)``.
+"""
 
 from __future__ import annotations
 
@@ -13,11 +28,15 @@ from .._input_checks import check_choice, check_matrix, check_new_data, check_sc
 from .._mahalanobis import MahalanobisMixin, kernel_point_map
 from .._renamed import DEPRECATED
 from .._verbose import log_summary, logging_to_stderr, progress_callback
+from ..linalg import components_from_metric
 from ..optim.deadline import Deadline
 from ..problems import lmnn_kernel as PK
-from . import kernel_solver as SK
 from .base import LMNNBaseEstimator, logger
 from .blocks.xp import like_input
+from .exact import solve_working_set
+from .proof import applied
+from .settings import LMNNSettings
+from .solver import solve as _solve_linear
 
 
 class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
@@ -139,9 +158,9 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         mu = float(self.mu)
         with logging_to_stderr(logger, self.verbose):
             if self.solver == "exact":
-                res = SK.solve(K, y, T, mu, exact=True)
+                res = solve(K, y, T, mu, exact=True)
             else:
-                res = SK.solve(
+                res = solve(
                     K,
                     y,
                     T,
@@ -247,3 +266,40 @@ class KernelLMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             mu=float(self.mu),
         )
         return train, ((Q @ V) / np.sqrt(w), None)
+
+
+def solve(K, y, targets, mu, *, exact=False, rtol=1e-10, **options):
+    """Minimise eq. (14) over ``A ⪰ 0`` (n×n); ``result.matrix`` is ``A``.
+
+    ``exact`` selects :func:`~convexmetric.lmnn.exact.solve_working_set` (exact
+    SDPs on a working set) instead of :func:`convexmetric.lmnn.solver.solve`; ``options``
+    are that function's. ``result.info`` gains ``"rank"`` (r), ``"features_M"`` (``M̂``)
+    and ``"components"``: the factor ``L`` (``A = LᵀL``, ``r × n``, on kernel rows) that
+    a model applies, formed from ``M̂``'s factor ``L̂`` as ``L̂TᵀH`` (module docstring;
+    never by factoring ``A``, whose rounding grows with κ(K)). ``result.objective`` is
+    eq. (14) at that map: the solver's value, or where the factor's rounding could move it
+    by 1e-9 (:func:`.proof.applied`) the value on the kernel rows from the differences
+    (the objective of what is applied, which the verifier recomputes).
+    """
+    Phi, T = kernels.empirical_features(centred(K), rtol)
+    res = (solve_working_set if exact else _solve_linear)(Phi, y, targets, mu, **options)
+    M = res.matrix
+    TH = T.T - np.outer(T.T.mean(axis=1), np.ones(len(K)))  # TᵀH
+    L = components_from_metric(0.5 * (M + M.T)) @ TH
+    res.info.update(rank=Phi.shape[1], features_M=M, components=L)
+    res.matrix = L.T @ L
+    res.matrices = [res.matrix]
+    # the objective of the applied map where its rounding can matter (a factor of large
+    # norm, from a kernel's small eigenvalues): recomputed on the kernel rows
+    res = applied(res, K, y, targets, mu, options.get("tol", LMNNSettings.tol), L)
+    res.solver = ("kernel-" + res.solver) if res.solver else "kernel"
+    if res.certificate is not None:  # the same dual point, over the rows of Φ
+        res.certificate = {**res.certificate, "kind": "lmnn_kernel"}
+    return res
+
+
+def centred(K):
+    """``HKH``: the kernel of the features less their mean (distances unchanged)."""
+    K = 0.5 * (K + K.T)
+    row = K.mean(axis=0)
+    return K - row[None] - row[:, None] + row.mean()
