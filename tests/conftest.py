@@ -1,10 +1,19 @@
 """Shared fixtures: the standard splits of the small data sets, computed once."""
 
+import signal
+
 import numpy as np
 import pytest
 
 from convexmetric import datasets
 from convexmetric.neighbors import target_neighbors
+
+# A shell that starts the tests in the background (``cmd &`` without job control) starts
+# them with SIGINT ignored, which Python and its child processes then keep: the tests of
+# Ctrl-C (test_interrupt.py, test_faults_frontend.py) would see no KeyboardInterrupt.
+# Python's own handler here, and SIG_DFL (so Python's handler) in every child.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _instance(name, k=3):

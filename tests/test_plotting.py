@@ -274,7 +274,7 @@ SCRIPTS = [
     ("lmnn_energy", ["--datasets", "wine"], ["lmnn_energy.png"]),
     (
         "poe_taxonomy",
-        ["--per-class", "5", "--comparisons", "200"],
+        ["--quick"],
         ["poe_taxonomy_embedding.png", "poe_kernel_weights.png"],
     ),
     ("poe_graph_noise", ["--quick"], ["poe_graph_noise.png"]),
