@@ -28,6 +28,8 @@ decided stays in double.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from ..linalg import Spread, components_from_metric
@@ -37,6 +39,7 @@ from .blocks.evaluator import StreamingEvaluator
 from .compact_list import CompactList
 from .constants import (
     BYTES_PER_TERM,
+    CLOSING_SEARCHES,
     MAX_LISTED_N,
     MEMO_MARGIN,
     SINGLE_SIZE,
@@ -198,8 +201,9 @@ class ActiveList(CompactList):
         nearby ``M'`` they decide every pair but those of the points they may miss, which
         are searched again (:mod:`.memo`). Brute-force searches run as the executor's
         block map (:mod:`.blocks.stream`), tree searches in this process (remembered at
-        ``M`` itself)."""
-        Lc = self._components(M, components)
+        ``M`` itself). Its duration sets what the alarm keeps for the closing work of a fit
+        its time limit stops (:data:`.constants.CLOSING_SEARCHES`)."""
+        start, Lc = time.perf_counter(), self._components(M, components)
         out = self._recall(M, Lc, limit)
         if out is None:
             if self.search in (None, "brute"):
@@ -218,6 +222,7 @@ class ActiveList(CompactList):
                     max_terms=limit,
                 )[:3]
                 self._memo = SearchMemo(M, Lc, out, 0.0)
+        self._alarm.keep(CLOSING_SEARCHES * (time.perf_counter() - start))
         if limit is not None and len(out[0]) > limit:
             raise TooManyTerms(f"more than {limit} candidate hinge terms")
         return out

@@ -50,6 +50,10 @@ class Alarm:
     :class:`TimeUp` once the time is up, and only once (then the alarm is off, so the
     drivers' closing work, such as the exact objective of their best point, runs).
 
+    It rings :attr:`reserve` seconds early: the time the closing work will take, as the
+    oracle last measured it (:meth:`keep`), so that the fit ends by its limit rather than
+    one pass after it.
+
     >>> Alarm(None).check() is None
     True
     """
@@ -59,12 +63,20 @@ class Alarm:
         if start is not None:
             self.deadline.start = start
         self.on = seconds is not None
+        self.reserve = 0.0  #: seconds kept for the closing work (:meth:`keep`)
 
     def check(self):
-        """Raise :class:`TimeUp` if the time is up (the first time only)."""
-        if self.on and self.deadline.expired():
+        """Raise :class:`TimeUp` once fewer than :attr:`reserve` seconds are left (the
+        first time only)."""
+        if self.on and self.deadline.remaining() <= self.reserve:
             self.on = False
             raise TimeUp(f"time limit of {self.deadline.seconds} s reached")
+
+    def keep(self, seconds):
+        """Keep ``seconds`` for the closing work (the last measured duration of a step it
+        repeats, such as a search over all triplets); a no-op once the alarm is off."""
+        if self.on:
+            self.reserve = float(seconds)
 
     def remaining(self):
         """Seconds left while on (may be negative), else ``None``."""
