@@ -129,6 +129,7 @@ def test_only_partial_sums_travel_per_evaluation(client, wine):
     d2 = X.shape[1] ** 2 * 8
     assert len(blocks) * d2 <= info["bytes_received_per_evaluation"] <= per_eval
     assert info["bytes_sent_per_evaluation"] >= len(blocks) * d2
+    assert info["cluster_evaluations"] == 4 and info["cluster_checks"] == 0  # with the warm-up
 
 
 def test_full_check_terms_are_the_same_on_dask(client, wine):
@@ -207,6 +208,10 @@ def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified):
     assert a.info["full_checks"] == b.info["full_checks"] > 0
     # bytes per evaluation and per check, reported for the Dask fit only
     assert b.info["bytes_received_per_check"] > 0 and "bytes_sent_per_check" not in a.info
+    # a round trip to the cluster per search over all triplets: each full check, and the
+    # exact objectives' searches (the cost model's count)
+    assert b.info["cluster_checks"] >= b.info["full_checks"]
+    assert b.info["cluster_evaluations"] == 0  # (the list's evaluations run in the client)
     # the same iterates up to the order of the exact objective's block sums
     assert abs(a.objective - b.objective) <= 1e-6 * a.objective
     assert b.status == "optimal"

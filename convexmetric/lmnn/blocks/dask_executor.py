@@ -250,9 +250,11 @@ class DaskExecutor:
         t[f"{kind}_received"] += sum(_payload(p) for p in parts)
 
     def traffic_info(self):
-        """``result_.info``'s bytes per evaluation and per full check (payload averages)."""
+        """``result_.info``'s round trips to the cluster (``cluster_evaluations``,
+        ``cluster_checks``) and bytes per evaluation and per full check (payload averages)."""
         t, info = self.traffic, {}
         for kind in ("evaluation", "check"):
+            info[f"cluster_{kind}s"] = t[f"{kind}_count"]
             if t[f"{kind}_count"]:
                 info[f"bytes_sent_per_{kind}"] = t[f"{kind}_sent"] / t[f"{kind}_count"]
                 info[f"bytes_received_per_{kind}"] = t[f"{kind}_received"] / t[f"{kind}_count"]
