@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from convexmetric.lmnn import solver as S
-from convexmetric.lmnn.constants import STOP_WIDTHS
+from convexmetric.lmnn.constants import CLOSING_SEARCHES, STOP_WIDTHS
 from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.deadline import Alarm, TimeUp
@@ -113,6 +113,34 @@ def test_alarm_rings_once():
         alarm.check()
     alarm.check()  # off now: the drivers' closing work runs
     assert alarm.remaining() is None and Alarm(None).remaining() is None
+
+
+def test_alarm_keeps_the_closing_works_time():
+    alarm = Alarm(60.0)
+    alarm.check()  # a minute left, nothing kept
+    alarm.keep(59.0)
+    alarm.check()
+    alarm.keep(61.0)  # the closing work would end past the limit: ring now
+    with pytest.raises(TimeUp):
+        alarm.check()
+    alarm.keep(1e9)  # off: nothing kept, nothing rings again
+    assert alarm.reserve == 61.0
+    alarm.check()
+    never = Alarm(None)
+    never.keep(1e9)  # no limit: nothing to keep
+    assert never.reserve == 0.0
+    never.check()
+
+
+def test_a_search_sets_what_the_alarm_keeps():
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(600, 3)), rng.integers(0, 3, 600)
+    oracle = ActiveSetOracle(X, y, target_neighbors(X, y, 3), 0.5, memory_limit=None)
+    oracle.alarm = Alarm(3600.0)
+    start = time.perf_counter()
+    oracle.full_check(np.eye(3))
+    took = time.perf_counter() - start
+    assert 0.0 < oracle.alarm.reserve <= CLOSING_SEARCHES * took
 
 
 def test_full_check_stops_between_blocks():
