@@ -73,10 +73,9 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Seconds for the whole fit (the target neighbours and every pass); the best
         iterate so far is returned with status ``"user_limit"``, its exact objective and
         a certified bound. Long steps (full checks, streaming passes, the certificate's
-        ascent) check it between their blocks, and the fit stops early by twice the last
-        search's duration (its closing work: the returned point's exact objective and
-        the proof of its bound), so it ends by the limit, or within about one search of
-        it where that estimate is short.
+        ascent) check it between their blocks, and the fit stops one search early (the
+        time its closing work, the returned point's exact objective, takes), so it ends
+        within about one search of the limit.
     conic_solver : {"CLARABEL", "SCS"}, default="CLARABEL"
         The conic solver of the exact path.
     predict_k : int or None
