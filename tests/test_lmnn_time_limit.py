@@ -115,24 +115,24 @@ def test_alarm_rings_once():
     assert alarm.remaining() is None and Alarm(None).remaining() is None
 
 
-def test_alarm_keeps_the_closing_works_time():
+def test_alarm_reserves_the_closing_works_time():
     alarm = Alarm(60.0)
-    alarm.check()  # a minute left, nothing kept
-    alarm.keep(59.0)
+    alarm.check()  # a minute left, nothing reserved
+    alarm.reserve_for(59.0)
     alarm.check()
-    alarm.keep(61.0)  # the closing work would end past the limit: ring now
+    alarm.reserve_for(61.0)  # the closing work would end past the limit: ring now
     with pytest.raises(TimeUp):
         alarm.check()
-    alarm.keep(1e9)  # off: nothing kept, nothing rings again
+    alarm.reserve_for(1e9)  # off: nothing reserved, nothing rings again
     assert alarm.reserve == 61.0
     alarm.check()
     never = Alarm(None)
-    never.keep(1e9)  # no limit: nothing to keep
+    never.reserve_for(1e9)  # no limit: nothing to reserve
     assert never.reserve == 0.0
     never.check()
 
 
-def test_a_search_sets_what_the_alarm_keeps():
+def test_a_search_sets_what_the_alarm_reserves():
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(600, 3)), rng.integers(0, 3, 600)
     oracle = ActiveSetOracle(X, y, target_neighbors(X, y, 3), 0.5, memory_limit=None)

@@ -222,7 +222,7 @@ class ActiveList(CompactList):
                     max_terms=limit,
                 )[:3]
                 self._memo = SearchMemo(M, Lc, out, 0.0)
-        self._alarm.keep(CLOSING_SEARCHES * (time.perf_counter() - start))
+        self._alarm.reserve_for(CLOSING_SEARCHES * (time.perf_counter() - start))
         if limit is not None and len(out[0]) > limit:
             raise TooManyTerms(f"more than {limit} candidate hinge terms")
         return out

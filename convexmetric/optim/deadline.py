@@ -51,7 +51,7 @@ class Alarm:
     drivers' closing work, such as the exact objective of their best point, runs).
 
     It rings :attr:`reserve` seconds early: the time the closing work will take, as the
-    oracle last measured it (:meth:`keep`), so that the fit ends by its limit rather than
+    oracle last measured it (:meth:`reserve_for`), so that the fit ends by its limit rather than
     one pass after it.
 
     >>> Alarm(None).check() is None
@@ -63,7 +63,7 @@ class Alarm:
         if start is not None:
             self.deadline.start = start
         self.on = seconds is not None
-        self.reserve = 0.0  #: seconds kept for the closing work (:meth:`keep`)
+        self.reserve = 0.0  #: seconds kept for the closing work (:meth:`reserve_for`)
 
     def check(self):
         """Raise :class:`TimeUp` once fewer than :attr:`reserve` seconds are left (the
@@ -72,8 +72,8 @@ class Alarm:
             self.on = False
             raise TimeUp(f"time limit of {self.deadline.seconds} s reached")
 
-    def keep(self, seconds):
-        """Keep ``seconds`` for the closing work (the last measured duration of a step it
+    def reserve_for(self, seconds):
+        """Reserve ``seconds`` for the closing work (the last measured duration of a step it
         repeats, such as a search over all triplets); a no-op once the alarm is off."""
         if self.on:
             self.reserve = float(seconds)
