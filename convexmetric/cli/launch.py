@@ -11,6 +11,7 @@ line, ``Error: interrupted (Ctrl-C).``, and exit status 130. From there the grou
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 #: what every interrupted command prints (the text of :class:`.session.Interrupted`)
@@ -19,8 +20,25 @@ INTERRUPTED = "Error: interrupted (Ctrl-C)."
 
 def main():
     """Run the ``convexmetric`` command (the console script's entry point)."""
+    hit = []
+
+    def interrupted(signum, frame):
+        hit.append(signum)
+        raise KeyboardInterrupt
+
+    # a Ctrl-C raised inside a callback that runs during the import (importlib's module
+    # locks are released by weakref callbacks) is printed as "Exception ignored" and
+    # lost; the handler records it, so it is acted on after the import all the same
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupted)
     try:
         from .main import main as command
+
+        if hit:
+            raise KeyboardInterrupt
+        if previous is signal.default_int_handler:
+            signal.signal(signal.SIGINT, previous)
     except KeyboardInterrupt:
         sys.stderr.write(INTERRUPTED + "\n")
         sys.stderr.flush()
