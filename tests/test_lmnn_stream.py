@@ -16,6 +16,7 @@ from convexmetric.lmnn.blocks.stream import hinge_block
 from convexmetric.lmnn.constants import BLOCK_BUDGET, BYTES_PER_TERM, DEFAULT_MEMORY_LIMIT
 from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.lmnn.settings import LMNNSettings
+from convexmetric.lmnn.terms import pull_matrix
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P
@@ -215,18 +216,64 @@ def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
     M = S.solve(X, y, T, 0.5, refine=False, max_iter=100).matrix  # a good metric
     n_terms = len(P.hinge_terms(M, X, T, y)[0])
     oracle = ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
-    f, _ = oracle(M)  # an accepted point: its terms fit in the list
+    f, _ = oracle(M)  # a checked point: its terms fit in the list, its value is exact
     assert oracle.mode == "active_set" and np.isfinite(f)
+    assert oracle.best_seen[0] == f and np.array_equal(oracle.best_seen[1], M)
+    assert f == pytest.approx(P.objective(M, X, T, y, 0.5), rel=1e-10)
     oracle.schedule.now(0)  # the next call checks all triplets
     f_collapsed, _ = oracle(1e-9 * np.eye(d))  # every pair an impostor: way past the budget
     assert f_collapsed == np.inf and oracle.mode == "active_set"
-    # a plausible point whose terms do not fit: the oracle switches and evaluates exactly
+    # a point whose terms do not fit and whose value is above the best seen: a step too
+    # far (the list hid the rise), rejected; the drivers re-evaluate (a new version)
     M_dense = 0.6 * M  # about 3× the terms, objective +40%
     assert len(P.hinge_terms(M_dense, X, T, y)[0]) > 2 * n_terms
+    version = oracle.version
+    oracle.schedule.now(0)
+    assert oracle(M_dense)[0] == np.inf and oracle.mode == "active_set"
+    assert oracle.version > version
+
+
+def test_a_better_point_whose_terms_do_not_fit_switches_to_streaming(wine_instance):
+    """Past the budget at a value below every exact value seen: the iterates have entered
+    the region where the list cannot hold the terms, and the oracle streams for good."""
+    X, y, T = wine_instance
+    M = S.solve(X, y, T, 0.5, refine=False, max_iter=100).matrix
+    n_terms = len(P.hinge_terms(M, X, T, y)[0])
+    M_far, M_dense = 4.0 * M, 0.6 * M  # fewer terms and a larger value; more terms
+    assert P.objective(M_dense, X, T, y, 0.5) < P.objective(M_far, X, T, y, 0.5)
+    assert len(P.hinge_terms(M_far, X, T, y)[0]) <= n_terms
+    oracle = ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
+    oracle(M_far)
     oracle.schedule.now(0)
     f_dense, _ = oracle(M_dense)
     assert oracle.mode == "streaming"
     assert abs(f_dense - P.objective(M_dense, X, T, y, 0.5)) <= 1e-10 * f_dense
+
+
+def test_a_capped_evaluation_past_its_cap_is_inf_though_no_block_is(wine_instance):
+    """The cap bounds the whole sum (every block below it, their total above it), and
+    the fold stops once its running total passes it."""
+    X, y, T = wine_instance
+    ev = StreamingEvaluator(X, y, T, 0.5, pull_matrix(X, T), memory_limit=1 << 16)
+    assert len(ev.blocks) >= 4
+    M = _random_metric(X.shape[1], 0)
+    L = np.linalg.cholesky(M).T
+    parts = [hinge_block(b, ev.data, L, grad=False)["value"] for b in ev.blocks]
+    f = ev.objective(M, L)
+    f_pull = f - 0.5 * sum(parts)
+    cap = f_pull + 0.5 * (max(parts) + 0.5 * (sum(parts) - max(parts)))
+    assert ev.evaluate(M, L, cap=cap)[0] == np.inf
+    assert ev.evaluate(M, L, cap=f + 1.0)[0] == pytest.approx(f, rel=1e-12)
+    runs = []
+
+    def one(rows, data, ws=None):
+        runs.append(rows)
+        return 1
+
+    total = LocalExecutor().fold_blocks(
+        lambda t, p: t + p, 0, one, list(range(10)), None, until=lambda t: t >= 3
+    )
+    assert total == 3 and len(runs) == 3
 
 
 def test_overflow_at_the_bound_switches_instead_of_raising():

@@ -155,6 +155,47 @@ def test_projected_subgradient_stalls_above_the_optimum_and_history_is_exact():
     assert res.history[0] == pytest.approx(SVM(A).objective(np.zeros(5)))
 
 
+class _HiddenWall(Oracle):
+    """``f(x) = |x − 5| + 100·max(0, x − 1)`` on the line, known to the oracle only as
+    ``|x − 5|`` until a check (every third call) at a point past the wall lists the wall
+    (a new version) and refuses that point (``inf``, as LMNN's list refuses a trial past
+    its budget); a checked value is exact, and the least one is ``best_seen``."""
+
+    psd = False
+
+    def __init__(self):
+        self.version, self.best_seen, self.calls, self.points = 0, None, 0, []
+        self.listed = None  #: the call that listed the wall
+
+    def __call__(self, x, components=None):
+        checked, self.calls = self.calls % 3 == 0, self.calls + 1
+        if checked and self.listed is None and x[0] > 1:
+            self.listed, self.version = len(self.points), self.version + 1
+            self.points.append(float(x[0]))
+            return np.inf, np.zeros(1)
+        self.points.append(float(x[0]))
+        wall = 100.0 if self.listed is not None and x[0] > 1 else 0.0
+        f = abs(x[0] - 5) + wall * (x[0] - 1)
+        if checked and (self.best_seen is None or f < self.best_seen[0]):
+            self.best_seen = (f, x.copy())
+        return f, np.array([np.sign(x[0] - 5) + wall])
+
+    def objective(self, x, components=None):
+        return abs(x[0] - 5) + 100.0 * max(0.0, x[0] - 1)
+
+
+def test_subgradient_goes_back_to_the_best_exact_point_when_the_list_hid_a_rise():
+    """Steps past the wall look downhill on the list; once a check lists the wall, the
+    accepted point's value (93.1 at x = 1.9) rises above the checked start's (4.5): the
+    driver goes back there instead of descending the wall from beyond it."""
+    oracle = _HiddenWall()
+    settings = SubgradientSettings(max_iter=60, step=0.7, grow=1.0, patience=1000)
+    res = projected_subgradient(oracle, np.array([0.5]), FullSpace(), settings)
+    # after the re-evaluations of the accepted and best points, the next is the start
+    assert oracle.listed is not None and 0.5 in oracle.points[oracle.listed + 1 :]
+    assert res.objective == pytest.approx(4.0, abs=0.75)  # at the wall x = 1, f = 4
+
+
 def test_factored_gradient_matches_finite_differences():
     class Quad(Oracle):  # f(M) = ⟨C, M⟩ + ½‖M‖², C symmetric (a gradient over Sⁿ)
         C = rng.normal(size=(3, 3))

@@ -10,8 +10,9 @@ violations reopen the run (the final check of App. A.1).
 
 Bounded memory. ``memory_limit`` (bytes of working memory) caps the active list at
 ``memory_limit // BYTES_PER_TERM`` triplets and sizes the blocks of the full checks.
-When a full check at an accepted point (or any check) would exceed the cap, the
-list switches, once and for good, to the streaming mode of :mod:`.blocks.stream`: the
+When a full check at an accepted point would exceed the cap, or one at a trial point
+below every exact value seen (:meth:`ActiveList._overflow`), the list switches, once and
+for good, to the streaming mode of :mod:`.blocks.stream`: the
 objective, its (sub)gradient, the smoothed objective and the certificate's dual
 matrix are then computed exactly over all triplets by row blocks. The streaming
 smoothing keeps its prox centre at λ̄ = 0 (a per-triplet centre would be a triplet
@@ -102,8 +103,6 @@ class ActiveList(CompactList):
         self.block_size = min(block_size, rows)
         self.term_budget = None if memory_limit is None else memory_limit // BYTES_PER_TERM
         self.mode, self.stream, self._f_seen, self.last_checked = "active_set", None, None, None
-        self.last_checked_value = None  #: eq. (14) at ``last_checked`` (set by a switch)
-        self._overflows = 0  #: consecutive trial points past the budget rejected as collapsed
         self._new_terms = 0  #: triplets the last full check added to the list
         self.handover = 0.0  #: see :meth:`check`
         self._memo = None  #: the last search's :class:`.memo.SearchMemo` (see :meth:`_search`)
@@ -135,6 +134,8 @@ class ActiveList(CompactList):
         self.tol = None  #: certified gap below which :meth:`lower_bound` skips the crossover
         self._alarm = NEVER
         self.best_seen = None  #: ``(f, M)``: the least exact objective computed (:meth:`_seen`)
+        self.seen_factor = None  #: the factor ``L`` of ``best_seen``'s point, if given
+        self.exact_here = False  #: the last :meth:`hinge_arguments` followed a full check
         if self.n >= MAX_LISTED_N:  # triplet keys (i·n + j)·n + l would overflow int64
             self._go_streaming()
 
@@ -186,7 +187,7 @@ class ActiveList(CompactList):
                 return True
             raise
         self.full_checks += 1
-        self.last_checked, self._overflows = (M, components), 0  # its terms fit in the list
+        self.last_checked = (M, components)  # its terms fit in the list
         size = len(self.I)
         changed = self._merge(I, J, L)
         self._new_terms = len(self.I) - size
@@ -278,11 +279,12 @@ class ActiveList(CompactList):
             self.memo_margin = narrow
         return self._new_terms <= self.handover * len(self.I)
 
-    def _seen(self, M, f):
-        """Keep the least exact value of eq. (14) computed and its point (a fit stopped by
-        its time limit outside the drivers returns it); return ``f``."""
+    def _seen(self, M, f, components=None):
+        """Keep the least exact value of eq. (14) computed, its point and factor (a fit its
+        time limit stops returns it; the engine's protocol: :attr:`best_seen`); ``f``."""
         if self.best_seen is None or f < self.best_seen[0]:
             self.best_seen = (float(f), np.array(M, copy=True))
+            self.seen_factor = None if components is None else np.array(components, copy=True)
         return f
 
     @property
@@ -307,37 +309,39 @@ class ActiveList(CompactList):
         return self.stream
 
     def _overflow(self, M, components, sigma=None):
-        """A trial point whose full check overflowed: evaluate it by streaming, capped.
+        """A trial point whose full check overflowed: evaluate it by streaming, capped by
+        the least exact value seen (:meth:`_reference`; the list's values underestimate).
 
-        Past the cap (a collapsed metric: every point an impostor) the value is inf and
-        the step is rejected; a finite value means the iterates have entered the region
-        where the active list cannot hold the terms: switch to streaming for good. So do
-        three such rejections in a row (the accepted point itself may be over budget, its
-        list value an underestimate: the drivers then re-evaluate it exactly).
-        """
-        if self._f_seen is None and self.last_checked is not None:
-            # the active list's values underestimate eq. (14) (it may miss terms): the
-            # cap's reference is the exact value at the last point that passed a check
-            M_ok, L_ok = self.last_checked
-            self._f_seen = self._streamer().objective(M_ok, self._components(M_ok, L_ok))
-        f, G = self._streamer().evaluate(M, self._components(M, components), sigma, cap=self._cap())
-        self._overflows += 1
-        if self.term_budget is not None and (np.isfinite(f) or self._overflows >= 3):
-            self._go_streaming()
-        return self._capped((f, G))
+        Below it, the iterates head where the list cannot hold the terms: switch to
+        streaming for good (the drivers re-evaluate their points). Above it (a collapse
+        past the cap included), a step too far, and the list may have hidden a rise at
+        the accepted point too: ``inf``, a new :attr:`version` and the checks' ramp again,
+        so that the drivers re-check their points and go back to :attr:`best_seen`."""
+        self._f_seen = self._reference() if self._f_seen is None else self._f_seen
+        cap = None if self._f_seen is None else self._f_seen + 1.0  # (past it: rejected)
+        f, G = self._streamer().evaluate(M, self._components(M, components), sigma, cap=cap)
+        if self._f_seen is None or f <= self._f_seen:
+            if self.term_budget is not None:
+                self._go_streaming()
+            return self._capped((f, G))
+        self.version += 1
+        self.schedule.ramp(self.calls)
+        return np.inf, np.zeros_like(G)
+
+    def _reference(self):
+        """The least exact value seen, else one pass at the last point that passed a check."""
+        if self.best_seen is not None or self.last_checked is None:
+            return None if self.best_seen is None else self.best_seen[0]
+        M_ok, L_ok = self.last_checked
+        return self._seen(M_ok, self._streamer().objective(M_ok, self._components(M_ok, L_ok)))
 
     def _go_streaming(self):
         """Switch to exact evaluation over all triplets by row blocks (:mod:`.blocks.stream`)."""
         self._streamer()
         self.mode, self.switched_at = "streaming", self.calls
-        # the drivers re-evaluate their points right after the switch, capped by the exact
-        # value at the last point that passed a check (an accepted point whose list value
-        # underestimated a collapse would otherwise cost a pass over all n²k triplets)
-        self._f_seen = None
-        if self.last_checked is not None:
-            M_ok, L_ok = self.last_checked
-            self._f_seen = self.stream.objective(M_ok, self._components(M_ok, L_ok))
-            self.last_checked_value = self._f_seen
+        # the drivers re-evaluate their points right after the switch, capped (a collapsed
+        # accepted point would otherwise cost a pass over all n²k triplets)
+        self._f_seen = self._reference()
         e = np.empty(0, self._index)
         self._set_list(
             e, e, e, {"sub": np.zeros(0, bool), "smooth": np.zeros(0, bool), "lam": np.zeros(0)}
@@ -382,6 +386,7 @@ class ActiveList(CompactList):
                 self.calls, stable, check_cap(*self.X.shape, len(self.I), self.check_every)
             )
         self.calls += 1
+        self.exact_here = checked and self.mode == "active_set"  # every violated term listed
         Dt, d_il = self._list_distances(Lc, not accepted and self._single())
         z = Dt[self.I, self.slot]  # 1 + d(i, j) − d(i, l), in place: (d(i, j) + 1) − d(i, l)
         z += 1.0

@@ -72,7 +72,15 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
+        if self.exact_here:  # a full check listed every violated term at M: f is exact
+            exact = f if self._Z.dtype == np.float64 else self._exact(M, components)
+            self._seen(M, exact, components)
         return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
+
+    def _exact(self, M, components):
+        """Eq. (14) at ``M`` over the list in double precision (a trial value was single)."""
+        z = self.listed_arguments(self._components(M, components))
+        return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[z > 0].sum())
 
     def smooth(self, M, sigma, grad=True, components=None):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.

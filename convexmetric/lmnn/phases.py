@@ -131,21 +131,18 @@ def _phase1(oracle, M0, s):
     if s.refine and s.prune is not None:
         oracle.start_refinement(min(s.prune, REFINE_PRUNE))
     if switched:
-        _after_switch(oracle, res, s.phase1 == "metric")
+        _after_switch(oracle, res)
     return res
 
 
-def _after_switch(oracle, res, metric):
+def _after_switch(oracle, res):
     """Phase 1 handed over at the switch to streaming (not the user's stop). If its point
-    was accepted on an incomplete list, restart from the last point whose terms were all
-    known (its value is exact)."""
+    was accepted on an incomplete list, restart from the point of least exact value seen."""
     if res.status == "user_limit":
         res.status = "optimal_inaccurate"
-    ok = oracle.last_checked_value
-    if ok is not None and not res.objective <= ok:
-        M_ok, L_ok = oracle.last_checked
-        L_ok = components_from_metric(M_ok) if L_ok is None else L_ok
-        res.matrix, res.objective = (M_ok if metric else L_ok.T @ L_ok), ok
+    seen = oracle.best_seen
+    if seen is not None and not res.objective <= seen[0]:
+        res.objective, res.matrix = seen
         res.matrices = [res.matrix]
 
 

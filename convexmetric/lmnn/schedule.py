@@ -50,6 +50,11 @@ class CheckSchedule:
             self.interval = min(2 * self.interval, grow)
         self.next = calls + self.interval
 
+    def ramp(self, calls):
+        """Start again from the start-up ramp (adaptive; else the period) at call
+        ``calls``: the list was found far from complete."""
+        self.interval, self.next = (1 if self.adaptive else self.every), calls
+
     def now(self, calls):
         """The next call (number ``calls``) checks, whatever the interval."""
         self.next = calls

@@ -28,6 +28,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from ..linalg import components_from_metric
 from .oracle import Oracle, StageHooks, hooks_of
 
 
@@ -95,6 +96,16 @@ class Factored(Oracle, StageHooks):
     @property
     def version(self):
         return self.oracle.version
+
+    @property
+    def best_seen(self):
+        """The oracle's ``best_seen`` with its point as a factor: the one it was given
+        (``seen_factor``), else an eigen-square-root."""
+        seen = getattr(self.oracle, "best_seen", None)
+        if seen is None:
+            return None
+        L = getattr(self.oracle, "seen_factor", None)
+        return seen[0], self._rows(_each(components_from_metric, seen[1]) if L is None else L)
 
     @property
     def trial_rtol(self):

@@ -36,6 +36,12 @@ member                                what the drivers use it for
                                       approximation changes, so a driver re-evaluates before
                                       comparing values (:mod:`.subgradient`, :mod:`.fista`);
                                       ``None``: never changes
+``best_seen``                         an approximating oracle: ``(f, x)``, the point of
+                                      least exact value it has computed, else ``None``;
+                                      when it refuses a trial (``inf``) with a new
+                                      ``version`` and the driver's re-evaluated point rose
+                                      above ``f``, the driver goes back there
+                                      (:mod:`.subgradient`)
 ``bounds``                            box constraints of the variables for L-BFGS-B
                                       (:mod:`.lbfgs`); ``None``: unconstrained
 ``psd``                               ``True`` when a point is a PSD matrix (or a list of
@@ -84,6 +90,7 @@ class Oracle:
     """Base class of every formulation's oracle (see the module docstring)."""
 
     version = None
+    best_seen = None
     bounds = None
     psd = True
     needs_metric = True

@@ -188,8 +188,8 @@ class _Run:
         x_new = self.cone.project(vectors.axpy(self.x, -step, self.g))
         version = o.version
         f_new, g_new = o(x_new)
-        if version is not None and o.version != version:
-            # the oracle's approximation changed: compare like with like
+        changed = version is not None and o.version != version
+        if changed:  # the oracle's approximation changed: compare like with like
             self.f, self.g = o(self.x)
             self.best_f = o(self.best_x)[0]
         if diminishing:
@@ -200,6 +200,8 @@ class _Run:
             self.alpha *= s.shrink
             if not s.monotone:
                 self.x, self.f, self.g = x_new, f_new, g_new
+        if changed and not np.isfinite(f_new):
+            self.back_to_seen()
         self.gnorm = vectors.norm(self.g)
         if self.f < self.best_f:
             self.best_x, self.best_f = vectors.copy(self.x), self.f
@@ -211,6 +213,22 @@ class _Run:
             converged = converged or gain <= s.rtol * max(abs(self.best_f), REL_FLOOR)
             self.ref_f, self.since = self.best_f, 0
         return converged
+
+    def back_to_seen(self):
+        """The oracle refused a trial point (``inf``: past its cap or its list's budget)
+        and changed its approximation. Its values are lower bounds, exact where it listed
+        every term: when the current point's re-evaluated value rose above the least exact
+        value the oracle has seen (``best_seen``), that point is better (the approximation
+        had hidden the rise): go back there (beyond the rounding of the oracle's values)."""
+        seen = self.oracle.best_seen
+        if seen is None or not seen[0] < self.f - self.oracle.trial_rtol * abs(self.f):
+            return
+        if np.array_equal(vectors.flatten(seen[1]), vectors.flatten(self.x)):
+            return  # (the same point, its value rounded)
+        self.x = self.cone.project(vectors.copy(seen[1]))
+        self.f, self.g = self.oracle(self.x)
+        if self.f < self.best_f:
+            self.best_x, self.best_f = vectors.copy(self.x), self.f
 
     def restart(self):
         """The oracle's check found new terms: continue from the best point (App. A.1)."""

@@ -150,11 +150,14 @@ class DaskExecutor:
 
         return self._retrying(data, blocks, run)
 
-    def fold_blocks(self, fold, total, fn, blocks, data, *args, **kwargs):
+    def fold_blocks(self, fold, total, fn, blocks, data, *args, until=None, **kwargs):
         """:meth:`map_blocks`' results (a task's group already added) folded into
-        ``total`` in block order (the local executor's contract)."""
+        ``total`` in block order (the local executor's contract); ``until``: the fold
+        stops there (the tasks have all run)."""
         for part in self.map_blocks(fn, blocks, data, *args, **kwargs):
             total = fold(total, part)
+            if until is not None and until(total):
+                break
         return total
 
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):

@@ -107,7 +107,8 @@ class StreamingEvaluator:
     def sums(self, L, sigma=None, grad=True, cap=None):
         """Block partial sums added up: ``value``, ``lam``, ``count`` and ``G``.
 
-        ``cap``: give up once ``Σ φ`` is known to exceed it (``value = inf``)."""
+        ``cap``: give up once ``Σ φ`` is known to exceed it (``value`` then exceeds it,
+        or is ``inf``: a block's own sum past it)."""
         self.evaluations += 1
         start = time.perf_counter()
         total = self.executor.fold_blocks(
@@ -121,6 +122,7 @@ class StreamingEvaluator:
             grad=grad,
             chunk=self.chunk,
             cap=cap,
+            until=None if cap is None else lambda total: not total["value"] <= cap,
         )
         self.seconds += time.perf_counter() - start
         if grad and total["G"] is None:
@@ -136,8 +138,8 @@ class StreamingEvaluator:
         push_cap = None if cap is None else max((cap - f_pull) / self.mu, 0.0)
         if push_cap is not None and f_pull > cap:
             return np.inf, np.zeros_like(M)
-        t = self.sums(L, sigma, cap=push_cap)
-        if not np.isfinite(t["value"]):
+        t = self.sums(L, sigma, cap=push_cap)  # (a block gives up past the whole cap)
+        if push_cap is not None and not t["value"] <= push_cap:
             return np.inf, np.zeros_like(M)
         return f_pull + self.mu * t["value"], (1 - self.mu) * self.pull + self.mu * t["G"]
 

@@ -27,6 +27,9 @@ What every executor promises:
    ``max_terms`` raises ``TooManyTerms`` as soon as it knows.
 4. **Memory.** :meth:`Executor.plan_blocks` sizes the blocks within the host's budget
    (a device sizes them within its own memory).
+5. **Giving up.** :meth:`Executor.fold_blocks` takes ``until``, a predicate on the
+   running total of a fold whose total only grows: once it holds, the blocks not yet
+   started may be skipped (a capped evaluation past its cap, :mod:`.evaluator`).
 
 Optional hooks, looked up with ``getattr``: ``list_distances`` (a device computes the
 active list's distances where the data are) and ``threads`` (lanes sharing the budget).
@@ -58,8 +61,9 @@ class Executor(Protocol):
     def map_blocks(self, fn, blocks, data, *args, **kwargs):
         """``[fn(rows, data, *args, **kwargs) for rows in blocks]``, in block order."""
 
-    def fold_blocks(self, fold, total, fn, blocks, data, *args, **kwargs):
-        """``total`` with each block's result folded in by ``fold``, in block order."""
+    def fold_blocks(self, fold, total, fn, blocks, data, *args, until=None, **kwargs):
+        """``total`` with each block's result folded in by ``fold``, in block order;
+        ``until(total)`` true: the rest may be skipped (item 5)."""
 
     def map_terms(self, fn, blocks, data, *args, max_terms=None, **kwargs):
         """The blocks' triplets joined in block order (a list of parts); raises

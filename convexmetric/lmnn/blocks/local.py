@@ -75,15 +75,16 @@ class LocalExecutor:
         (:attr:`alarm` checked before each block)."""
         return self._map(lambda rows, ws: fn(rows, data, *args, ws=ws, **kwargs), blocks)[0]
 
-    def fold_blocks(self, fold, total, fn, blocks, data, *args, **kwargs):
+    def fold_blocks(self, fold, total, fn, blocks, data, *args, until=None, **kwargs):
         """``total`` with each block's ``fn(rows, data, *args, ws=..., **kwargs)`` folded
         in by ``total = fold(total, part)``, in block order whatever the lanes' order; a
         part is dropped once folded (a map of many small blocks holds no d × d sum per
-        block)."""
+        block). ``until(total)`` true halts the map (the contract's item 5)."""
         acc = _InOrder(fold, total)
         self._map(
             lambda ib, ws: acc.put(ib[0], fn(ib[1], data, *args, ws=ws, **kwargs)),
             list(enumerate(blocks)),
+            stop=None if until is None else lambda _: until(acc.total),
         )
         return acc.total
 
