@@ -6,7 +6,7 @@ One command on a machine with a CUDA GPU and PyTorch or CuPy (the MNIST rows nee
     python benchmarks/bench_gpu.py                         # rows 60k,240k,check1m on "cuda"
     python benchmarks/bench_gpu.py --rows 60k,240k,1m      # the 10⁶-point fit too
     python benchmarks/bench_gpu.py --device torch:cpu --rows 60k --max-n 3000   # a dry run
-    python benchmarks/bench_gpu.py --device cpu --n-jobs 2 --rows 60k,240k      # the CPU's cores
+    python benchmarks/bench_gpu.py --device cpu --n-jobs 1 --rows 60k,240k      # one thread
     python benchmarks/bench_gpu.py --device cpu --scheduler local:2 --rows 240k  # on Dask
 
 Rows:
@@ -100,7 +100,7 @@ def _fit(Xtr, ytr, device, time_limit, n_jobs, scheduler):
 
     with dask_client(scheduler) as client:
         t0 = time.perf_counter()
-        model = LMNN(backend="dask", time_limit=time_limit).fit(Xtr, ytr)
+        model = LMNN(backend="dask", time_limit=time_limit, n_jobs=n_jobs).fit(Xtr, ytr)
         fit = time.perf_counter() - t0
         workers = sorted(client.run(_peak_rss_gib).values())
     return model, fit, workers
@@ -119,7 +119,7 @@ def fit_row(name, device, time_limit, max_n, n_jobs=None, scheduler=None, check=
     L = model.components_
     block = res.info.get("block_seconds", 0.0)
     return {"row": name, "shape": list(Xtr.shape), "device": device, "n_jobs": n_jobs,
-            "scheduler": scheduler, "data_seconds": built,
+            "threads": res.info.get("threads"), "scheduler": scheduler, "data_seconds": built,
             "fit_seconds": fit, "solver_seconds": res.seconds,
             "block_seconds": block, "block_share": block / fit,
             "status": res.status, "certified_gap": res.certified_gap,
@@ -165,7 +165,7 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per fit")
     ap.add_argument("--max-n", type=int, default=None, help="subsample the training part")
     ap.add_argument("--json", default=None, help="also write the rows to this file")
-    ap.add_argument("--n-jobs", type=int, default=None, help="LMNN's n_jobs (with --device cpu)")
+    ap.add_argument("--n-jobs", type=int, default=None, help="LMNN's n_jobs (Dask: the client's)")
     ap.add_argument("--no-verify", action="store_true",
                     help="skip the verification (a rerun of a verified fit)")  # fmt: skip
     ap.add_argument("--scheduler", default=None,

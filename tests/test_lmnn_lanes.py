@@ -8,9 +8,15 @@ from click.testing import CliRunner
 from convexmetric import LMNN, datasets
 from convexmetric._input_checks import check_n_jobs
 from convexmetric.cli.main import main
-from convexmetric.lmnn.blocks.data import StreamData, Workspace, least_budget, row_blocks
+from convexmetric.lmnn.blocks.data import (
+    StreamData,
+    Workspace,
+    least_budget,
+    plan_blocks,
+    row_blocks,
+)
 from convexmetric.lmnn.blocks.full_check import terms_block
-from convexmetric.lmnn.blocks.local import LocalExecutor
+from convexmetric.lmnn.blocks.local import LocalExecutor, default_lanes
 from convexmetric.lmnn.blocks.stream import hinge_block
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.deadline import Alarm, TimeUp
@@ -124,22 +130,40 @@ def test_n_jobs_reads_as_scikit_learn_does(monkeypatch):
             check_n_jobs(bad)
 
 
+def test_default_lanes_are_the_cores_that_keep_one_lanes_blocks(monkeypatch):
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(4)), raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert default_lanes(60_000, 164, 3, None) == 4
+    two_gib = 2**31  # one lane plans (288, ...) at 60k rows, (139, ...) at 240k
+    assert [default_lanes(n, 164, 3, two_gib) for n in (5_000, 60_000, 240_000)] == [4, 3, 2]
+    for n in (60_000, 240_000):  # the most lanes whose share plans one lane's blocks
+        rows = [plan_blocks(n, 164, 3, two_gib // t)[0] for t in (1, 2, 3, 4)]
+        lanes = default_lanes(n, 164, 3, two_gib)
+        assert rows[lanes - 1] == rows[0] > rows[lanes]
+    assert default_lanes(5_000, 164, 3, 3 * least_budget(5_000, 164, 3)) == 1  # tight
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # as joblib's and Dask's workers set it
+    assert default_lanes(60_000, 164, 3, None) == 2
+
+
 def test_lmnn_with_lanes_is_the_same_fit(wine):
     X, y = wine
-    one = LMNN().fit(X, y)
-    two = LMNN(n_jobs=2).fit(X, y)
-    assert one.result_.status == two.result_.status == "optimal"
-    assert one.objective_ == two.objective_ and one.result_.iterations == two.result_.iterations
-    np.testing.assert_array_equal(one.metric_, two.metric_)
-    np.testing.assert_array_equal(one.predict(X), two.predict(X))
+    one = LMNN(n_jobs=1).fit(X, y)
+    for lanes in (2, None):  # None: the default lanes
+        two = LMNN(n_jobs=lanes).fit(X, y)
+        assert one.result_.status == two.result_.status == "optimal"
+        assert one.objective_ == two.objective_
+        assert one.result_.iterations == two.result_.iterations
+        np.testing.assert_array_equal(one.metric_, two.metric_)
+        np.testing.assert_array_equal(one.predict(X), two.predict(X))
+        assert two.result_.info["threads"] == (2 if lanes else default_lanes(*X.shape, 3, 2**31))
     with pytest.raises(ValueError, match="'n_jobs' parameter of LMNN sets the threads"):
-        LMNN(n_jobs=2, backend="dask").fit(X, y)
+        LMNN(n_jobs=2, device="cuda").fit(X, y)
 
 
 def test_lanes_in_the_streaming_mode_certify_the_same_optimum(wine):
     X, y = wine
     budget = 2 * least_budget(*X.shape, 3)  # the least for two lanes: streaming
-    one = LMNN(memory_limit=budget).fit(X, y)
+    one = LMNN(memory_limit=budget, n_jobs=1).fit(X, y)
     two = LMNN(memory_limit=budget, n_jobs=2).fit(X, y)
     assert one.result_.info["mode"] == two.result_.info["mode"] == "streaming"
     assert one.result_.status == two.result_.status == "optimal"

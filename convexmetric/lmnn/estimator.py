@@ -31,7 +31,7 @@ from ..optim.deadline import Deadline
 from .base import LMNNBaseEstimator
 from .blocks.device import DeviceExecutor, check_device
 from .blocks.executor import check_backend, executor_for
-from .blocks.local import check_lanes
+from .blocks.local import check_lanes, default_lanes
 from .blocks.xp import like_input
 from .constants import DEFAULT_MEMORY_LIMIT
 from .exact import solve_working_set
@@ -139,12 +139,20 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         The full checks, exact objectives and streaming sums run on the device's arrays,
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
     n_jobs : int or None, default=None
-        Threads of the block work in this process (``backend="local"``, no device): the
-        full checks, exact objectives, streaming sums, the list's distances and gradients
-        (past 4,096 touched rows) and :meth:`predict`. None is 1, -1 every core
-        (scikit-learn's convention). The results do not depend on it: the
-        blocks' results are combined in their order (the streaming mode's sums round
-        as its smaller blocks add; the memory budget is shared by the threads).
+        Threads of the work in this process (no device): with ``backend="local"`` the
+        full checks, exact objectives, streaming sums, the list's distances and
+        gradients (past 4,096 touched rows), the target search and :meth:`predict`;
+        with ``"dask"`` the client's part (the list, the target search; the workers
+        run the blocks). -1: every core (scikit-learn's convention). None: the fit
+        uses every core this process may use (at most ``OMP_NUM_THREADS`` where set,
+        as joblib's and Dask's workers set it), as scikit-learn's OpenMP estimators
+        (``KMeans``) do, but locally only as many as leave each thread's share of
+        ``memory_limit`` one thread's block size
+        (:func:`~convexmetric.lmnn.blocks.local.default_lanes`: two at 240,000 × 164
+        and the default limit); :meth:`predict` runs in one. The results do not
+        depend on it: the blocks' results are combined in their order (with an
+        explicit ``n_jobs``, the streaming mode's sums round as its smaller blocks
+        add; the memory budget is shared by the threads).
     n_neighbors : deprecated
         Renamed ``predict_k`` (the k of :meth:`predict`; the target neighbours are ``k``);
         the old name warns and is removed in 0.3.
@@ -305,7 +313,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         if targets is None:
             device = getattr(self, "device", None)  # the float32 screen on the device
             screen = None if device in (None, "cpu") else DeviceExecutor(device).screen_targets
-            threads = check_n_jobs(getattr(self, "n_jobs", None), type(self).__name__)
+            threads = check_n_jobs(self._lanes(device, (*X.shape, 0)), type(self).__name__)
             return target_neighbors(X, y_enc, self._set_k(counts), screen=screen, threads=threads)
         self.k_, self.predict_k_ = None, int(self._predict_k or self.k)
         T = check_targets(targets, y_enc, counts)
@@ -349,7 +357,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
             tol=float(self.tol),
             callback=progress_callback(logger, self.verbose, type(self).__name__),
             memory_limit=self.memory_limit,
-            executor=self._executor(device=getattr(self, "device", None)),
+            executor=self._executor(getattr(self, "device", None), (*X.shape, T.shape[1])),
         )
 
     def _mahalanobis_matrix(self):
@@ -378,13 +386,27 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _train_embedding(self):
         return self._X @ self.components_.T
 
-    def _executor(self, device=None):
+    def _lanes(self, device, plan, memory_limit=None):
+        """``n_jobs``; where it is None and no device runs the work, the
+        :func:`~.blocks.local.default_lanes` of ``plan = (n, d, k)`` and, where the
+        blocks run in this process, ``memory_limit``."""
+        n_jobs = getattr(self, "n_jobs", None)
+        if n_jobs is None and device in (None, "cpu"):
+            local = getattr(self, "backend", "local") == "local"  # (Dask: the client's)
+            return default_lanes(*plan, memory_limit if local else None)
+        return n_jobs
+
+    def _executor(self, device=None, plan=None):
         """The block work's executor: with ``backend="dask"``, the fit's evaluations and
-        predict's blocks of test rows run on the Dask workers."""
+        predict's blocks of test rows run on the Dask workers; a fit's (``plan = (n, d,
+        k)``) in :meth:`_lanes` threads of this process, predict's in ``n_jobs``."""
+        lanes = getattr(self, "n_jobs", None)
+        if plan is not None:
+            lanes = self._lanes(device, plan, self.memory_limit)
         return executor_for(
             getattr(self, "backend", "local"),
             owner=type(self).__name__,
             device=device,
-            n_jobs=getattr(self, "n_jobs", None),
+            n_jobs=lanes,
             timeout=getattr(self, "backend_timeout", 3600.0),
         )

@@ -54,6 +54,14 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             self.mask[name] = new_mask
         return self.G_part[name]
 
+    def _value(self, M, push):
+        """Eq. (14): ``(1 − μ)⟨C, M⟩ + μ Σ push`` (``push``: the hinge terms' values)."""
+        return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(push.sum())
+
+    def _gradient(self, G_push):
+        """Eq. (14)'s gradient from the push terms' sum ``G_push``."""
+        return (1 - self.mu) * self.C_pull + self.mu * G_push
+
     def __call__(self, M, components=None):
         """Eq. (14) over the active list and its subgradient (with respect to M).
 
@@ -71,16 +79,16 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             )
         act = z > 0
         G_hinge = self._counted("sub", act)
-        f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[act].sum())
+        f = self._value(M, z[act])
         if self.exact_here:  # a full check listed every violated term at M: f is exact
             exact = f if self._Z.dtype == np.float64 else self._exact(M, components)
             self._seen(M, exact, components)
-        return f, (1 - self.mu) * self.C_pull + self.mu * G_hinge
+        return f, self._gradient(G_hinge)
 
     def _exact(self, M, components):
         """Eq. (14) at ``M`` over the list in double precision (a trial value was single)."""
         z = self.listed_arguments(self._components(M, components))
-        return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(z[z > 0].sum())
+        return self._value(M, z[z > 0])
 
     def smooth(self, M, sigma, grad=True, components=None):
         """Smoothed eq. (14) around the dual centre λ̄, and its gradient.
@@ -115,11 +123,11 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         lam_bar = self.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         phi = lam * z - 0.5 * sigma * (lam - lam_bar) ** 2
-        f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(phi.sum())
+        f = self._value(M, phi)
         if not grad:
             return f
         sat = lam >= 1.0
-        G = (1 - self.mu) * self.C_pull + self.mu * self._counted("smooth", sat)
+        G = self._gradient(self._counted("smooth", sat))
         part = np.flatnonzero((lam > 0) & ~sat)
         I, J, L = self.I[part], self.J[part], self.L[part]
         if left is None:
@@ -177,7 +185,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         G = triplet_scatter(
             self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz], threads=self.threads
         )
-        return (1 - self.mu) * self.C_pull + self.mu * G
+        return self._gradient(G)
 
     def mode_info(self):
         """``SolveResult.info``'s entries on the mode (and the block work's time)."""
@@ -192,6 +200,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             info.update(
                 block_seconds=self.stream.seconds,
                 block_executor=self.stream.executor.name,
+                threads=getattr(self.stream.executor, "threads", 1),
                 partial_checks=self.stream.partial_checks,
             )
             traffic = getattr(self.stream.executor, "traffic_info", None)  # (Dask: bytes moved)
@@ -249,7 +258,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
             cert = self.bounds.cert
             cert.record(cert.bound(S1, lam_sum, f), f, stream=(Lc, None))
             return self._seen(M, f)
-        f = (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(h.sum())
+        f = self._value(M, h)
         if bound:
             self.bounds.widths(I, J, L, h, f)
         return self._seen(M, f)
