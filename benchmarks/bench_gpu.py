@@ -100,7 +100,7 @@ def _fit(Xtr, ytr, device, time_limit, n_jobs, scheduler):
 
     with dask_client(scheduler) as client:
         t0 = time.perf_counter()
-        model = LMNN(backend="dask", time_limit=time_limit, n_jobs=n_jobs).fit(Xtr, ytr)
+        model = LMNN(backend="dask", time_limit=time_limit).fit(Xtr, ytr)
         fit = time.perf_counter() - t0
         workers = sorted(client.run(_peak_rss_gib).values())
     return model, fit, workers
@@ -165,7 +165,7 @@ def main(argv=None):
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per fit")
     ap.add_argument("--max-n", type=int, default=None, help="subsample the training part")
     ap.add_argument("--json", default=None, help="also write the rows to this file")
-    ap.add_argument("--n-jobs", type=int, default=None, help="LMNN's n_jobs (Dask: the client's)")
+    ap.add_argument("--n-jobs", type=int, default=None, help="LMNN's n_jobs (with --device cpu)")
     ap.add_argument("--no-verify", action="store_true",
                     help="skip the verification (a rerun of a verified fit)")  # fmt: skip
     ap.add_argument("--scheduler", default=None,

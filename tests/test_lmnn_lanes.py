@@ -16,8 +16,9 @@ from convexmetric.lmnn.blocks.data import (
     row_blocks,
 )
 from convexmetric.lmnn.blocks.full_check import terms_block
-from convexmetric.lmnn.blocks.local import LocalExecutor, default_lanes
+from convexmetric.lmnn.blocks.local import LocalExecutor, _omp_bound, default_lanes
 from convexmetric.lmnn.blocks.stream import hinge_block
+from convexmetric.lmnn.constants import LANES_FROM_ROWS
 from convexmetric.neighbors import target_neighbors
 from convexmetric.optim.deadline import Alarm, TimeUp
 from convexmetric.problems.lmnn import TooManyTerms
@@ -132,17 +133,20 @@ def test_n_jobs_reads_as_scikit_learn_does(monkeypatch):
 
 def test_default_lanes_are_the_cores_that_keep_one_lanes_blocks(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(4)), raising=False)
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr("convexmetric.lmnn.blocks.local.OMP_BOUND", None)
     assert default_lanes(60_000, 164, 3, None) == 4
+    assert default_lanes(LANES_FROM_ROWS - 1, 164, 3, None) == 1  # too short to pay
     two_gib = 2**31  # one lane plans (288, ...) at 60k rows, (139, ...) at 240k
-    assert [default_lanes(n, 164, 3, two_gib) for n in (5_000, 60_000, 240_000)] == [4, 3, 2]
+    assert [default_lanes(n, 164, 3, two_gib) for n in (60_000, 240_000)] == [3, 2]
     for n in (60_000, 240_000):  # the most lanes whose share plans one lane's blocks
         rows = [plan_blocks(n, 164, 3, two_gib // t)[0] for t in (1, 2, 3, 4)]
         lanes = default_lanes(n, 164, 3, two_gib)
         assert rows[lanes - 1] == rows[0] > rows[lanes]
-    assert default_lanes(5_000, 164, 3, 3 * least_budget(5_000, 164, 3)) == 1  # tight
-    monkeypatch.setenv("OMP_NUM_THREADS", "2")  # as joblib's and Dask's workers set it
+    assert default_lanes(60_000, 164, 3, 3 * least_budget(60_000, 164, 3)) == 1  # tight
+    monkeypatch.setattr("convexmetric.lmnn.blocks.local.OMP_BOUND", 2)  # a worker's
     assert default_lanes(60_000, 164, 3, None) == 2
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # as a LocalCluster sets it in its client
+    assert default_lanes(60_000, 164, 3, None) == 2 and _omp_bound() == 1
 
 
 def test_lmnn_with_lanes_is_the_same_fit(wine):
@@ -157,7 +161,7 @@ def test_lmnn_with_lanes_is_the_same_fit(wine):
         np.testing.assert_array_equal(one.predict(X), two.predict(X))
         assert two.result_.info["threads"] == (2 if lanes else default_lanes(*X.shape, 3, 2**31))
     with pytest.raises(ValueError, match="'n_jobs' parameter of LMNN sets the threads"):
-        LMNN(n_jobs=2, device="cuda").fit(X, y)
+        LMNN(n_jobs=2, backend="dask").fit(X, y)
 
 
 def test_lanes_in_the_streaming_mode_certify_the_same_optimum(wine):

@@ -69,8 +69,8 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     type=int,
     default=None,
     help="Threads of the block work in this process (full checks, streaming sums, "
-    "gradients); -1: every core [default: the cores whose share of --memory-limit "
-    "keeps one thread's block size]. The result does not depend on it.",
+    "gradients); -1: every core [default: from 30,000 points, the cores whose share "
+    "of --memory-limit keeps one thread's block size]. The result does not depend on it.",
 )
 @apply_options(EXTENSIONS)
 def SOLVE(**opts):

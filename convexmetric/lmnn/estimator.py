@@ -139,20 +139,14 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         The full checks, exact objectives and streaming sums run on the device's arrays,
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
     n_jobs : int or None, default=None
-        Threads of the work in this process (no device): with ``backend="local"`` the
+        Threads of the block work in this process (``backend="local"``, no device): the
         full checks, exact objectives, streaming sums, the list's distances and
-        gradients (past 4,096 touched rows), the target search and :meth:`predict`;
-        with ``"dask"`` the client's part (the list, the target search; the workers
-        run the blocks). -1: every core (scikit-learn's convention). None: the fit
-        uses every core this process may use (at most ``OMP_NUM_THREADS`` where set,
-        as joblib's and Dask's workers set it), as scikit-learn's OpenMP estimators
-        (``KMeans``) do, but locally only as many as leave each thread's share of
-        ``memory_limit`` one thread's block size
-        (:func:`~convexmetric.lmnn.blocks.local.default_lanes`: two at 240,000 × 164
-        and the default limit); :meth:`predict` runs in one. The results do not
-        depend on it: the blocks' results are combined in their order (with an
-        explicit ``n_jobs``, the streaming mode's sums round as its smaller blocks
-        add; the memory budget is shared by the threads).
+        gradients, the target search and :meth:`predict`; -1: every core. None: the fit
+        in :func:`~convexmetric.lmnn.blocks.local.default_lanes` threads (one below
+        30,000 points; above, the cores whose share of ``memory_limit`` keeps one
+        thread's block size: two at 240,000 × 164), :meth:`predict` in one. The results
+        do not depend on it (the streaming sums round as an explicit ``n_jobs``'s
+        smaller blocks add).
     n_neighbors : deprecated
         Renamed ``predict_k`` (the k of :meth:`predict`; the target neighbours are ``k``);
         the old name warns and is removed in 0.3.
@@ -386,23 +380,17 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
     def _train_embedding(self):
         return self._X @ self.components_.T
 
-    def _lanes(self, device, plan, memory_limit=None):
-        """``n_jobs``; where it is None and no device runs the work, the
-        :func:`~.blocks.local.default_lanes` of ``plan = (n, d, k)`` and, where the
-        blocks run in this process, ``memory_limit``."""
-        n_jobs = getattr(self, "n_jobs", None)
-        if n_jobs is None and device in (None, "cpu"):
-            local = getattr(self, "backend", "local") == "local"  # (Dask: the client's)
-            return default_lanes(*plan, memory_limit if local else None)
+    def _lanes(self, device, plan):
+        """``n_jobs``; None with the blocks run here: ``default_lanes(*plan, memory_limit)``."""
+        n_jobs, local = getattr(self, "n_jobs", None), getattr(self, "backend", "local") == "local"
+        if n_jobs is None and local and device in (None, "cpu"):
+            return default_lanes(*plan, self.memory_limit)
         return n_jobs
 
     def _executor(self, device=None, plan=None):
-        """The block work's executor: with ``backend="dask"``, the fit's evaluations and
-        predict's blocks of test rows run on the Dask workers; a fit's (``plan = (n, d,
-        k)``) in :meth:`_lanes` threads of this process, predict's in ``n_jobs``."""
-        lanes = getattr(self, "n_jobs", None)
-        if plan is not None:
-            lanes = self._lanes(device, plan, self.memory_limit)
+        """The block work's executor (Dask: the fit's evaluations and predict's test-row
+        blocks on the workers); a fit's (``plan = (n, d, k)``) in :meth:`_lanes` threads."""
+        lanes = getattr(self, "n_jobs", None) if plan is None else self._lanes(device, plan)
         return executor_for(
             getattr(self, "backend", "local"),
             owner=type(self).__name__,

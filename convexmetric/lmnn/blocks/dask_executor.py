@@ -72,9 +72,6 @@ class DaskExecutor:
     timeout : float, default=3600
         Seconds one evaluation may take, its recoveries included, before
         :class:`DaskBackendError` (``LMNN(backend_timeout=...)``).
-    threads : int, default=1
-        Threads of the client's own work: the active list's distances and projections,
-        the gradients' scatter (``LMNN(n_jobs=...)``; the blocks run on the workers).
 
     Notes
     -----
@@ -89,8 +86,8 @@ class DaskExecutor:
     name = "dask"
     alarm = NEVER  #: the fit's time limit, checked while waiting for the workers
 
-    def __init__(self, client, *, retries=5, timeout=3600.0, threads=1):
-        self.client, self.threads = client, int(threads)
+    def __init__(self, client, *, retries=5, timeout=3600.0):
+        self.client = client
         self.retries, self.timeout = retries, timeout
         self.cluster = Cluster(client)
         self.evaluations = self.rescatters = self.keys_moved = self._checks = 0

@@ -32,10 +32,7 @@ What every executor promises:
    started may be skipped (a capped evaluation past its cap, :mod:`.evaluator`).
 
 Optional hooks, looked up with ``getattr``: ``list_distances`` (a device computes the
-active list's distances where the data are) and ``threads``, the threads of this
-process's own work (the active list's distances and projections, the gradients'
-scatter): :class:`~.local.LocalExecutor` runs its blocks in them too, as lanes that
-share the budget; :class:`~.dask_executor.DaskExecutor`'s are the client's.
+active list's distances where the data are) and ``threads`` (lanes sharing the budget).
 """
 
 from __future__ import annotations
@@ -95,12 +92,11 @@ def check_backend(value, owner="LMNN"):
 def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
     """The executor of ``backend``: ``None`` (in-process, one thread) for "local", or a
     :class:`~.local.LocalExecutor` of ``n_jobs`` lanes (:func:`~.local.check_lanes`); a
-    :class:`~.dask_executor.DaskExecutor` on the running Client for "dask", the client's
-    own work in ``n_jobs`` threads; with a ``device`` (not None or "cpu"), a
-    :class:`~.device.DeviceExecutor` in this process.
+    :class:`~.dask_executor.DaskExecutor` on the running Client for "dask"; with a
+    ``device`` (not None or "cpu"), a :class:`~.device.DeviceExecutor` in this process.
 
     Raises ValueError naming 'backend' when no Client is running, and naming 'n_jobs'
-    when it asks for threads beside a device (the device runs the work)."""
+    when it asks for lanes beside a device or Dask (their own workers run the blocks)."""
     threads = check_lanes(n_jobs, check_backend(backend, owner), device, owner)
     if device not in (None, "cpu"):
         if backend != "local":
@@ -124,7 +120,7 @@ def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
             "running; start one first (e.g. `from distributed import Client; "
             "client = Client('tcp://scheduler:8786')`) or use backend='local'."
         ) from None
-    return DaskExecutor(client, threads=threads, **kwargs)
+    return DaskExecutor(client, **kwargs)
 
 
 __all__ = ["BACKENDS", "Executor", "check_backend", "executor_for"]

@@ -26,36 +26,47 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ..._input_checks import check_n_jobs
 from ...optim.deadline import NEVER
+from ..constants import LANES_FROM_ROWS
 from ..terms import TooManyTerms
 from .data import Workspace, least_budget, plan_blocks
 from .full_check import collect_terms, join_terms
 
 
 def check_lanes(n_jobs, backend, device, owner="LMNN"):
-    """The threads ``n_jobs`` asks for (:func:`~convexmetric._input_checks.check_n_jobs`):
-    the block work's and the solver's own with ``backend="local"``, the client's own
-    (the active list, the target search) with ``"dask"``; more than one not beside a
-    device (it runs the blocks and the list's distances): else ValueError naming 'n_jobs'."""
+    """The threads ``n_jobs`` asks for (:func:`~convexmetric._input_checks.check_n_jobs`);
+    more than one only with ``backend="local"`` and no device (elsewhere the workers or
+    the device run the blocks): else ValueError naming 'n_jobs'."""
     threads = check_n_jobs(n_jobs, owner)
-    if threads > 1 and device not in (None, "cpu"):
+    if threads > 1 and (device not in (None, "cpu") or backend != "local"):
         raise ValueError(
-            f"The 'n_jobs' parameter of {owner} sets the threads of this process's work; "
-            f"with device={device!r} the device runs it, so it must be None or 1. "
-            f"Got {n_jobs!r} instead."
+            f"The 'n_jobs' parameter of {owner} sets the threads of the in-process block "
+            f"work (backend='local', no device); with backend={backend!r} and "
+            f"device={device!r} it must be None or 1. Got {n_jobs!r} instead."
         )
     return threads
 
 
-def default_lanes(n, d, k, memory_limit):
-    """The lanes of ``n_jobs=None``: every core this process may use (at most
-    ``OMP_NUM_THREADS`` where it is set, as joblib's and Dask's workers set it for the
-    libraries they run), but no more than leave each lane's share of ``memory_limit``
-    the blocks one lane plans (:meth:`LocalExecutor.plan_blocks`). The streaming sums
-    round as their blocks add, so the results do not depend on the machine's cores."""
-    cores = check_n_jobs(-1)
+def _omp_bound():
     bound = os.environ.get("OMP_NUM_THREADS", "").strip()
-    if bound.isdigit() and int(bound) > 0:
-        cores = min(cores, int(bound))
+    return int(bound) if bound.isdigit() and int(bound) > 0 else None
+
+
+#: ``OMP_NUM_THREADS`` when this module was imported (None: unset), read once as an
+#: OpenMP runtime reads it when loaded: joblib's workers start with it set, while a
+#: Dask ``LocalCluster`` sets it in its client's process too, after the fact
+OMP_BOUND = _omp_bound()
+
+
+def default_lanes(n, d, k, memory_limit):
+    """The lanes of ``n_jobs=None``: from :data:`~..constants.LANES_FROM_ROWS` points
+    on (one below), every core this process may use (at most
+    :data:`OMP_BOUND`, as joblib's workers set it for the libraries they run), but no
+    more than leave each lane's share of ``memory_limit`` the blocks one lane plans
+    (:meth:`LocalExecutor.plan_blocks`). The streaming sums round as their blocks add,
+    so the results do not depend on the machine's cores."""
+    cores = min(check_n_jobs(-1), OMP_BOUND or check_n_jobs(-1))
+    if n < LANES_FROM_ROWS:
+        return 1
     if memory_limit is None:
         return cores
     one = plan_blocks(n, d, k, memory_limit)[0]
