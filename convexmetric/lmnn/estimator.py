@@ -142,7 +142,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         Threads of the block work in this process (``backend="local"``, no device): the
         full checks, exact objectives, streaming sums, the list's distances and
         gradients, the target search and :meth:`predict`; -1: every core. None: the fit
-        in :func:`~convexmetric.lmnn.blocks.local.default_lanes` threads (one below
+        in ``lmnn.blocks.local.default_lanes`` threads (one below
         30,000 points; above, the cores whose share of ``memory_limit`` keeps one
         thread's block size: two at 240,000 × 164), :meth:`predict` in one. The results
         do not depend on it (the streaming sums round as an explicit ``n_jobs``'s
