@@ -181,18 +181,19 @@ def test_memory_starved_workers_end_the_fit_clearly():
 
 def test_losses_are_counted_in_waves():
     """A restart's workers leave over several looks: one loss (counted once per worker it
-    was, an evaluation across three restarts hit its limit of 5 in CI); workers that die
-    each time they receive the data: a loss each time."""
+    was, an evaluation across three restarts hit its limit of 5 in CI), also when one of
+    them left before it received the data (counted twice, CI again); workers that die each
+    time they receive the data: a loss each time."""
     from types import SimpleNamespace
 
     from convexmetric.lmnn.blocks.dask_faults import Cluster
 
-    now = {}
+    now, refused = {}, set()
 
     def call(fn, *args, seconds, workers=(), **kwargs):
         if fn is client.scheduler.identity:
             return {"workers": dict(now)}
-        return {a: None for a in workers}  # the data sent
+        return {a: OSError() if a in refused else None for a in workers}  # the data sent
 
     client = SimpleNamespace(scheduler=SimpleNamespace(identity=object()), _run=object())
     cluster = Cluster(client)
@@ -213,10 +214,14 @@ def test_losses_are_counted_in_waves():
         assert look(*new) == wave
         a, b = new
     assert cluster.lost == 6
-    assert look(a) == 4  # one worker left alone: a loss
+    refused.add("j")  # a restart's workers join at two looks; the late one has no data yet
+    assert look(b) == 4 and look() == 4 and look("i") == 4 and look("i", "j") == 4
+    assert look("j") == 5 and look() == 5  # restarted again: one loss
+    assert cluster.lost == 10
+    assert look("k", "l") == 5 and look("k") == 6  # one worker left alone: a loss
     for i in range(4):  # a worker that dies once it holds the data, and its restarts
-        look(a, f"x{i}")
-        assert look(a) == 5 + i
+        look("k", f"x{i}")
+        assert look("k") == 7 + i
 
 
 # -- the child -----------------------------------------------------------------------

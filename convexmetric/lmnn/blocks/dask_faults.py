@@ -26,9 +26,10 @@ next look at the cluster, or once one of its tasks reports
 Limits. An evaluation raises once the cluster lost workers more than ``retries`` times
 while it ran, or once it failed otherwise (data gone from a worker that held it, tasks
 cancelled by ``client.restart()``, a control call unanswered) more than ``retries``
-times. Losses come in waves: a worker that leaves is a new loss unless it received the
-data before the last loss counted (the workers of one restart leave over several looks
-at the cluster: one loss; a worker that dies each time it receives the data: a loss each
+times. Losses come in waves: a worker that leaves is a new loss unless it was in the
+cluster, before and after, at the look that counted the last loss (the workers of one
+restart leave over several looks at the cluster, some before they received the data: one
+loss; a worker that dies each time it receives the data is new each time: a loss each
 time). With no running worker (all lost, or all paused above their memory threshold) it
 waits at most :data:`GRACE` seconds (or its ``timeout``, if shorter) for one. A task
 that Dask gave up on because workers kept dying while they ran it (``KilledWorker``)
@@ -114,7 +115,7 @@ class Cluster:
         self.stale = True  #: look at the cluster before the next attempt
         self.lost = 0  #: workers that left while this executor used the cluster
         self.losses = 0  #: waves of workers lost (a restart of all: one loss)
-        self.wave = {}  #: address -> :attr:`losses` when the worker received the data
+        self.wave = set()  #: the workers that outlived the look counting the last loss
 
     def put(self, token, key, value):
         """Keep ``value`` under ``key`` on every worker (sent by :meth:`ensure`)."""
@@ -183,10 +184,12 @@ class Cluster:
         """The running workers' addresses (the scheduler asked, within ``seconds``)."""
         info = self.call(self.client.scheduler.identity, seconds=seconds)["workers"]
         gone = set(self.workers) - set(info)
-        # a new loss, unless every worker gone had its data before the last loss: it
-        # belongs to that wave (a restart's workers leave over several looks)
-        fresh = any(self.wave.get(a, self.losses) >= self.losses for a in gone)
-        self.lost, self.losses = self.lost + len(gone), self.losses + fresh
+        # a new loss, unless every worker gone outlived the look that counted the last
+        # one: it belongs to that wave (a restart's workers leave over several looks)
+        if gone - self.wave:
+            self.losses += 1
+            self.wave = set(self.workers) & set(info)
+        self.lost += len(gone)
         for address in gone:
             self.forget(address)  # (a worker back at the same address has nothing)
         self.workers = dict(info)
@@ -224,7 +227,6 @@ class Cluster:
                 raise Stranded("a worker left while the data was sent to it") from None
             for address, answer in got.items():
                 if not isinstance(answer, BaseException):
-                    self.wave[address] = self.losses
                     for k in keys:
                         self.holders[k].add(address)
         self.stale = False
