@@ -7,6 +7,7 @@ used to repair dual points. Nothing here knows which paper it serves.
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -56,15 +57,17 @@ def target_distances(Z, T, chunk=None, threads=1):
     chunk of them is a slice of ``Z``); chunks and ``threads`` as in :func:`row_distances`."""
     n, k = T.shape
     out = np.empty((n, k))
+    step = _chunk_rows(Z, chunk)
+    lane = threading.local()
 
     def body(s, e):
-        Zc = Z[s:e]
+        diff = _lane_rows(lane, 1, min(step, n), Z)[0, : e - s]
         for q in range(k):
-            diff = np.take(Z, T[s:e, q], axis=0)  # (faster than Z[T[s:e, q]], same rows)
-            diff -= Zc  # the negated difference: the same squares
+            _gather(Z, T[s:e, q], diff)
+            np.subtract(diff, Z[s:e], out=diff)  # the negated difference: the same squares
             out[s:e, q] = np.einsum("ij,ij->i", diff, diff)
 
-    in_lanes(n, _chunk_rows(Z, chunk), threads, body)
+    in_lanes(n, step, threads, body)
     return out
 
 
@@ -75,14 +78,35 @@ def row_distances(Z, a, b, chunk=None, threads=1):
     cache, and the temporaries stay small at any list length). Every value is the same
     whatever the chunk, and whatever the ``threads`` sharing the chunks (:func:`in_lanes`)."""
     out = np.empty(len(a))
+    step = _chunk_rows(Z, chunk)
+    lane = threading.local()
 
     def body(s, e):
-        diff = np.take(Z, a[s:e], axis=0)  # (faster than Z[a[s:e]], same rows)
-        diff -= np.take(Z, b[s:e], axis=0)
-        out[s:e] = np.einsum("ij,ij->i", diff, diff)
+        diff, other = _lane_rows(lane, 2, min(step, len(a)), Z)[:, : e - s]
+        _gather(Z, a[s:e], diff)
+        _gather(Z, b[s:e], other)
+        np.subtract(diff, other, out=diff)
+        out[s:e] = np.einsum("ij,ij->i", diff, diff)  # (in Z's precision)
 
-    in_lanes(len(a), _chunk_rows(Z, chunk), threads, body)
+    in_lanes(len(a), step, threads, body)
     return out
+
+
+def _lane_rows(lane, count, rows, Z):
+    """``count`` buffers of ``rows`` rows of ``Z``, allocated once per lane (thread) and
+    call. A fresh chunk per gather costs its page faults wherever the allocator returns
+    freed memory at once: Dask's workers start with ``MALLOC_TRIM_THRESHOLD_=65536``,
+    under which :func:`row_distances` ran 5× slower (``benchmarks/TUNING.md``)."""
+    buf = getattr(lane, "rows", None)
+    if buf is None:
+        buf = lane.rows = np.empty((count, rows, Z.shape[1]), Z.dtype)
+    return buf
+
+
+def _gather(Z, index, out):
+    """``Z[index]`` into ``out`` (``np.take`` is faster than fancy indexing; ``clip``: no
+    bounds-checking copy of the result, the callers' indices are rows of ``Z``)."""
+    np.take(Z, index, axis=0, out=out, mode="clip")
 
 
 #: touched rows per chunk of :func:`pair_scatter`'s product (fixed: the same sums in one
