@@ -64,9 +64,10 @@ def default_lanes(n, d, k, memory_limit):
     more than leave each lane's share of ``memory_limit`` the blocks one lane plans
     (:meth:`LocalExecutor.plan_blocks`). The streaming sums round as their blocks add,
     so the results do not depend on the machine's cores."""
-    cores = min(check_n_jobs(-1), OMP_BOUND or check_n_jobs(-1))
     if n < LANES_FROM_ROWS:
         return 1
+    cores = check_n_jobs(-1)
+    cores = min(cores, OMP_BOUND or cores)
     if memory_limit is None:
         return cores
     one = plan_blocks(n, d, k, memory_limit)[0]
