@@ -15,8 +15,9 @@ its counts and three unit costs:
   the cluster (``result_.info["block_seconds"]``); ``E`` its evaluations over the active
   list (phase 1's and the refinement's), each costing ``a`` per point (the list grows with
   ``n``); target neighbours and the certificate are folded into ``a``;
-* ``R``: round trips to the cluster (``info["cluster_evaluations"]`` +
-  ``info["cluster_checks"]``: every search over all triplets), ``ℓ`` what each costs
+* ``R``: round trips to the cluster (``info["cluster_evaluations"]``,
+  ``info["cluster_checks"]``: every search over all triplets, and
+  ``info["cluster_partial_checks"]``: searches of the stale rows), ``ℓ`` what each costs
   beyond its compute (task latency, payload: the bytes per round trip are in the table);
 * ``c(n)``: a search's compute in worker-seconds, split over the ``w`` workers.
 
@@ -63,7 +64,8 @@ def measure(X, y, workers):
     return {
         "n": len(y), "workers": workers, "fit_s": fit, "client_s": fit - block,
         "cluster_s": block,
-        "round_trips": info.get("cluster_evaluations", 0) + info.get("cluster_checks", 0),
+        "round_trips": sum(info.get(f"cluster_{kind}s", 0)
+                           for kind in ("evaluation", "check", "partial_check")),
         "bytes_per_evaluation": info.get("bytes_sent_per_evaluation", 0.0)
         + info.get("bytes_received_per_evaluation", 0.0),
         "bytes_per_check": info.get("bytes_sent_per_check", 0.0)

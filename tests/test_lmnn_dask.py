@@ -62,7 +62,10 @@ def client():
 
 
 @pytest.mark.parametrize("sigma", [None, 0.05])
-def test_block_map_is_the_same_on_dask(client, wine, sigma):
+def test_block_map_is_the_same_on_dask(client, wine, sigma, monkeypatch):
+    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
+
+    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0)  # a task per block
     X, _, y, T = wine
     data = StreamData(X, y, T)
     blocks = row_blocks(y, 16)
@@ -83,12 +86,16 @@ def test_block_map_is_the_same_on_dask(client, wine, sigma):
         assert abs(f - P.objective(M, X, T, y, 0.5)) <= 1e-10 * f
 
 
-def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypatch):
+@pytest.mark.parametrize("limit", ["MAX_TASKS", "TASK_CELLS"])
+def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypatch, limit):
     from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
 
     X, _, y, T = wine
     data, blocks = StreamData(X, y, T), row_blocks(y, 16)
-    monkeypatch.setattr(lmnn_dask, "MAX_TASKS", 3)
+    # three tasks: at most 3, or each at least 4 blocks' cells (4 · 16 rows × n)
+    monkeypatch.setattr(lmnn_dask, "MAX_TASKS", 3 if limit == "MAX_TASKS" else 256)
+    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0 if limit == "MAX_TASKS" else 64 * len(y))
+    assert len(blocks) == 10  # (groups of 4, 4 and 2 blocks)
     ex = DaskExecutor(client)
     L = np.random.default_rng(1).normal(size=(X.shape[1], X.shape[1])) * 0.3
     parts = ex.map_blocks(hinge_block, blocks, ex.scatter(data), L, 0.05)
@@ -100,9 +107,12 @@ def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypat
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(b).max())
 
 
-def test_only_partial_sums_travel_per_evaluation(client, wine):
+def test_only_partial_sums_travel_per_evaluation(client, wine, monkeypatch):
     # the data stays in the workers' stores: Dask's own counter of the bytes workers
     # send (gathered results and worker-to-worker copies) sees only the d×d sums
+    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
+
+    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0)  # a task per block
     X, _, y, _ = wine
     rng = np.random.default_rng(0)
     X = np.vstack([X + 0.1 * rng.normal(size=X.shape) for _ in range(8)])
@@ -164,9 +174,12 @@ def test_full_check_terms_are_the_same_on_dask(client, wine):
         LocalExecutor().map_terms(terms_block, blocks, data, L, max_terms=local["count"] - 1)
 
 
-def test_padded_targets_give_the_same_triplets_and_sums_on_dask(client, wine):
+def test_padded_targets_give_the_same_triplets_and_sums_on_dask(client, wine, monkeypatch):
     """A class cut to two members at k = 3: its rows are padded with the point itself
     (no target); the workers list hinge_terms' triplets and the local sums."""
+    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
+
+    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0)  # a task per block: the blocks' sums
     X, _, y, _ = wine
     keep = (y != 2) | (np.cumsum(y == 2) <= 2)
     X, y = X[keep], y[keep]
@@ -190,6 +203,35 @@ def test_padded_targets_give_the_same_triplets_and_sums_on_dask(client, wine):
             np.testing.assert_array_equal(a["G"], b["G"])
 
 
+def test_partial_check_terms_are_the_same_on_dask(client, wine, monkeypatch):
+    """A partial check (the pairs with a stale end) on the cluster: each task searches
+    the stale rows of its own group of blocks; the triplets are the local executor's,
+    and a full check after it still sends its deltas against the last full one."""
+    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
+    from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
+
+    X, _, y, T = wine
+    monkeypatch.setattr(lmnn_dask, "MAX_TASKS", 3)
+    L = np.random.default_rng(5).normal(size=(X.shape[1], X.shape[1])) * 0.3
+    stale = np.random.default_rng(5).uniform(size=len(y)) < 0.3
+    pull = P.pull_matrix(X, T)
+    local = StreamingEvaluator(X, y, T, 0.5, pull, memory_limit=None)
+    ev = StreamingEvaluator(X, y, T, 0.5, pull, executor=DaskExecutor(client))
+    key = lambda a, b, c: np.sort((np.int64(a) * len(y) + b) * len(y) + c)  # noqa: E731
+    full = ev.terms(L)
+    want = local.partial_terms(L, stale)
+    assert 0 < len(want[0]) < len(full[0]) and np.all(stale[want[0]] | stale[want[2]])
+    np.testing.assert_array_equal(key(*ev.partial_terms(L, stale)), key(*want))
+    with pytest.raises(TooManyTerms):
+        ev.partial_terms(L, stale, max_terms=len(want[0]) - 1)
+    moved = ev.executor.keys_moved
+    np.testing.assert_array_equal(key(*ev.terms(L)), key(*full))
+    assert ev.executor.keys_moved == moved  # nothing changed since the last full check
+    info = ev.executor.traffic_info()
+    assert info["cluster_partial_checks"] == 1 and info["cluster_checks"] == 2  # (completed)
+    assert info["bytes_sent_per_partial_check"] >= len(y)  # the stale mask
+
+
 def _digits_subsample():
     """The first 300 training points of the digits split on their 16 principal axes
     (the full 64 dimensions cost a minute of Dask round trips under load)."""
@@ -199,7 +241,10 @@ def _digits_subsample():
 
 
 @pytest.mark.parametrize("name", ["wine", "digits"])
-def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified):
+def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified, monkeypatch):
+    from convexmetric.lmnn import memo
+
+    monkeypatch.setattr(memo, "PARTIAL_MIN_N", 0)  # partial checks on small data too
     X, ylab = (wine[0], wine[1]) if name == "wine" else _digits_subsample()
     local = LMNN(backend="local").fit(X, ylab)
     dask_fit = LMNN(backend="dask").fit(X, ylab)  # the default tol
@@ -208,10 +253,14 @@ def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified):
     assert a.info["full_checks"] == b.info["full_checks"] > 0
     # bytes per evaluation and per check, reported for the Dask fit only
     assert b.info["bytes_received_per_check"] > 0 and "bytes_sent_per_check" not in a.info
-    # a round trip to the cluster per search over all triplets: each full check, and the
-    # exact objectives' searches (the cost model's count)
-    assert b.info["cluster_checks"] >= b.info["full_checks"]
+    # a round trip to the cluster per search over all triplets (the cost model's count;
+    # a full check the last search's memo answers makes none)
+    assert a.info["searches"] == b.info["searches"] >= b.info["cluster_checks"] > 0
     assert b.info["cluster_evaluations"] == 0  # (the list's evaluations run in the client)
+    # the searches of the stale rows alone, on the cluster as in this process
+    assert a.info["partial_checks"] == b.info["partial_checks"]
+    assert b.info.get("cluster_partial_checks", 0) == b.info["partial_checks"]
+    assert name == "wine" or b.info["partial_checks"] > 0
     # the same iterates up to the order of the exact objective's block sums
     assert abs(a.objective - b.objective) <= 1e-6 * a.objective
     assert b.status == "optimal"

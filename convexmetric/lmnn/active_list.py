@@ -250,7 +250,7 @@ class ActiveList(CompactList):
             return kept
         if self._spread is None:
             self._spread = Spread(self.X)
-        stale, Z = memo.stale(M, Lc, self.X, self.T, self._spread, self._streamer().partial)
+        stale, Z = memo.stale(M, Lc, self.X, self.T, self._spread)
         if stale is None:
             return None
         out = self._violated(memo.outside(stale), Lc, Z)

@@ -131,8 +131,12 @@ BACKOFF = 8.0
 # --- Dask --------------------------------------------------------------------------------
 
 #: tasks per evaluation at most; consecutive blocks share a task beyond (the grouping
-#: depends on the number of blocks only: results do not depend on the cluster)
+#: depends on the blocks only: results do not depend on the cluster)
 MAX_TASKS = 256
+#: and each task's blocks hold at least this many cells (rows × n, the block work's
+#: unit): a task costs the client, the scheduler and its worker milliseconds of their
+#: own, so a task of one small block cost as much again as its work
+TASK_CELLS = 1 << 28
 #: per evaluation, task arguments up to this many bytes in all travel inline
 INLINE_BYTES = 1 << 20
 #: seconds between two looks at the cluster while an attempt's tasks run

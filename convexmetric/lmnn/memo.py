@@ -51,11 +51,11 @@ class SearchMemo:
             return self._answer[1]
         return None
 
-    def stale(self, M, Lc, X, T, spread, partial=True):
+    def stale(self, M, Lc, X, T, spread):
         """``(stale, Z)``: the stale points at ``M = LcᵀLc`` (a bool mask; none: the memo
         decides every triplet) and ``Z = X Lcᵀ``, or ``(None, None)`` when more than
-        :data:`PARTIAL_SHARE` of them are (or plainly would be; with ``partial=False``,
-        when any is). ``spread``: the data's :class:`~convexmetric.linalg.Spread`."""
+        :data:`PARTIAL_SHARE` of them are (or plainly would be). ``spread``: the data's
+        :class:`~convexmetric.linalg.Spread`."""
         if not self.margin or self.M.shape != M.shape or len(X) < PARTIAL_MIN_N:
             return None, None
         D = Lc.T @ Lc - self.Lc.T @ self.Lc  # the change of the distances' own metric
@@ -74,7 +74,7 @@ class SearchMemo:
             mask = (delta + (np.sqrt(q) + np.sqrt(t)) ** 2 >= m) | (q > t)
             if best is None or mask.sum() < best.sum():
                 best = mask
-        if best is None or best.sum() > (PARTIAL_SHARE if partial else 0.0) * len(best):
+        if best is None or best.sum() > PARTIAL_SHARE * len(best):
             return None, None
         return best, Z
 

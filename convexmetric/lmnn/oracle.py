@@ -201,6 +201,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
                 block_seconds=self.stream.seconds,
                 block_executor=self.stream.executor.name,
                 threads=getattr(self.stream.executor, "threads", 1),
+                searches=self.stream.checks,
                 partial_checks=self.stream.partial_checks,
             )
             traffic = getattr(self.stream.executor, "traffic_info", None)  # (Dask: bytes moved)

@@ -8,9 +8,12 @@ certificate sums (:func:`~.stream.hinge_block`). An *executor* runs the map:
 workers of a ``dask.distributed`` cluster. "local" and "dask" are two executors of one
 block map, not two solvers: the solver (its active list stays in the client process),
 the block functions and the order in which the partial sums are added are the same,
-so both give the same iterates (the streaming sums bit for bit up to
-:data:`MAX_TASKS` blocks; beyond, blocks are added in groups on the workers, which
-changes only the rounding, and never depends on the number of workers).
+so both give the same iterates. A task runs a group of consecutive blocks (at most
+:data:`MAX_TASKS` tasks, each of at least :data:`TASK_CELLS` block cells: a task costs
+milliseconds of the client, the scheduler and its worker beside its work), and adds its
+blocks' sums in order on the worker: the streaming sums are the local executor's bit for
+bit with one group or one block a group, else up to rounding. The grouping depends on
+the blocks only, never on the number of workers.
 :func:`predict_blocks` maps kNN and energy prediction over blocks of test rows.
 
 Traffic. :meth:`DaskExecutor.scatter` ships the data (``X``, labels, targets) and the
@@ -43,11 +46,13 @@ import uuid
 import numpy as np
 
 from ...optim.deadline import NEVER
-from ..constants import INLINE_BYTES, MAX_TASKS
+from ..constants import INLINE_BYTES, MAX_TASKS, TASK_CELLS
 from .dask_faults import CALL, Cluster, DaskBackendError, Watch, require_distributed
+from .dask_traffic import Traffic, is_array
 from .dask_worker import (
     chunk_task,
     drop,
+    group_partial,
     group_sums,
     group_terms,
     rebuild,
@@ -84,6 +89,7 @@ class DaskExecutor:
     """
 
     name = "dask"
+    own_groups = True  #: tasks keep groups of the fit's blocks (a partial check: the mask)
     alarm = NEVER  #: the fit's time limit, checked while waiting for the workers
 
     def __init__(self, client, *, retries=5, timeout=3600.0):
@@ -91,13 +97,7 @@ class DaskExecutor:
         self.retries, self.timeout = retries, timeout
         self.cluster = Cluster(client)
         self.evaluations = self.rescatters = self.keys_moved = self._checks = 0
-        #: payload bytes (arrays and numbers; not Dask's framing) sent to and gathered from
-        #: the tasks, per kind of map: "evaluation" (sums) and "check" (triplets)
-        self.traffic = {
-            f"{kind}_{what}": 0
-            for kind in ("evaluation", "check")
-            for what in ("count", "sent", "received")
-        }
+        self.traffic = Traffic()  #: the payload bytes of each kind of map
         self._data = self._blocks = self._groups = None
         #: per task: (check, sorted keys of its violated triplets) at the last full check,
         #: and the worker that holds them
@@ -120,7 +120,9 @@ class DaskExecutor:
         return handle
 
     def _set_blocks(self, handle, blocks):
-        size = -(-len(blocks) // MAX_TASKS)
+        # consecutive blocks per task: at most MAX_TASKS tasks, at least TASK_CELLS cells each
+        cells = max(len(b) for b in blocks) * sum(len(b) for b in blocks)
+        size = max(-(-len(blocks) // MAX_TASKS), TASK_CELLS // max(cells, 1), 1)
         self._blocks, self._known = blocks, {}
         self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
         self.cluster.put(handle.token, "groups", self._groups)
@@ -130,9 +132,9 @@ class DaskExecutor:
         """``[fn(rows, data, *args, **kwargs) for rows in blocks]``, on the workers.
 
         ``args`` and ``kwargs`` are small (``L``, σ, flags). The row blocks are sent
-        once per fit. With more than :data:`MAX_TASKS` blocks, each task runs a group
-        of consecutive blocks and returns their partial sums added (``fn`` returns a
-        dict of numbers and arrays); the results come back in block order."""
+        once per fit. Each task runs a group of consecutive blocks (module docstring)
+        and returns their partial sums added (``fn`` returns a dict of numbers and
+        arrays); the results come back in block order."""
 
         def run(watch):
             args_ = self._inline(args, watch)
@@ -172,8 +174,14 @@ class DaskExecutor:
         at most its share ``max_terms / tasks`` of keys; larger ones stay in the
         worker's memory until the counts of all tasks are known. Past ``max_terms``
         violated triplets in all, it raises
-        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels."""
+        :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels.
+
+        With ``stale`` (a partial check; ``blocks`` the fit's), each task searches the stale
+        rows of its group (:func:`~.dask_worker.group_partial`) and sends its triplets."""
         from ..terms import TooManyTerms
+
+        if kwargs.get("stale") is not None:
+            return self._partial_terms(fn, blocks, data, args, max_terms, kwargs)
 
         def run(watch):
             self._checks += 1
@@ -196,6 +204,34 @@ class DaskExecutor:
                     parts[g] = part
             self._moved("check", args, len(futures), parts)
             return self._merge_terms(parts)
+
+        return self._retrying(data, blocks, run)
+
+    def _partial_terms(self, fn, blocks, data, args, max_terms, kwargs):
+        """:meth:`map_terms` of a partial check: the stale mask travels as ``L`` does, each
+        task's triplets come back whole (the delta reports are the full checks')."""
+        from ..terms import TooManyTerms
+
+        stale = kwargs.pop("stale")
+
+        def run(watch):
+            args_ = self._inline((*args, stale), watch)
+            rows = max(len(b) for b in self._blocks)
+            task = (group_partial, fn, data.token)
+            futures = [
+                self.client.submit(
+                    *task, g, *args_, pure=False, block_rows=rows, max_terms=max_terms, **kwargs
+                )
+                for g in range(len(self._groups))
+            ]
+            size = float("inf") if max_terms is None else 12 * max_terms  # three int32
+            parts = self.cluster.collect(futures, watch, size=size)
+            if any(p["overflow"] for p in parts) or (
+                max_terms is not None and sum(p["count"] for p in parts) > max_terms
+            ):
+                raise TooManyTerms(f"more than {max_terms} hinge terms")
+            self._moved("partial_check", (*args, stale), len(futures), parts)
+            return parts
 
         return self._retrying(data, blocks, run)
 
@@ -241,27 +277,12 @@ class DaskExecutor:
         return out
 
     def _moved(self, kind, args, tasks, parts):
-        """Count one map's payload: ``args`` inline in each of ``tasks`` tasks, or broadcast
-        once to each worker (:meth:`_inline`'s rule), and the ``parts`` gathered."""
-        arrays = sum(_payload(a) for a in args if _is_array(a))
-        copies = tasks if arrays * tasks <= INLINE_BYTES else max(len(self.cluster.ready()), 1)
-        t = self.traffic
-        t[f"{kind}_count"] += 1
-        t[f"{kind}_sent"] += arrays * copies + tasks * sum(
-            _payload(a) for a in args if not _is_array(a)
-        )
-        t[f"{kind}_received"] += sum(_payload(p) for p in parts)
+        """Count one map's payload (:meth:`.dask_traffic.Traffic.moved`)."""
+        self.traffic.moved(kind, args, tasks, parts, len(self.cluster.ready()))
 
     def traffic_info(self):
-        """``result_.info``'s round trips to the cluster (``cluster_evaluations``,
-        ``cluster_checks``) and bytes per evaluation and per full check (payload averages)."""
-        t, info = self.traffic, {}
-        for kind in ("evaluation", "check"):
-            info[f"cluster_{kind}s"] = t[f"{kind}_count"]
-            if t[f"{kind}_count"]:
-                info[f"bytes_sent_per_{kind}"] = t[f"{kind}_sent"] / t[f"{kind}_count"]
-                info[f"bytes_received_per_{kind}"] = t[f"{kind}_received"] / t[f"{kind}_count"]
-        return info
+        """``result_.info``'s round trips and bytes (:meth:`.dask_traffic.Traffic.info`)."""
+        return self.traffic.info()
 
     def _retrying(self, handle, blocks, run):
         """``run(watch)`` until it succeeds (:mod:`.dask_faults`: the data sent first to
@@ -303,7 +324,7 @@ class DaskExecutor:
             return args
         return [
             self.client.scatter([a], broadcast=True, hash=False, timeout=watch.seconds())[0]
-            if _is_array(a)
+            if is_array(a)
             else a
             for a in args
         ]
@@ -327,19 +348,6 @@ class _Handle:
 
     def __init__(self, token):
         self.token = token
-
-
-def _payload(obj):
-    """Bytes of the arrays and numbers in ``obj`` (dicts, lists and tuples walked)."""
-    if isinstance(obj, dict):
-        return sum(_payload(v) for v in obj.values())
-    if isinstance(obj, (list, tuple)):
-        return sum(_payload(v) for v in obj)
-    return int(getattr(obj, "nbytes", 8 if isinstance(obj, (int, float)) else 0))
-
-
-def _is_array(a):
-    return hasattr(a, "shape") and getattr(a, "size", 0) > 1
 
 
 @contextlib.contextmanager

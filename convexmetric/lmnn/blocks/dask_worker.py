@@ -20,7 +20,7 @@ import numpy as np
 
 from .._sets import member, union
 from ..constants import STORE_FITS
-from .data import Workspace
+from .data import Workspace, stale_blocks
 
 
 class WorkerDataMissing(RuntimeError):
@@ -123,6 +123,19 @@ def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
         "removed": removed,
         "size": len(added) + len(removed),
     }
+
+
+def group_partial(fn, token, g, L, stale, *, block_rows, **kwargs):
+    """``fn`` (:func:`~.full_check.terms_block`) over the rows of group ``g`` in ``stale``
+    (a partial check; :func:`~.data.stale_blocks`), its triplets joined in block order."""
+    from .full_check import collect_terms
+
+    data, group, ws = _entry(token, g)
+    blocks = stale_blocks(group, stale, data.y, block_rows)
+    try:
+        return collect_terms(fn, blocks, data, L, ws=ws, stale=stale, **kwargs)
+    finally:
+        ws.release()
 
 
 def rebuild(known, part):

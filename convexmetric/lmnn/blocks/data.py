@@ -107,6 +107,15 @@ def row_blocks(y, block_rows):
     ]
 
 
+def stale_blocks(blocks, stale, y, block_rows):
+    """The rows of ``blocks`` in ``stale`` (a bool mask over the points), blocked again by
+    class (:func:`row_blocks`): a partial check's blocks. Of all the fit's blocks: those of
+    the stale rows in index order, as :func:`row_blocks` makes them."""
+    rows = np.concatenate(blocks) if len(blocks) else np.empty(0, np.intp)
+    rows = rows[stale[rows]]
+    return [rows[b] for b in row_blocks(np.asarray(y)[rows], block_rows)]
+
+
 class Projection(NamedTuple):
     """``Z = X Lᵀ`` and what the candidate steps read from it, shared by all blocks.
 

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from ..terms import index_dtype
-from .data import StreamData, row_blocks
+from .data import StreamData, row_blocks, stale_blocks
 from .full_check import terms_block
 from .local import LocalExecutor
 from .stream import hinge_block
@@ -78,17 +78,14 @@ class StreamingEvaluator:
     def partial_terms(self, L, stale, max_terms=None):
         """The violated triplets of the pairs with an end in ``stale`` (a bool mask over
         the points), each pair once: a full check's block work over the stale rows alone
-        (:func:`~.full_check.terms_block`). For the executors that map the blocks given
-        (:attr:`partial`): not Dask's, whose tasks keep their own groups of blocks."""
+        (:func:`~.full_check.terms_block`, blocks of :func:`~.data.stale_blocks`). An
+        executor whose tasks keep their own groups of the fit's blocks (``own_groups``:
+        Dask's) gets the fit's blocks and the mask, and each task takes its stale rows."""
         self.partial_checks += 1
-        rows = np.flatnonzero(stale)
-        blocks = [rows[b] for b in row_blocks(self.y[rows], self.block_rows)]
+        blocks = self.blocks
+        if not getattr(self.executor, "own_groups", False):
+            blocks = stale_blocks(blocks, stale, self.y, self.block_rows)
         return self._terms(blocks, L, max_terms, {"stale": stale})
-
-    @property
-    def partial(self):
-        """Whether :meth:`partial_terms` runs here (the executor maps the blocks given)."""
-        return isinstance(self.executor, LocalExecutor)
 
     def _terms(self, blocks, L, max_terms, kw):
         start = time.perf_counter()
