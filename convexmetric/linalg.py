@@ -95,8 +95,8 @@ def row_distances(Z, a, b, chunk=None, threads=1):
 def _lane_rows(lane, count, rows, Z):
     """``count`` buffers of ``rows`` rows of ``Z``, allocated once per lane (thread) and
     call. A fresh chunk per gather costs its page faults wherever the allocator returns
-    freed memory at once: Dask's workers start with ``MALLOC_TRIM_THRESHOLD_=65536``,
-    under which :func:`row_distances` ran 5× slower (``benchmarks/TUNING.md``)."""
+    freed memory at once, as under ``MALLOC_TRIM_THRESHOLD_=65536``, the setting Dask's
+    workers start with (``benchmarks/TUNING.md``)."""
     buf = getattr(lane, "rows", None)
     if buf is None:
         buf = lane.rows = np.empty((count, rows, Z.shape[1]), Z.dtype)

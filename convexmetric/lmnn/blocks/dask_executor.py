@@ -192,8 +192,7 @@ class DaskExecutor:
             # but the evaluation's)
             size = float("inf") if max_terms is None else 16 * max_terms
             parts = self.cluster.collect(small, watch, bound, size)
-            count = sum(p["count"] for p in parts)
-            if any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms):
+            if _over(parts, max_terms):
                 self.cluster.release(futures)
                 raise TooManyTerms(f"more than {max_terms} hinge terms")
             held = [g for g, p in enumerate(parts) if p.get("held")]
@@ -226,9 +225,7 @@ class DaskExecutor:
             ]
             size = float("inf") if max_terms is None else 12 * max_terms  # three int32
             parts = self.cluster.collect(futures, watch, size=size)
-            if any(p["overflow"] for p in parts) or (
-                max_terms is not None and sum(p["count"] for p in parts) > max_terms
-            ):
+            if _over(parts, max_terms):
                 raise TooManyTerms(f"more than {max_terms} hinge terms")
             self._moved("partial_check", (*args, stale), len(futures), parts)
             return parts
@@ -341,6 +338,12 @@ class DaskExecutor:
             self.cluster.call(self.client._run, drop, data.token, seconds=CALL)
         except Exception as exc:  # nothing to free on a failed cluster
             logger.info("could not drop the fit's data from the workers (%s)", exc)
+
+
+def _over(parts, max_terms):
+    """Whether the tasks' triplets (``parts``) overflowed or exceed ``max_terms`` in all."""
+    count = sum(p["count"] for p in parts)
+    return any(p["overflow"] for p in parts) or (max_terms is not None and count > max_terms)
 
 
 class _Handle:

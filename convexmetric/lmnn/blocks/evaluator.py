@@ -83,7 +83,7 @@ class StreamingEvaluator:
         Dask's) gets the fit's blocks and the mask, and each task takes its stale rows."""
         self.partial_checks += 1
         blocks = self.blocks
-        if not getattr(self.executor, "own_groups", False):
+        if not self.executor.own_groups:
             blocks = stale_blocks(blocks, stale, self.y, self.block_rows)
         return self._terms(blocks, L, max_terms, {"stale": stale})
 
