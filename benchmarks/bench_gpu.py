@@ -122,6 +122,7 @@ def fit_row(name, device, time_limit, max_n, n_jobs=None, scheduler=None, check=
             "threads": res.info.get("threads"), "scheduler": scheduler, "data_seconds": built,
             "fit_seconds": fit, "solver_seconds": res.seconds,
             "block_seconds": block, "block_share": block / fit,
+            "block_seconds_by_map": res.info.get("block_seconds_by_map"),
             "searches": res.info.get("searches"), "partial_checks": res.info.get("partial_checks"),
             "status": res.status, "certified_gap": res.certified_gap,
             "objective": model.objective_, "mode": res.info.get("mode"),

@@ -125,6 +125,9 @@ def test_switch_mid_run_stays_certified(iris60_exact):
     res = S.solve(X, y, T, 0.5, memory_limit=budget)
     assert res.info["mode"] == "streaming" and res.info["switched_after_calls"] > 0
     assert res.info["stream_evaluations"] > 0
+    by_map = res.info["block_seconds_by_map"]  # the block work's time, by the map that ran it
+    assert by_map["terms"] > 0 and by_map["sums"] > 0 and set(by_map) >= {"partial", "multipliers"}
+    assert sum(by_map.values()) == pytest.approx(res.info["block_seconds"], rel=1e-9)
     assert res.lower_bound <= value * (1 + 1e-7) <= res.objective * (1 + 2e-7)
     assert res.status == "optimal"
     verified_solve(res, X, y, T)

@@ -199,6 +199,7 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
             info.update(
                 block_seconds=self.stream.seconds,
+                block_seconds_by_map=dict(self.stream.seconds_by),
                 block_executor=self.stream.executor.name,
                 threads=getattr(self.stream.executor, "threads", 1),
                 searches=self.stream.checks,

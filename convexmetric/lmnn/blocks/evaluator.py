@@ -66,6 +66,7 @@ class StreamingEvaluator:
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = self.checks = self.partial_checks = 0
         self.seconds = 0.0  #: wall time spent in the block functions (all calls)
+        self.seconds_by = dict.fromkeys(("terms", "partial", "sums", "multipliers"), 0.0)
 
     def terms(self, L, max_terms=None, margin=0.0):
         """The violated triplets at ``M = LᵀL``: int arrays ``(I, J, L)`` (int32 while ``n <
@@ -73,7 +74,8 @@ class StreamingEvaluator:
         of the active-set mode, by blocks); with ``margin``, those with ``z > −margin``.
         Past ``max_terms`` raises :class:`TooManyTerms`."""
         self.checks += 1
-        return self._terms(self.blocks, L, max_terms, {"margin": margin} if margin else {})
+        kw = {"margin": margin} if margin else {}
+        return self._terms(self.blocks, L, max_terms, kw, "terms")
 
     def partial_terms(self, L, stale, max_terms=None):
         """The violated triplets of the pairs with an end in ``stale`` (a bool mask over
@@ -85,9 +87,15 @@ class StreamingEvaluator:
         blocks = self.blocks
         if not self.executor.own_groups:
             blocks = stale_blocks(blocks, stale, self.y, self.block_rows)
-        return self._terms(blocks, L, max_terms, {"stale": stale})
+        return self._terms(blocks, L, max_terms, {"stale": stale}, "partial")
 
-    def _terms(self, blocks, L, max_terms, kw):
+    def _timed(self, kind, start):
+        """Add the wall time since ``start`` to :attr:`seconds` and to its map's share."""
+        took = time.perf_counter() - start
+        self.seconds += took
+        self.seconds_by[kind] += took
+
+    def _terms(self, blocks, L, max_terms, kw, kind):
         start = time.perf_counter()
         try:
             parts = self.executor.map_terms(
@@ -95,7 +103,7 @@ class StreamingEvaluator:
             )
         finally:
             self.executor.release()
-            self.seconds += time.perf_counter() - start
+            self._timed(kind, start)
         if not parts:
             e = np.empty(0, index_dtype(self.n))
             return e, e, e
@@ -121,7 +129,7 @@ class StreamingEvaluator:
             cap=cap,
             until=None if cap is None else lambda total: not total["value"] <= cap,
         )
-        self.seconds += time.perf_counter() - start
+        self._timed("sums", start)
         if grad and total["G"] is None:
             total["G"] = np.zeros_like(self.pull)
         return total
@@ -166,7 +174,7 @@ class StreamingEvaluator:
             chunk=self.chunk,
             triplets=True,
         )
-        self.seconds += time.perf_counter() - start
+        self._timed("multipliers", start)
         # (a Dask task adds its blocks' dicts up: their tuples come concatenated)
         listed = [q["triplets"][s : s + 4] for q in parts for s in range(0, len(q["triplets"]), 4)]
         e = [np.empty(0, np.int64)] * 3 + [np.empty(0)]
