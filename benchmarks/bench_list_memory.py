@@ -41,18 +41,20 @@ def _peak(fn):
 def _list_bytes(o):
     arrays = [vars(o).get(a) for a in ("keys", "I", "J", "L", "slot", "_pair_of",
                                        "_pair_I", "_pair_L")]  # fmt: skip
-    arrays += list(o.mask.values())
+    arrays += list(o.active.terms.mask.values())
     return sum(a.nbytes for a in arrays if a is not None)
 
 
 def _merges(o, M, L):
     """Peaks of a merge into the empty list and of 1% more terms into the full one (the
     candidates are dropped on return, as a full check drops them after its merge)."""
-    I, J, Lx = o._search(M, L, None)  # (remembered: no second search)
+    I, J, Lx = o.active.search(M, L, None)  # (remembered: no second search)
     late = np.random.default_rng(0).random(len(I)) < 0.01  # 1% come at a later check
     return {
-        "merge from empty": _peak(lambda: o._merge(I[~late], J[~late], Lx[~late]))[1],
-        "merge 1% into the list": _peak(lambda: o._merge(I[late], J[late], Lx[late]))[1],
+        "merge from empty": _peak(lambda: o.active.terms.merge(I[~late], J[~late], Lx[~late]))[1],
+        "merge 1% into the list": _peak(lambda: o.active.terms.merge(I[late], J[late], Lx[late]))[
+            1
+        ],
     }
 
 
@@ -70,15 +72,15 @@ def measure(X, y, k=3, mu=0.5):
     tracemalloc.start()
     try:
         # a full check's candidates (the search's memo keeps its own)
-        out = {"search": _peak(lambda: o._search(M, L, None))[1]}
+        out = {"search": _peak(lambda: o.active.search(M, L, None))[1]}
         out.update(_merges(o, M, L))
-        m = len(o.I)
-        o.schedule.next = o.calls + 10**9  # no full check inside the evaluations
+        m = len(o.active.terms.I)
+        o.active.schedule.next = o.active.calls + 10**9  # no full check inside the evaluations
         out["evaluation"] = _peak(lambda: o(M, L))[1]
-        o.mask["lam"] = np.full(m, 0.5)
+        o.active.terms.mask["lam"] = np.full(m, 0.5)
         out["smoothed evaluation"] = _peak(lambda: o.smooth(M, 0.03, components=L))[1]
         out["smoothed, factor form"] = _peak(lambda: o.smooth_factor(M, 0.03, L))[1]
-        o.tol = 1e-4
+        o.active.tol = 1e-4
         out["bound"] = _peak(lambda: o.lower_bound(M, 0.03, F=None))[1]
     finally:
         tracemalloc.stop()

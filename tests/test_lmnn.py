@@ -111,7 +111,7 @@ def test_gradients_at_smooth_points(iris_instance):
     )
     assert err < 1e-4 * np.linalg.norm(lo(L0)[1])
     # the smoothed objective is differentiable everywhere
-    oracle.full_check(M0)
+    oracle.active.full_check(M0)
     for sigma in (0.5, 0.05):
         err = check_grad(
             lambda v, s=sigma: oracle.smooth(v.reshape(d, d), s)[0],
@@ -138,7 +138,7 @@ def test_incremental_gradient_matches_direct_sum(wine_instance):
     for i, j, l in zip(I, J, L):
         u, v = X[i] - X[j], X[i] - X[l]
         direct += 0.5 * (np.outer(u, u) - np.outer(v, v))
-    oracle.full_check(M)
+    oracle.active.full_check(M)
     f, G = oracle(M)
     assert np.allclose(G, direct, atol=1e-8 * np.abs(direct).max())
     assert f == pytest.approx(P.objective(M, X, T, y, 0.5), rel=1e-12)

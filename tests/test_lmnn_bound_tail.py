@@ -17,9 +17,15 @@ def exact(iris_instance):
     return X, y, T, M, value
 
 
+def listed(oracle):
+    """The oracle's listed triplets ``(I, J, L)``."""
+    t = oracle.active.terms
+    return t.I, t.J, t.L
+
+
 def oracle_at(X, y, T):
     oracle = ActiveSetOracle(X, y, T, 0.5, prune=None)
-    oracle.tol = 1e-4
+    oracle.active.tol = 1e-4
     return oracle
 
 
@@ -36,9 +42,9 @@ def test_extrapolated_bounds_stay_below_the_optimum(exact, shrink):
         assert with_F <= value * (1 + 1e-9)
         assert with_F >= plain - 1e-9 * abs(value)
         # a prox centre off the optimum: still valid
-        oracle.mask["lam"] = rng.random(len(oracle.keys))
+        oracle.active.terms.mask["lam"] = rng.random(len(oracle.active.terms))
         assert oracle.lower_bound(M, sigma, F) <= value * (1 + 1e-9)
-        oracle.mask["lam"] = np.zeros(len(oracle.keys))
+        oracle.active.terms.mask["lam"] = np.zeros(len(oracle.active.terms))
 
 
 def test_crossover_backs_off_and_retries_near_the_tolerance(exact, monkeypatch):
@@ -48,7 +54,7 @@ def test_crossover_backs_off_and_retries_near_the_tolerance(exact, monkeypatch):
     calls = []
     cert = oracle.bounds.cert
     monkeypatch.setattr(cert, "crossover", lambda *a, **k: calls.append(1) or -np.inf)
-    z = oracle.hinge_arguments(M_star, accepted=True)
+    z = oracle.active.hinge_arguments(M_star, accepted=True)
     lam = np.zeros(len(z))
     far = F * (1 - 1e-3)  # a bound 1e-3 below F: eligible, the crossover gains nothing
     for _ in range(8):
@@ -73,13 +79,13 @@ def every_triplet_at_optimum(exact):
     bound)``, ``bound(λ)`` the certificate's bound of multipliers ``λ`` with ``F``."""
     X, y, T, M_star, _ = exact
     oracle = oracle_at(X, y, T)
-    oracle._merge(*P.all_triplets(y, T))
-    z = oracle.hinge_arguments(M_star)
+    oracle.active.terms.merge(*P.all_triplets(y, T))
+    z = oracle.active.hinge_arguments(M_star)
     F = oracle.objective(M_star)
     cert = oracle.bounds.cert
 
     def bound(lam):
-        return cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
+        return cert.bound(cert.scatter(*listed(oracle), lam), lam.sum(), F)
 
     return oracle, z, F, cert, bound
 
@@ -89,14 +95,14 @@ def test_ascent_raises_the_bound_and_stays_below_the_optimum(exact, sigma):
     oracle, z, F, cert, bound = every_triplet_at_optimum(exact)
     value = exact[4]
     lam = np.clip(z / sigma, 0, 1)
-    up = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F)
+    up = cert.ascend(*listed(oracle), z, lam, F)
     assert up.min() >= 0 and up.max() <= 1 and not np.shares_memory(up, lam)
     assert np.array_equal(up[np.abs(z) >= 0.03], lam[np.abs(z) >= 0.03])  # the kink only
     assert bound(lam) < bound(up) <= value * (1 + 1e-9)
     assert (F - bound(up)) < 0.7 * (F - bound(lam))
     # with a tolerance it stops as soon as the bound is within it
     loose = (F - bound(up)) / F * 3
-    early = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F, tol=loose)
+    early = cert.ascend(*listed(oracle), z, lam, F, tol=loose)
     assert bound(up) >= bound(early) >= F * (1 - loose) * (1 - 1e-12)
 
 
@@ -104,7 +110,7 @@ def test_crossover_only_when_the_ascent_falls_short(exact, monkeypatch):
     X, y, T, M_star, _ = exact
     oracle = oracle_at(X, y, T)
     F = oracle.objective(M_star)
-    z = oracle.hinge_arguments(M_star, accepted=True)
+    z = oracle.active.hinge_arguments(M_star, accepted=True)
     lam = np.clip(z / 0.03, 0, 1)
     cert = oracle.bounds.cert
     crossed = []
@@ -128,10 +134,10 @@ def test_smooth_ascent_goes_on_where_the_steps_stall(exact, sigma, monkeypatch):
     oracle, z, F, cert, bound = every_triplet_at_optimum(exact)
     value = exact[4]
     lam = np.clip(z / sigma, 0, 1)
-    steps = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F)  # no tol: the steps alone
+    steps = cert.ascend(*listed(oracle), z, lam, F)  # no tol: the steps alone
     gap = (F - bound(steps)) / F
     assert gap > 0
-    smooth = cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F, tol=gap / 2)
+    smooth = cert.ascend(*listed(oracle), z, lam, F, tol=gap / 2)
     assert bound(steps) < bound(smooth) <= value * (1 + 1e-9)
     monkeypatch.setattr(CE, "SOFT_WINDOW", 1.5)  # the gap is 2 tol: outside
-    assert np.array_equal(cert.ascend(oracle.I, oracle.J, oracle.L, z, lam, F, tol=gap / 2), steps)
+    assert np.array_equal(cert.ascend(*listed(oracle), z, lam, F, tol=gap / 2), steps)

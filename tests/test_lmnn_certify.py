@@ -134,7 +134,7 @@ def test_refinement_sheds_the_factor_rows_the_optimum_does_not_use(wine_instance
     out = {}
     for tol in (None, 1e-8, 1e-3):
         oracle = ActiveSetOracle(X, y, T, 0.5)
-        oracle.tol = 1e-4
+        oracle.active.tol = 1e-4
         rs = refine_settings(LMNNSettings(), None, tol=1e-4)
         out[tol] = refine(oracle, L0, rs, rank_tol=tol)
     assert out[None].info["components"].shape[0] == X.shape[1]

@@ -48,14 +48,15 @@ def test_crossover_tightens_a_near_optimal_point(exact):
     # CLARABEL's optimum (interior-point rounding): smoothed multipliers are poor at the kink
     M = M_star
     oracle = ActiveSetOracle(X, y, T, 0.5, prune=None)
-    oracle._merge(I, J, L)  # every triplet, the kink's slightly negative ones included
-    z = oracle.hinge_arguments(M)
+    oracle.active.terms.merge(I, J, L)  # every triplet, the kink's slightly negative ones included
+    z = oracle.active.hinge_arguments(M)
     F = oracle.objective(M)
-    cert = DualCertificate(X, oracle.C_pull, 0.5)
+    cert = DualCertificate(X, oracle.active.C_pull, 0.5)
     sigma = 1e-2
     lam = np.clip(z / sigma, 0, 1)
-    smoothed = cert.bound(cert.scatter(oracle.I, oracle.J, oracle.L, lam), lam.sum(), F)
-    crossed = cert.crossover(M, oracle.I, oracle.J, oracle.L, z, lam, F)
+    IJL = oracle.active.terms.I, oracle.active.terms.J, oracle.active.terms.L
+    smoothed = cert.bound(cert.scatter(*IJL, lam), lam.sum(), F)
+    crossed = cert.crossover(M, *IJL, z, lam, F)
     assert crossed <= value * (1 + 1e-9)
     assert crossed > smoothed
     # iris: 1.3e-4 from the smoothed multipliers' 1.7e-2
@@ -89,12 +90,12 @@ def test_factor_gradient_is_the_factor_times_the_gradient(wine_instance):
     rng = np.random.default_rng(0)
     L = rng.standard_normal((5, X.shape[1])) / np.abs(X).max()
     M = L.T @ L
-    oracle.full_check(M, L)
-    oracle.mask["lam"] = rng.uniform(0, 1, len(oracle.keys)) * (
-        rng.uniform(size=len(oracle.keys)) < 0.5
+    oracle.active.full_check(M, L)
+    oracle.active.terms.mask["lam"] = rng.uniform(0, 1, len(oracle.active.terms)) * (
+        rng.uniform(size=len(oracle.active.terms)) < 0.5
     )
     f, G = oracle.smooth(M, 0.1, components=L)
-    lam = np.clip(oracle.mask["lam"] + oracle.hinge_arguments(M, L) / 0.1, 0, 1)
+    lam = np.clip(oracle.active.terms.mask["lam"] + oracle.active.hinge_arguments(M, L) / 0.1, 0, 1)
     assert ((lam > 0) & (lam < 1)).sum() > 10  # terms inside the smoothing enter
     f2, LG = oracle.smooth_factor(M, 0.1, L)
     assert f2 == f
@@ -122,26 +123,32 @@ def test_trial_evaluations_in_single_precision_only_steer():
     L = rng.standard_normal((20, X.shape[1])) / np.abs(X).max()
     M = L.T @ L
     oracles = [ActiveSetOracle(X, y, T, 0.5) for _ in range(2)]
-    oracles[0].tol = 1e-4  # single-precision trials
+    oracles[0].active.tol = 1e-4  # single-precision trials
     for o in oracles:
-        o.full_check(M, L)
-        o.schedule.period(None, o.calls)  # no check between the calls compared
-    lam_bar = np.clip(rng.uniform(-1, 1, len(oracles[0].keys)), 0, 1)
+        o.active.full_check(M, L)
+        o.active.schedule.period(None, o.active.calls)  # no check between the calls compared
+    lam_bar = np.clip(rng.uniform(-1, 1, len(oracles[0].active.terms)), 0, 1)
     for o in oracles:
-        o.mask["lam"] = lam_bar.copy()
+        o.active.terms.mask["lam"] = lam_bar.copy()
     single, double = oracles
-    z1, z2 = single.hinge_arguments(M, L), double.hinge_arguments(M, L)
-    assert single._Z.dtype == np.float32 and double._Z.dtype == np.float64
+    z1, z2 = single.active.hinge_arguments(M, L), double.active.hinge_arguments(M, L)
+    assert (
+        single.active.distances.Z.dtype == np.float32
+        and double.active.distances.Z.dtype == np.float64
+    )
     assert z1.dtype == np.float64 and not np.array_equal(z1, z2)
     scale = float(np.abs(z2).max())
     np.testing.assert_allclose(z1, z2, rtol=0, atol=1e-5 * scale)
-    np.testing.assert_array_equal(single.hinge_arguments(M, L, accepted=True), z2)
+    np.testing.assert_array_equal(single.active.hinge_arguments(M, L, accepted=True), z2)
     (f1, G1), (f2, G2) = (o.smooth_factor(M, 0.1, L) for o in oracles)
     assert G1.dtype == np.float64 and f1 == pytest.approx(f2, rel=1e-6)
     np.testing.assert_allclose(G1, G2, rtol=0, atol=1e-5 * np.abs(G2).max())
     assert single.objective(M, L) == double.objective(M, L)
-    double.tol = 1e-6  # below SINGLE_TOL: double again
-    assert double.hinge_arguments(M, L).dtype == np.float64 and double._Z.dtype == np.float64
+    double.active.tol = 1e-6  # below SINGLE_TOL: double again
+    assert (
+        double.active.hinge_arguments(M, L).dtype == np.float64
+        and double.active.distances.Z.dtype == np.float64
+    )
 
 
 def test_single_precision_trials_certify_the_double_paths_optimum(monkeypatch, verified):

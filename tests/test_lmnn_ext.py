@@ -112,9 +112,9 @@ def test_active_sets_identical_and_auto_search_measures():
     oracles = [ActiveSetOracle(X, y, T, 0.5, search=s) for s in ("brute", "balltree", "auto")]
     for o in oracles:
         for M in (np.eye(2), np.diag([3.0, 0.2]), np.eye(2), np.diag([0.5, 2.0])):
-            o.full_check(M)
-    assert all(np.array_equal(o.keys, oracles[0].keys) for o in oracles)
-    auto = oracles[2].search
+            o.active.full_check(M)
+    assert all(np.array_equal(o.active.terms.keys, oracles[0].active.terms.keys) for o in oracles)
+    auto = oracles[2].active.searcher.kind
     assert auto.choice in ("brute", "balltree") and len(auto.timings["brute"]) >= 1
 
 

@@ -20,22 +20,21 @@ def _long_list_instance(n=1200, d=6, seed=0):
 def test_list_holds_int32_indices_and_sorted_keys():
     X, y, T = _long_list_instance(300)
     o = ActiveSetOracle(X, y, T, 0.5, prune=None)
-    o.full_check(np.eye(X.shape[1]) * 0.3)
-    assert len(o) > 1000
-    assert {a.dtype for a in (o.I, o.J, o.L, o._pair_of, o._pair_I, o._pair_L)} == {
-        np.dtype(np.int32)
-    }
-    assert o.slot.dtype == np.uint8 and "keys" not in vars(o)
-    keys = o.keys
+    o.active.full_check(np.eye(X.shape[1]) * 0.3)
+    t = o.active.terms
+    assert len(t) > 1000
+    assert {a.dtype for a in (t.I, t.J, t.L, t.pair_of, t.pair_I, t.pair_L)} == {np.dtype(np.int32)}
+    assert t.slot.dtype == np.uint8 and "keys" not in vars(t)
+    keys = t.keys
     assert keys.dtype == np.int64 and np.all(np.diff(keys) > 0)
     n = len(X)
-    assert np.array_equal(keys, (o.I.astype(np.int64) * n + o.J) * n + o.L)
-    assert np.array_equal(o.T[o.I, o.slot], o.J)
-    assert np.array_equal(o._pair_I[o._pair_of], o.I)
-    assert np.array_equal(o._pair_L[o._pair_of], o.L)
+    assert np.array_equal(keys, (t.I.astype(np.int64) * n + t.J) * n + t.L)
+    assert np.array_equal(T[t.I, t.slot], t.J)
+    assert np.array_equal(t.pair_I[t.pair_of], t.I)
+    assert np.array_equal(t.pair_L[t.pair_of], t.L)
     # the list's own arrays: 12 bytes of indices, 1 of slot, 4 of pair index, pairs, masks
-    own = sum(a.nbytes for a in (o.I, o.J, o.L, o.slot, o._pair_of, o._pair_I, o._pair_L))
-    assert own <= 25 * len(o)
+    own = sum(a.nbytes for a in (t.I, t.J, t.L, t.slot, t.pair_of, t.pair_I, t.pair_L))
+    assert own <= 25 * len(t)
 
 
 def test_keys_exact_past_int32_products():
@@ -48,13 +47,13 @@ def test_keys_exact_past_int32_products():
     I = np.array([n - 1, n - 1, 40_000, 3], np.int32)
     J = T[I, np.array([0, 1, 1, 0])]
     L = np.array([n - 2, 4, 39_999, n - 2], np.int32)
-    assert lst._merge(I, J, L)
+    assert lst.terms.merge(I, J, L)
     order = np.lexsort((L, J, I))
-    assert np.array_equal(lst.I, I[order]) and np.array_equal(lst.L, L[order])
-    assert np.array_equal(lst._pair_I[lst._pair_of], lst.I)
-    assert np.array_equal(lst._pair_L[lst._pair_of], lst.L)
-    assert np.array_equal(lst.keys, np.sort((I.astype(np.int64) * n + J) * n + L))
-    assert not lst._merge(I[:2], J[:2], L[:2])  # nothing new
+    assert np.array_equal(lst.terms.I, I[order]) and np.array_equal(lst.terms.L, L[order])
+    assert np.array_equal(lst.terms.pair_I[lst.terms.pair_of], lst.terms.I)
+    assert np.array_equal(lst.terms.pair_L[lst.terms.pair_of], lst.terms.L)
+    assert np.array_equal(lst.terms.keys, np.sort((I.astype(np.int64) * n + J) * n + L))
+    assert not lst.terms.merge(I[:2], J[:2], L[:2])  # nothing new
 
 
 def _peak(fn):
@@ -70,16 +69,16 @@ def test_bytes_per_listed_term_within_the_budget():
     M = L.T @ L
     tracemalloc.start()
     try:
-        peaks = [_peak(lambda: o.full_check(M, L))]
-        o.schedule.next = 10**9  # evaluations over the list only
+        peaks = [_peak(lambda: o.active.full_check(M, L))]
+        o.active.schedule.next = 10**9  # evaluations over the list only
         peaks.append(_peak(lambda: o(M, L)))
-        o.mask["lam"] = np.full(len(o), 0.5)
+        o.active.terms.mask["lam"] = np.full(len(o.active.terms), 0.5)
         peaks.append(_peak(lambda: o.smooth(M, 0.03, components=L)))
         peaks.append(_peak(lambda: o.lower_bound(M, 0.03)))
     finally:
         tracemalloc.stop()
-    assert len(o) > 200_000  # the list, not the data, fills the memory
-    assert max(peaks) / len(o) <= BYTES_PER_TERM
+    assert len(o.active.terms) > 200_000  # the list, not the data, fills the memory
+    assert max(peaks) / len(o.active.terms) <= BYTES_PER_TERM
 
 
 def test_keys_that_would_overflow_stream_from_the_start():

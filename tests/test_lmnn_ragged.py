@@ -151,7 +151,7 @@ def test_streamed_and_listed_evaluations_agree_on_a_ragged_instance():
     stream = ActiveSetOracle(X, y, T, MU, memory_limit=1 << 14)
     fa, Ga = active(M)
     fs, Gs = stream(M)
-    assert stream.mode == "streaming"
+    assert stream.active.mode == "streaming"
     assert fa == pytest.approx(eq14(X, y, own_targets(X, y, 3), M), rel=1e-10)
     assert abs(fa - fs) <= 1e-10 * fa and np.abs(Ga - Gs).max() <= 1e-10 * np.abs(Ga).max()
     for sigma in (1.0, 0.01):

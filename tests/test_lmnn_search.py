@@ -104,7 +104,7 @@ def test_nearby_metric_is_answered_by_the_last_search(monkeypatch):
     L = L * np.sqrt((1 - 1e-9) / gap[np.argmax(gap)])
     lst = ActiveList(X, y, T, 0.5)
     M = L.T @ L
-    lst._search(M, L, None)
+    lst.search(M, L, None)
     searches = lst.stream.checks
     rng = np.random.default_rng(0)
     changed = 0
@@ -115,14 +115,14 @@ def test_nearby_metric_is_answered_by_the_last_search(monkeypatch):
         D = D + D.T
         D *= 0.45 * MEMO_MARGIN / (np.linalg.norm(D) * reach)  # ≤ 0.9 m by the spectral bound
         L2 = np.linalg.cholesky(M + D + 1e-9 * np.eye(5)).T  # another factor
-        got = lst._search(L2.T @ L2, L2, None)
+        got = lst.search(L2.T @ L2, L2, None)
         expected = brute(X, y, T, L2)
         assert set(zip(*got)) == set(zip(*expected))
         changed += set(zip(*expected)) != set(zip(*brute(X, y, T, L)))
     assert lst.stream.checks == searches  # no new search
     assert changed > 0  # the kink moved: the recall is not the old answer
     far = 2.0 * M
-    lst._search(far, None, None)
+    lst.search(far, None, None)
     assert lst.stream.checks == searches + 1
 
 
@@ -257,27 +257,27 @@ def test_partial_search_answers_a_refinement_step(monkeypatch):
 
     X, y, T, L = instance(7, 90, 5, 3, 3, 5, False)
     lst = ActiveList(X, y, T, 0.5)
-    lst.memo_margin = WIDE_MEMO_MARGIN
+    lst.searcher.margin = WIDE_MEMO_MARGIN
     M = L.T @ L
-    lst._search(M, L, None)
+    lst.search(M, L, None)
     rng = np.random.default_rng(2)
     kinds = set()
     for scale in (1e-4, 1e-3, 3e-3, 1e-2):
         L2 = factor(M + step(rng, M, "low-rank", scale))
         checks, partial = lst.stream.checks, lst.stream.partial_checks
-        got = lst._search(L2.T @ L2, L2, None)
+        got = lst.search(L2.T @ L2, L2, None)
         assert set(zip(*got)) == set(zip(*brute(X, y, T, L2)))
         assert len(set(zip(*got))) == len(got[0])  # each once
         kinds.add((lst.stream.checks - checks, lst.stream.partial_checks - partial))
         done = lst.stream.checks + lst.stream.partial_checks
-        again = lst._search(L2.T @ L2, L2, None)  # the same point: no search
+        again = lst.search(L2.T @ L2, L2, None)  # the same point: no search
         assert all(np.array_equal(a, b) for a, b in zip(again, got))
         assert lst.stream.checks + lst.stream.partial_checks == done
     assert (0, 0) in kinds and (0, 1) in kinds  # the memo alone; a partial check
     monkeypatch.setattr(memo, "PARTIAL_MIN_N", 91)  # below it: a nearby metric searches
     L3 = factor(M + step(rng, M, "low-rank", 1e-4))
     checks = lst.stream.checks
-    assert set(zip(*lst._search(L3.T @ L3, L3, None))) == set(zip(*brute(X, y, T, L3)))
+    assert set(zip(*lst.search(L3.T @ L3, L3, None))) == set(zip(*brute(X, y, T, L3)))
     assert lst.stream.checks == checks + 1
 
 
@@ -295,14 +295,14 @@ def test_trimmed_metric_is_answered_by_the_last_search(monkeypatch):
     V = np.linalg.qr(np.random.default_rng(1).normal(size=(6, 6)))[0]
     L = (V * np.sqrt(w)).T
     lst = ActiveList(X, y, T, 0.5)
-    lst._search(L.T @ L, L, None)
+    lst.search(L.T @ L, L, None)
     searches = lst.stream.checks
     Lt = trimmed(L, 1e-3)
     assert Lt.shape[0] == 4
-    got = lst._search(Lt.T @ Lt, Lt, None)
+    got = lst.search(Lt.T @ Lt, Lt, None)
     assert set(zip(*got)) == set(zip(*brute(X, y, T, Lt)))
     assert lst.stream.checks == searches  # answered by the last search
     Lc = trimmed(L, 0.4)  # drops the eigenvalues 0.5 and 1 too: a new search
-    got = lst._search(Lc.T @ Lc, Lc, None)
+    got = lst.search(Lc.T @ Lc, Lc, None)
     assert set(zip(*got)) == set(zip(*brute(X, y, T, Lc)))
     assert lst.stream.checks == searches + 1

@@ -48,7 +48,7 @@ def test_streaming_equals_active_list(wine_instance, seed, residual, monkeypatch
     stream = ActiveSetOracle(X, y, T, 0.5, memory_limit=TINY)
     fa, Ga = active(M)
     fs, Gs = stream(M)
-    assert active.mode == "active_set" and stream.mode == "streaming"
+    assert active.active.mode == "active_set" and stream.active.mode == "streaming"
     assert abs(fa - fs) <= 1e-10 * abs(fa)
     assert np.abs(Ga - Gs).max() <= 1e-10 * np.abs(Ga).max()
     assert abs(stream.objective(M) - P.objective(M, X, T, y, 0.5)) <= 1e-10 * fa
@@ -220,19 +220,19 @@ def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):
     n_terms = len(P.hinge_terms(M, X, T, y)[0])
     oracle = ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
     f, _ = oracle(M)  # a checked point: its terms fit in the list, its value is exact
-    assert oracle.mode == "active_set" and np.isfinite(f)
+    assert oracle.active.mode == "active_set" and np.isfinite(f)
     assert oracle.best_seen[0] == f and np.array_equal(oracle.best_seen[1], M)
     assert f == pytest.approx(P.objective(M, X, T, y, 0.5), rel=1e-10)
-    oracle.schedule.now(0)  # the next call checks all triplets
+    oracle.active.schedule.now(0)  # the next call checks all triplets
     f_collapsed, _ = oracle(1e-9 * np.eye(d))  # every pair an impostor: way past the budget
-    assert f_collapsed == np.inf and oracle.mode == "active_set"
+    assert f_collapsed == np.inf and oracle.active.mode == "active_set"
     # a point whose terms do not fit and whose value is above the best seen: a step too
     # far (the list hid the rise), rejected; the drivers re-evaluate (a new version)
     M_dense = 0.6 * M  # about 3× the terms, objective +40%
     assert len(P.hinge_terms(M_dense, X, T, y)[0]) > 2 * n_terms
     version = oracle.version
-    oracle.schedule.now(0)
-    assert oracle(M_dense)[0] == np.inf and oracle.mode == "active_set"
+    oracle.active.schedule.now(0)
+    assert oracle(M_dense)[0] == np.inf and oracle.active.mode == "active_set"
     assert oracle.version > version
 
 
@@ -247,9 +247,9 @@ def test_a_better_point_whose_terms_do_not_fit_switches_to_streaming(wine_instan
     assert len(P.hinge_terms(M_far, X, T, y)[0]) <= n_terms
     oracle = ActiveSetOracle(X, y, T, 0.5, memory_limit=BYTES_PER_TERM * (2 * n_terms))
     oracle(M_far)
-    oracle.schedule.now(0)
+    oracle.active.schedule.now(0)
     f_dense, _ = oracle(M_dense)
-    assert oracle.mode == "streaming"
+    assert oracle.active.mode == "streaming"
     assert abs(f_dense - P.objective(M_dense, X, T, y, 0.5)) <= 1e-10 * f_dense
 
 

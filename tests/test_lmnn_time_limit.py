@@ -136,34 +136,34 @@ def test_a_search_sets_what_the_alarm_reserves():
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(600, 3)), rng.integers(0, 3, 600)
     oracle = ActiveSetOracle(X, y, target_neighbors(X, y, 3), 0.5, memory_limit=None)
-    oracle.alarm = Alarm(3600.0)
+    oracle.active.alarm = Alarm(3600.0)
     start = time.perf_counter()
-    oracle.full_check(np.eye(3))
+    oracle.active.full_check(np.eye(3))
     took = time.perf_counter() - start
-    assert 0.0 < oracle.alarm.reserve <= CLOSING_SEARCHES * took
+    assert 0.0 < oracle.active.alarm.reserve <= CLOSING_SEARCHES * took
 
 
 def test_full_check_stops_between_blocks():
     rng = np.random.default_rng(1)
     X, y = rng.normal(size=(600, 3)), rng.integers(0, 3, 600)
     oracle = ActiveSetOracle(X, y, target_neighbors(X, y, 3), 0.5, memory_limit=None)
-    oracle.alarm = Alarm(0.0)
+    oracle.active.alarm = Alarm(0.0)
     with pytest.raises(TimeUp):
-        oracle.full_check(np.eye(3))
-    assert oracle.full_checks == 0 and len(oracle) == 0  # nothing merged
-    oracle.full_check(np.eye(3))  # the alarm rang: the next check runs
-    assert len(oracle) > 0
+        oracle.active.full_check(np.eye(3))
+    assert oracle.active.full_checks == 0 and len(oracle.active.terms) == 0  # nothing merged
+    oracle.active.full_check(np.eye(3))  # the alarm rang: the next check runs
+    assert len(oracle.active.terms) > 0
 
 
 def test_streaming_pass_stops_between_blocks():
     rng = np.random.default_rng(2)
     X, y = rng.normal(size=(300, 3)), rng.integers(0, 3, 300)
     oracle = ActiveSetOracle(X, y, target_neighbors(X, y, 3), 0.5, memory_limit=STREAM)
-    oracle._go_streaming()
-    oracle.alarm = Alarm(0.0)
+    oracle.active._go_streaming()
+    oracle.active.alarm = Alarm(0.0)
     with pytest.raises(TimeUp):
         oracle(np.eye(3))
-    assert oracle.stream.evaluations == 1
+    assert oracle.active.stream.evaluations == 1
     f, _ = oracle(np.eye(3))  # rang once: the next pass runs to its end
     assert np.isfinite(f)
 

@@ -6,7 +6,7 @@ stage's own ``clip(λ̄ + z/σ, 0, 1)`` over the listed terms, extrapolated alon
 proximal step, then near convergence the ascent and the crossover of
 :class:`.certificate.DualCertificate` — keeps the best bound with its dual point, and
 gives that point as a result's certificate. It reads the list through its public
-parts (``mode``, ``I, J, L``, ``prox_centre``, :meth:`~.active_list.ActiveList.hinge_arguments`,
+parts (``mode``, the listed ``terms``, :meth:`~.active_list.ActiveList.accepted_arguments`,
 :meth:`~.active_list.ActiveList.listed_arguments`, the streaming evaluator ``stream``)
 and holds its own state: the best dual point and the tightening's schedule.
 """
@@ -28,11 +28,11 @@ from .terms import dual_point
 
 
 class ListBounds:
-    """Certified lower bounds over an :class:`~.active_list.ActiveList` ``terms``, from the
-    :class:`~.certificate.DualCertificate` ``cert`` on the same data."""
+    """Certified lower bounds over an :class:`~.active_list.ActiveList` ``active``, from
+    the :class:`~.certificate.DualCertificate` ``cert`` on the same data."""
 
-    def __init__(self, terms, cert):
-        self.terms, self.cert = terms, cert
+    def __init__(self, active, cert):
+        self.active, self.cert = active, cert
         self.last_F = None  #: the attained value at the last bound (see :meth:`lower_bound`)
         self.cross_skip, self.cross_wait = 0, 1  #: the crossover's back-off
 
@@ -50,11 +50,11 @@ class ListBounds:
         multipliers at the kink, and if it falls short the crossover (backed off while it
         gains little, :meth:`_crossover`).
         """
-        terms, cert = self.terms, self.cert
-        z = None if terms.mode == "streaming" else terms.hinge_arguments(M, accepted=True)
+        active, cert = self.active, self.cert
+        z = active.accepted_arguments(M)
         if z is None:  # streaming: λ = clip(z/σ, 0, 1) over all triplets, by blocks
             Lc = components_from_metric(M)
-            S1, lam_sum = terms.stream.dual(Lc, sigma)
+            S1, lam_sum = active.stream.dual(Lc, sigma)
             bound = cert.bound(S1, lam_sum, F)
             cert.record(bound, F, stream=(Lc, sigma))
             return bound
@@ -62,12 +62,12 @@ class ListBounds:
         # the tightening (an ascent; a K×K quadratic programme) pays only near convergence,
         # once the attained value has settled (it fell by at most tol since the last bound:
         # while it still falls by more, F − f* > tol·F is likely and no bound can certify)
-        tol = terms.tol or 0.0
+        tol = active.tol or 0.0
         settled = F is not None and self.last_F is not None and self.last_F - F <= tol * abs(F)
         self.last_F = F
         window = max(TIGHTEN_WINDOW_TOLS * tol, TIGHTEN_WINDOW)
         if settled and tol * abs(F) < F - bound <= window * abs(F):
-            terms.alarm.check()  # (the ascent is long: not past the time limit)
+            active.alarm.check()  # (the ascent is long: not past the time limit)
             bound = self._tightened(M, z, lam, F, bound, tol)
         return bound
 
@@ -81,12 +81,12 @@ class ListBounds:
         when nothing is listed and no pass can be made."""
         if self.cert.best is None:
             Lc = components_from_metric(M)
-            if self.terms.mode == "streaming":
-                S1, lam_sum = self.terms.stream.dual(Lc, STOP_WIDTHS[0])
+            if self.active.mode == "streaming":
+                S1, lam_sum = self.active.stream.dual(Lc, STOP_WIDTHS[0])
                 self.cert.record(self.cert.bound(S1, lam_sum, F), F, stream=(Lc, STOP_WIDTHS[0]))
             else:
-                t = self.terms
-                self.widths(t.I, t.J, t.L, t.listed_arguments(Lc), F)
+                t = self.active.terms
+                self.widths(t.I, t.J, t.L, self.active.listed_arguments(Lc), F)
         return None if self.cert.best is None else self.cert.best["bound"]
 
     def widths(self, I, J, L, z, F):
@@ -103,7 +103,7 @@ class ListBounds:
         ``z/σ`` a stage, so near convergence a longer step anticipates the next stages'
         multipliers (every ``λ ∈ [0, 1]`` gives a valid bound). Each try costs one scatter
         over the listed triplets and one ``d × d`` eigenvalue."""
-        t_ = self.terms
+        t_ = self.active.terms
 
         def at(t):
             lam = np.clip(t_.prox_centre + (t / sigma) * z, 0.0, 1.0)
@@ -129,7 +129,7 @@ class ListBounds:
         :data:`~.constants.ASCENT_ENOUGH` of the gap it had to close (the ascent repairs
         ``ν`` of nearly right multipliers; the crossover fits the kink's multipliers to
         complementarity, for a near-optimal point with poor ones)."""
-        t = self.terms
+        t = self.active.terms
         needed = (F - bound) - tol * abs(F)
         lam = self.cert.ascend(t.I, t.J, t.L, z, lam, F, tol=tol)
         ascended = self.cert.certified(t.I, t.J, t.L, lam, F)
@@ -146,7 +146,7 @@ class ListBounds:
         if self.cross_skip > 0 and F - bound > 2 * tol * abs(F):
             self.cross_skip -= 1
             return bound
-        t = self.terms
+        t = self.active.terms
         crossed = self.cert.crossover(M, t.I, t.J, t.L, z, lam, F)
         needed = (F - bound) - tol * abs(F)
         if crossed - bound < CROSSOVER_ENOUGH * needed:
@@ -170,7 +170,7 @@ class ListBounds:
                 return None  # (not this oracle's bound)
             best = {"F": None, "triplets": (np.empty(0, np.int64),) * 3 + (np.empty(0),)}
         if "stream" in best:
-            I, J, L, lam = self.terms.stream.multipliers(*best["stream"])
+            I, J, L, lam = self.active.stream.multipliers(*best["stream"])
         else:
             I, J, L, lam = best["triplets"]
-        return dual_point("lmnn", self.terms.n, (I, J, L), lam, best["F"])
+        return dual_point("lmnn", self.active.n, (I, J, L), lam, best["F"])

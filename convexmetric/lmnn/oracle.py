@@ -29,65 +29,96 @@ from .constants import TRIAL_RTOL
 from .terms import TooManyTerms
 
 
-class ActiveSetOracle(ActiveList, Oracle, StageHooks):
+class ActiveSetOracle(Oracle, StageHooks):
     """Objective, subgradient, smoothing and bounds of eq. (14) over an active list.
 
-    The parameters are those of :class:`.active_list.ActiveList`.
+    The parameters are those of :class:`.active_list.ActiveList`, which the oracle holds
+    (:attr:`active`: the list, its checks and the streaming mode); the oracle holds the
+    evaluations' incremental sums and the certificate piece (:attr:`bounds`).
     """
 
-    _bounds = None
+    def __init__(self, X, y, targets, mu, **options):
+        self.active = ActiveList(X, y, targets, mu, **options)
+        d = X.shape[1]
+        # incremental gradient state (eq. 19): the sum over the triplets a mask counts
+        self.G_part = {"sub": np.zeros((d, d)), "smooth": np.zeros((d, d))}
+        self._bounds = None
+
+    # -- the list's state the drivers and the solver read ------------------------
+    @property
+    def version(self):
+        """:attr:`.ActiveList.version` (the engine's protocol)."""
+        return self.active.version
+
+    @property
+    def best_seen(self):
+        """:attr:`.ActiveList.best_seen` (the engine's protocol)."""
+        return self.active.best_seen
+
+    def check(self, M, components=None):
+        """:meth:`.ActiveList.check`: the final check of App. A.1."""
+        return self.active.check(M, components)
+
+    def limit(self, tol, alarm):
+        """The fit's certified tolerance (single-precision trials, the bounds' crossover)
+        and its time limit (:attr:`.ActiveList.alarm`)."""
+        self.active.tol, self.active.alarm = tol, alarm
+
+    def reset_centre(self):
+        """The smoothed stages' prox centre λ̄ back to 0 (a restart of the refinement)."""
+        mask = self.active.terms.mask
+        mask["lam"] = np.zeros_like(mask["lam"])
 
     @property
     def trial_rtol(self):
         """The relative rounding of trial values: :data:`TRIAL_RTOL` when they are in
         single precision (:data:`.constants.SINGLE_TOL`), else 0."""
-        return TRIAL_RTOL if self.mode == "active_set" and self._single() else 0.0
+        a = self.active
+        return TRIAL_RTOL if a.mode == "active_set" and a.single() else 0.0
 
     def _counted(self, name, new_mask):
         """Update the incrementally maintained sum over ``new_mask`` (eq. 19)."""
-        old = self.mask[name]
+        t = self.active.terms
+        old = t.mask[name]
         changed = np.flatnonzero(new_mask != old)
         if len(changed):
             sign = np.where(new_mask[changed], 1.0, -1.0)
-            I, J, L = self.I[changed], self.J[changed], self.L[changed]
-            self.G_part[name] += triplet_scatter(self.X, I, J, L, sign, threads=self.threads)
-            self.mask[name] = new_mask
+            I, J, L = t.I[changed], t.J[changed], t.L[changed]
+            X, threads = self.active.X, self.active.threads
+            self.G_part[name] += triplet_scatter(X, I, J, L, sign, threads=threads)
+            t.mask[name] = new_mask
         return self.G_part[name]
 
     def _value(self, M, push):
         """Eq. (14): ``(1 − μ)⟨C, M⟩ + μ Σ push`` (``push``: the hinge terms' values)."""
-        return (1 - self.mu) * float(np.sum(self.C_pull * M)) + self.mu * float(push.sum())
+        a = self.active
+        return (1 - a.mu) * float(np.sum(a.C_pull * M)) + a.mu * float(push.sum())
 
     def _gradient(self, G_push):
         """Eq. (14)'s gradient from the push terms' sum ``G_push``."""
-        return (1 - self.mu) * self.C_pull + self.mu * G_push
+        return (1 - self.active.mu) * self.active.C_pull + self.active.mu * G_push
 
     def __call__(self, M, components=None):
         """Eq. (14) over the active list and its subgradient (with respect to M).
 
-        At a collapsed metric (see :meth:`full_check`) the value is ``inf``, so the
-        step rule rejects the step.
+        At a collapsed metric (see :meth:`.ActiveList.full_check`) the value is ``inf``,
+        so the step rule rejects the step.
         """
-        if self.mode == "active_set":
-            try:
-                z = self.hinge_arguments(M, components)
-            except TooManyTerms:
-                return self._overflow(M, components)
-        if self.mode == "streaming":
-            return self._capped(
-                self.stream.evaluate(M, self._components(M, components), cap=self._cap())
-            )
+        a = self.active
+        z, streamed = a.arguments_or_streamed(M, components)
+        if z is None:
+            return streamed
         act = z > 0
         G_hinge = self._counted("sub", act)
         f = self._value(M, z[act])
-        if self.exact_here:  # a full check listed every violated term at M: f is exact
-            exact = f if self._Z.dtype == np.float64 else self._exact(M, components)
-            self._seen(M, exact, components)
+        if a.exact_here:  # a full check listed every violated term at M: f is exact
+            exact = f if a.distances.Z.dtype == np.float64 else self._exact(M, components)
+            a.seen(M, exact, components)
         return f, self._gradient(G_hinge)
 
     def _exact(self, M, components):
         """Eq. (14) at ``M`` over the list in double precision (a trial value was single)."""
-        z = self.listed_arguments(self._components(M, components))
+        z = self.active.listed_arguments(self.active.components(M, components))
         return self._value(M, z[z > 0])
 
     def smooth(self, M, sigma, grad=True, components=None):
@@ -110,17 +141,12 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         return self._smoothed(M, sigma, True, components, components)
 
     def _smoothed(self, M, sigma, grad, components, left):
-        if self.mode == "active_set":
-            try:
-                z = self.hinge_arguments(M, components)
-            except TooManyTerms:
-                return self._times(self._overflow(M, components, sigma), grad, left)
-        if self.mode == "streaming":
-            out = self._capped(
-                self.stream.evaluate(M, self._components(M, components), sigma, cap=self._cap())
-            )
-            return self._times(out, grad, left)
-        lam_bar = self.mask["lam"]
+        a = self.active
+        z, streamed = a.arguments_or_streamed(M, components, sigma)
+        if z is None:
+            return self._times(streamed, grad, left)
+        t = a.terms
+        lam_bar = t.mask["lam"]
         lam = np.clip(lam_bar + z / sigma, 0.0, 1.0)
         phi = lam * z - 0.5 * sigma * (lam - lam_bar) ** 2
         f = self._value(M, phi)
@@ -129,14 +155,12 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         sat = lam >= 1.0
         G = self._gradient(self._counted("smooth", sat))
         part = np.flatnonzero((lam > 0) & ~sat)
-        I, J, L = self.I[part], self.J[part], self.L[part]
+        I, J, L = t.I[part], t.J[part], t.L[part]
         if left is None:
-            return f, G + self.mu * triplet_scatter(
-                self.X, I, J, L, lam[part], threads=self.threads
-            )
-        Z = self._Z  # X Lᵀ, from hinge_arguments at this very factor (float32 if single)
-        H = triplet_scatter(self.rows(Z.dtype), I, J, L, lam[part], Z, self.threads)
-        return f, left @ G + self.mu * H
+            return f, G + a.mu * triplet_scatter(a.X, I, J, L, lam[part], threads=a.threads)
+        Z = a.distances.Z  # X Lᵀ, from hinge_arguments at this very factor (float32 if single)
+        H = triplet_scatter(a.distances.rows(Z.dtype), I, J, L, lam[part], Z, a.threads)
+        return f, left @ G + a.mu * H
 
     @staticmethod
     def _times(out, grad, left):
@@ -150,17 +174,18 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
 
         A no-op in the streaming mode (its prox centre stays at 0). ``components``: unused
         (the listed distances come from ``M``)."""
-        z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
+        z = self.active.accepted_arguments(M)
         if z is None:
             return
-        self.mask["lam"] = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
+        mask = self.active.terms.mask
+        mask["lam"] = np.clip(mask["lam"] + z / sigma, 0.0, 1.0)
 
     @property
     def bounds(self):
         """The certificate piece (:class:`.bounds.ListBounds`): bounds, best dual point."""
         if self._bounds is None:
-            cert = DualCertificate(self.X, self.C_pull, self.mu, self.threads)
-            self._bounds = ListBounds(self, cert)
+            a = self.active
+            self._bounds = ListBounds(a, DualCertificate(a.X, a.C_pull, a.mu, a.threads))
         return self._bounds
 
     def lower_bound(self, M, sigma, F=None):
@@ -177,35 +202,45 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
         ``λ = clip(λ̄ + z/σ, 0, 1)`` (in the streaming mode, λ̄ = 0 over all triplets, by
         row blocks): the Lagrangian's gradient in ``M``, whose negative eigenvectors are
         the escape directions of a factor saddle."""
-        z = None if self.mode == "streaming" else self.hinge_arguments(M, accepted=True)
+        a = self.active
+        z = a.accepted_arguments(M)
         if z is None:
-            return self.stream.dual(components_from_metric(M), sigma)[0]
-        lam = np.clip(self.mask["lam"] + z / sigma, 0.0, 1.0)
+            return a.stream.dual(components_from_metric(M), sigma)[0]
+        t = a.terms
+        lam = np.clip(t.mask["lam"] + z / sigma, 0.0, 1.0)
         nz = np.flatnonzero(lam > 0)
-        G = triplet_scatter(
-            self.X, self.I[nz], self.J[nz], self.L[nz], lam[nz], threads=self.threads
-        )
+        G = triplet_scatter(a.X, t.I[nz], t.J[nz], t.L[nz], lam[nz], threads=a.threads)
         return self._gradient(G)
 
     def mode_info(self):
-        """``SolveResult.info``'s entries on the mode (and the block work's time)."""
-        info = {"mode": self.mode, "memory_limit": self.memory_limit}
-        if self.mode == "streaming":  # (in the active-set mode the evaluator only searches)
+        """``SolveResult.info``'s entries on the list, the mode and the block work."""
+        a = self.active
+        search = a.searcher.kind
+        info = {
+            "active_list": len(a.terms),
+            "active": int(np.count_nonzero(a.terms.mask["sub"])),
+            "full_checks": a.full_checks,
+            "search": str(getattr(search, "choice", search)),
+            "mode": a.mode,
+            "memory_limit": a.memory_limit,
+        }
+        stream = a.stream
+        if a.mode == "streaming":  # (in the active-set mode the evaluator only searches)
             info.update(
-                stream_evaluations=self.stream.evaluations,
-                stream_block_rows=self.stream.block_rows,
-                switched_after_calls=getattr(self, "switched_at", None),
+                stream_evaluations=stream.evaluations,
+                stream_block_rows=stream.block_rows,
+                switched_after_calls=getattr(a, "switched_at", None),
             )
-        if self.stream is not None:  # the block work's wall time (full checks, streamed sums)
+        if stream is not None:  # the block work's wall time (full checks, streamed sums)
             info.update(
-                block_seconds=self.stream.seconds,
-                block_seconds_by_map=dict(self.stream.seconds_by),
-                block_executor=self.stream.executor.name,
-                threads=getattr(self.stream.executor, "threads", 1),
-                searches=self.stream.checks,
-                partial_checks=self.stream.partial_checks,
+                block_seconds=stream.seconds,
+                block_seconds_by_map=dict(stream.seconds_by),
+                block_executor=stream.executor.name,
+                threads=getattr(stream.executor, "threads", 1),
+                searches=stream.checks,
+                partial_checks=stream.partial_checks,
             )
-            traffic = getattr(self.stream.executor, "traffic_info", None)  # (Dask: bytes moved)
+            traffic = getattr(stream.executor, "traffic_info", None)  # (Dask: bytes moved)
             info.update(traffic() if traffic is not None else {})
         return info
 
@@ -233,37 +268,38 @@ class ActiveSetOracle(ActiveList, Oracle, StageHooks):
 
     def begin_stage(self, M, index, components=None):
         """A full check before every stage: the list is fixed while L-BFGS runs."""
-        self.full_check(M, components)
+        self.active.full_check(M, components)
 
     def stage_plan(self, sigma_factor, iterations):
         """Streaming has no prox centre (λ̄ = 0): σ must shrink there (0.3 per stage of
         300 iterations); over the active list the settings hold."""
-        return (0.3, 300) if self.mode == "streaming" else (sigma_factor, iterations)
+        return (0.3, 300) if self.active.mode == "streaming" else (sigma_factor, iterations)
 
     def objective(self, M, components=None, bound=False):
         """Eq. (14) at M over all triplets (exact); streamed when the terms overflow.
         ``bound``: also a certified bound from the searched terms (as :meth:`.ListBounds.at`;
         a fit stopped before its first check: its one search gives both)."""
-        Lc, h = self._components(M, components), None
-        if self.mode == "active_set":
+        a = self.active
+        Lc, h = a.components(M, components), None
+        if a.mode == "active_set":
             try:
-                I, J, L = self._search(M, Lc, self.term_budget)
+                I, J, L = a.search(M, Lc, a.term_budget)
             except TooManyTerms:
                 pass
             else:  # the terms' values, in double precision from Z = X Lᵀ
-                Z, t = self.X @ Lc.T, self.threads
+                Z, t = a.X @ Lc.T, a.threads
                 h = 1.0 + row_distances(Z, I, J, threads=t) - row_distances(Z, I, L, threads=t)
         if h is None and not bound:
-            return self._seen(M, self._streamer().objective(M, Lc))
+            return a.seen(M, a.streamer().objective(M, Lc))
         if h is None:  # streamed: the bound at λ = 1[z > 0] from the same pass
-            f, S1, lam_sum = self._streamer().objective(M, Lc, dual=True)
+            f, S1, lam_sum = a.streamer().objective(M, Lc, dual=True)
             cert = self.bounds.cert
             cert.record(cert.bound(S1, lam_sum, f), f, stream=(Lc, None))
-            return self._seen(M, f)
+            return a.seen(M, f)
         f = self._value(M, h)
         if bound:
             self.bounds.widths(I, J, L, h, f)
-        return self._seen(M, f)
+        return a.seen(M, f)
 
 
 def _full_rank(L):

@@ -70,7 +70,7 @@ def solve_phases(X, y, targets, mu, M0, s):
         memory_limit=s.memory_limit,
         executor=s.executor,
     )
-    oracle.tol, oracle.alarm = s.tol, Alarm(s.time_limit, start=t0)
+    oracle.limit(s.tol, Alarm(s.time_limit, start=t0))
     M0 = np.eye(X.shape[1]) if M0 is None else M0
     try:
         res = _refined(oracle, _phase1(oracle, M0, s), s, t0)
@@ -84,7 +84,7 @@ def solve_phases(X, y, targets, mu, M0, s):
             res.info.update(oracle.mode_info())
     except TimeUp:  # the time limit, in a step outside the drivers (they stop on it)
         res = _stopped(oracle, M0, t0)
-    oracle.alarm = NEVER  # the certificate's multipliers (a pass when streaming) are listed
+    oracle.limit(s.tol, NEVER)  # the certificate's multipliers (a pass when streaming) are listed
     if res.lower_bound is None:  # stopped before the refinement bounded it: a bound at its point
         # the trace bound needs F ≥ f*: a driver's value between checks counts the listed
         # terms only, the least exact value the oracle computed is attained
@@ -113,13 +113,13 @@ def _phase1(oracle, M0, s):
         # hand over to the refinement (L-BFGS needs far fewer evaluations)
         if s.callback is not None and s.callback(*args):
             return True
-        if s.refine and oracle.mode == "streaming":
+        if s.refine and oracle.active.mode == "streaming":
             switched.append(True)
             return True
         return False
 
     ps.callback = callback
-    oracle.handover = 1e-3 if s.refine else 0.0
+    oracle.active.handover = 1e-3 if s.refine else 0.0
     if s.phase1 == "components":
         res = projected_subgradient(Factored(oracle), components_from_metric(M0), FullSpace(), ps)
         res.info["components"], res.matrix = res.matrix, res.matrix.T @ res.matrix
@@ -127,9 +127,9 @@ def _phase1(oracle, M0, s):
         res = projected_subgradient(oracle, M0, PSDCone(), ps)
     else:
         raise ValueError(f"phase1 must be 'components' or 'metric'; got {s.phase1!r}.")
-    oracle.handover = 0.0
+    oracle.active.handover = 0.0
     if s.refine and s.prune is not None:
-        oracle.start_refinement(min(s.prune, REFINE_PRUNE))
+        oracle.active.start_refinement(min(s.prune, REFINE_PRUNE))
     if switched:
         _after_switch(oracle, res)
     return res
@@ -177,13 +177,7 @@ def _refined(oracle, res, s, t0):
             stages.append("escape")
         if res2.objective < best_f:
             best_M, best_f = res2.matrix, res2.objective
-    info.update(
-        active_list=len(oracle.keys),
-        active=int(np.count_nonzero(oracle.mask["sub"])),
-        full_checks=oracle.full_checks,
-        search=str(getattr(oracle.search, "choice", oracle.search)),
-        **oracle.mode_info(),
-    )
+    info.update(oracle.mode_info())
     info["stages"] = stages
     return SolveResult(
         matrix=best_M,
@@ -277,12 +271,7 @@ def _stopped(oracle, M0, t0):
         oracle.objective(M0, bound=True)
         best = oracle.best_seen
     f, M = best
-    info = {
-        "stop": "time_limit",
-        "active_list": len(oracle),
-        "full_checks": oracle.full_checks,
-        **oracle.mode_info(),
-    }
+    info = {"stop": "time_limit", **oracle.mode_info()}
     return SolveResult(
         matrix=M,
         objective=f,

@@ -103,7 +103,7 @@ class GapClosing:
         self.fell_back, s, oracle = True, self.s, self.oracle
         # the dual estimate of a saddle is poor: restart the prox centre at λ̄ = 0 and the
         # continuation at the default width (a small σ with a stale centre stalls)
-        oracle.mask["lam"] = np.zeros_like(oracle.mask["lam"])
+        oracle.reset_centre()
         fs = SmoothingSettings(
             tol=s.tol,
             max_evaluations=20000,
