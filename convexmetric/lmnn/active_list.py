@@ -39,9 +39,12 @@ from .blocks.evaluator import StreamingEvaluator
 from .compact_list import ListDistances, TermList
 from .constants import (
     BYTES_PER_TERM,
+    COLLAPSE_GROWTH,
+    COLLAPSE_TERMS,
     MAX_LISTED_N,
     SINGLE_SIZE,
     SINGLE_TOL,
+    STABLE_SHARE,
     STREAM_CAP,
     WIDE_MEMO_MARGIN,
 )
@@ -109,7 +112,6 @@ class ActiveList:
         # large data), then doubles and halves (see hinge_arguments)
         self.schedule = CheckSchedule(check_every, adaptive=True)
         self.full_checks = 0
-        self.max_terms = 5_000_000  #: see full_check
         self.version = 0  #: bumped whenever the active list gains violated triplets
         self.tol = None  #: certified gap below which the bounds skip the crossover
         self._alarm = NEVER
@@ -139,18 +141,18 @@ class ActiveList:
     def full_check(self, M, components=None, accepted=True):
         """Search all triplets at ``M``; merge violations; return True if none were new.
 
-        At a trial point (``accepted=False``), more than ``max(max_terms, 4 × list
-        size)`` candidate terms, or more than the memory budget allows, make
-        :class:`TooManyTerms` propagate (nothing is merged): the caller evaluates the
-        point by streaming, capped (:meth:`overflow`). At an accepted point an
-        overflow switches the oracle to the streaming mode (then the check returns
-        True: every evaluation covers all triplets).
+        At a trial point (``accepted=False``), more than ``max(COLLAPSE_TERMS,
+        COLLAPSE_GROWTH × list size)`` candidate terms (:mod:`.constants`), or more than
+        the memory budget allows, make :class:`TooManyTerms` propagate (nothing is
+        merged): the caller evaluates the point by streaming, capped (:meth:`overflow`).
+        At an accepted point an overflow switches the oracle to the streaming mode
+        (then the check returns True: every evaluation covers all triplets).
         """
         if self.mode == "streaming":
             return True
         size = len(self.terms)
         budget = None if self.term_budget is None else max(self.term_budget - size, 0)
-        collapse = max(self.max_terms, 4 * size)
+        collapse = max(COLLAPSE_TERMS, COLLAPSE_GROWTH * size)
         limit = budget if accepted else collapse if budget is None else min(budget, collapse)
         try:
             I, J, L = self.search(M, components, limit)
@@ -287,10 +289,8 @@ class ActiveList:
             stable = self.full_check(M, Lc, accepted=accepted)
             if self.mode == "streaming":
                 return None
-            # for the schedule, new terms under 1% of a long list count as stable (the
-            # final check at convergence still asks for none)
             size = len(self.terms)
-            stable = stable or self._new_terms <= 1e-2 * size
+            stable = stable or self._new_terms <= STABLE_SHARE * size
             # App. A.1: re-check every 10–20 iterations, "depending on fluctuations"; the
             # interval doubles while checks find nothing new, up to a cap that keeps the
             # checks' flops at most about those of the evaluations between them (on large

@@ -53,6 +53,17 @@ SINGLE_TOL, SINGLE_SIZE = 1e-5, 1 << 16
 #: the relative rounding of float32 trial values near the optimum (1e-9 to 7e-9 against
 #: float64 on ``bench_mnist.py --rows sample``), for L-BFGS's end of a stage
 TRIAL_RTOL = 1e-8
+#: a check at a trial point gives up past ``max(COLLAPSE_TERMS, COLLAPSE_GROWTH × list
+#: size)`` violated triplets: a step that far past the list collapsed the metric (its exact
+#: value, by streaming, decides it: ``ActiveList.overflow``); not tuned
+COLLAPSE_TERMS, COLLAPSE_GROWTH = 5_000_000, 4
+#: for the check schedule, a check adding under this share of the list counts as finding
+#: nothing new (the final check at convergence still asks for none); not tuned
+STABLE_SHARE = 1e-2
+#: phase 1 before a refinement passes a final check adding under this share of the list
+#: (each check of a converged subgradient run finds a few near-kink terms on large data,
+#: and every restart costs a full search; the refinement's own final check is strict)
+HANDOVER_SHARE = 1e-3
 #: the largest share of the points a partial check re-searches; past it, a full search
 PARTIAL_SHARE = 0.25
 #: below this many points the memo answers its own metric only: a partial check's set-up
@@ -77,6 +88,9 @@ PREDICT_ROWS = 2048
 #: phase 1 hands over to the refinement once it gains less than this in 10 iterations
 #: (L-BFGS does the rest in far fewer evaluations: ``bench_mnist.py --rows sample``)
 HANDOVER_RTOL = 1e-2
+#: streaming smoothed stages: σ's factor per stage and a stage's iterations (no prox centre
+#: when streaming, λ̄ = 0, so σ must shrink for the smoothing to converge); not tuned
+STREAM_STAGE = (0.3, 300)
 #: the active list's pruning margin during the refinement
 REFINE_PRUNE = 0.1
 #: escapes along negative curvature at most in one refinement

@@ -25,7 +25,7 @@ from ..optim.oracle import Oracle, StageHooks
 from .active_list import ActiveList
 from .bounds import ListBounds
 from .certificate import DualCertificate
-from .constants import TRIAL_RTOL
+from .constants import STREAM_STAGE, TRIAL_RTOL
 from .terms import TooManyTerms
 
 
@@ -271,9 +271,9 @@ class ActiveSetOracle(Oracle, StageHooks):
         self.active.full_check(M, components)
 
     def stage_plan(self, sigma_factor, iterations):
-        """Streaming has no prox centre (λ̄ = 0): σ must shrink there (0.3 per stage of
-        300 iterations); over the active list the settings hold."""
-        return (0.3, 300) if self.active.mode == "streaming" else (sigma_factor, iterations)
+        """Streaming has no prox centre (λ̄ = 0): σ must shrink there
+        (:data:`.constants.STREAM_STAGE`); over the active list the settings hold."""
+        return STREAM_STAGE if self.active.mode == "streaming" else (sigma_factor, iterations)
 
     def objective(self, M, components=None, bound=False):
         """Eq. (14) at M over all triplets (exact); streamed when the terms overflow.

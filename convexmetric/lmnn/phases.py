@@ -48,7 +48,7 @@ from ..optim.oracle import Stage
 from ..optim.smoothing import SmoothingSettings, smoothed_descent
 from ..optim.subgradient import SubgradientSettings, projected_subgradient
 from ..result import SolveResult, certified_status
-from .constants import HANDOVER_RTOL, REFINE_PRUNE
+from .constants import HANDOVER_RTOL, HANDOVER_SHARE, REFINE_PRUNE
 from .oracle import ActiveSetOracle
 from .refinement import GapClosing, refine, refine_settings
 from .settings import LMNNSettings
@@ -119,7 +119,7 @@ def _phase1(oracle, M0, s):
         return False
 
     ps.callback = callback
-    oracle.active.handover = 1e-3 if s.refine else 0.0
+    oracle.active.handover = HANDOVER_SHARE if s.refine else 0.0
     if s.phase1 == "components":
         res = projected_subgradient(Factored(oracle), components_from_metric(M0), FullSpace(), ps)
         res.info["components"], res.matrix = res.matrix, res.matrix.T @ res.matrix
