@@ -10,7 +10,7 @@ from lmnn_verify import certified_kernel_solve, kernel_report
 from convexmetric import LMNN, datasets
 from convexmetric.lmnn import KernelLMNN, MultiMetricLMNN
 from convexmetric.lmnn import kernel as SK
-from convexmetric.lmnn.balltree import ImpostorSearch, impostor_pairs_tree, knn_indices_tree
+from convexmetric.lmnn.balltree import ImpostorSearch, impostor_pairs_tree
 from convexmetric.lmnn.energy import energy_scores
 from convexmetric.lmnn.multi import solver as SM
 from convexmetric.lmnn.oracle import ActiveSetOracle
@@ -125,13 +125,6 @@ def test_impostor_tree_toy_and_bad_method():
     assert list(zip(I.tolist(), L.tolist())) == [(1, 2), (2, 1)]
     with pytest.raises(ValueError, match="'search'"):
         ImpostorSearch("octree")
-
-
-def test_knn_tree_matches_brute_with_ties():
-    Z = np.array([[0.0], [1.0], [-1.0], [2.0], [-2.0], [3.0]])  # exact ties at distance 1, 2
-    q = np.array([[0.0], [0.5]])
-    brute = np.argsort(sqdist(q, Z), axis=1, kind="stable")[:, :3]
-    np.testing.assert_array_equal(knn_indices_tree(Z, q, 3), brute)
 
 
 # -- multi-metric LMNN (§5.2) ----------------------------------------------------------

@@ -96,34 +96,3 @@ class ImpostorSearch:
         if done + 1 >= 2 * self.trials:
             self.choice = min(self.timings, key=lambda m: min(self.timings[m]))
         return out
-
-
-def knn_indices_tree(Z_train, Z_query, k, *, exclude_self=False, tree="balltree", leaf_size=30):
-    """The ``k`` nearest training rows of each query, ties broken by index as brute force.
-
-    The tree returns ``k + extra`` candidates; exact distances are recomputed and the
-    candidates sorted by (distance, index), widening the query until the ``k``-th
-    distance is strictly below the last candidate's (so ties are resolved exactly).
-    """
-    t = TREES[tree](Z_train, leaf_size=leaf_size)
-    n = Z_train.shape[0]
-    m = Z_query.shape[0]
-    need = k + (1 if exclude_self else 0)
-    out = np.empty((m, k), np.int64)
-    todo = np.arange(m)
-    extra = 2
-    while len(todo):
-        q = min(n, need + extra)
-        _, ind = t.query(Z_query[todo], k=q)
-        diff = Z_query[todo][:, None, :] - Z_train[ind]
-        dist = np.einsum("ijk,ijk->ij", diff, diff)
-        if exclude_self:
-            dist[ind == todo[:, None]] = np.inf
-        order = np.lexsort((ind, dist), axis=1)
-        ind = np.take_along_axis(ind, order, 1)
-        dist = np.take_along_axis(dist, order, 1)
-        ok = (dist[:, k - 1] < dist[:, -1]) | (q == n)
-        out[todo[ok]] = ind[ok, :k]
-        todo = todo[~ok]
-        extra *= 2
-    return out

@@ -117,10 +117,6 @@ class Pairs:
         """``U`` with rows ``u_t = x_t − x'_t`` (shape ``(m, D)``)."""
         return self.points[self.i] - self.points[self.j]
 
-    def subset(self, idx):
-        """The pairs ``idx`` (same points)."""
-        return Pairs.from_indices(self.points, self.i[idx], self.j[idx], self.r[idx])
-
     def require_both(self, name="pairs"):
         """Raise unless both similar and dissimilar pairs are present."""
         n_sim = int((self.r > 0).sum())

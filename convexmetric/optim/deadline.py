@@ -31,13 +31,6 @@ class Deadline:
         """Whether the time is up."""
         return self.seconds is not None and self.elapsed() >= self.seconds
 
-    def child(self, seconds=None):
-        """A deadline ending at ``seconds`` from now or at this one, whichever is first."""
-        left = self.remaining()
-        if seconds is None:
-            return Deadline(left)
-        return Deadline(seconds if left is None else min(seconds, left))
-
 
 class TimeUp(KeyboardInterrupt):
     """The time limit, reached inside a long step (a full check, a streaming pass, an
