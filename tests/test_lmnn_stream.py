@@ -18,6 +18,7 @@ from convexmetric.lmnn.oracle import ActiveSetOracle
 from convexmetric.lmnn.settings import LMNNSettings
 from convexmetric.lmnn.terms import pull_matrix
 from convexmetric.neighbors import target_neighbors
+from convexmetric.optim.factor import Factored
 from convexmetric.optim.subgradient import SubgradientSettings
 from convexmetric.problems import lmnn as P
 
@@ -211,6 +212,17 @@ def test_augmented_digits():
     src_te = {key[r.tobytes()] for r in raw_te}
     assert not src_tr & src_te and len(src_tr) + len(src_te) == 1797
     assert "augmented_digits" in datasets.names()
+
+
+def test_the_factored_view_goes_back_to_the_factor_it_evaluated(wine_instance):
+    """``best_seen`` in the factor is the factor the oracle was given at that point (the
+    subgradient driver goes back to it after a refused step), not a square root of ``M``."""
+    X, y, T = wine_instance
+    L = np.random.default_rng(0).normal(size=(4, X.shape[1]))
+    oracle = ActiveSetOracle(X, y, T, 0.5)
+    f, _ = oracle(L.T @ L, components=L)  # a full check first: exact, the least value seen
+    seen = Factored(oracle).best_seen
+    assert seen[0] == f and np.array_equal(seen[1], L)
 
 
 def test_collapsed_trial_point_is_rejected_without_switching(wine_instance):

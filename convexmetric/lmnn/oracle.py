@@ -55,6 +55,12 @@ class ActiveSetOracle(Oracle, StageHooks):
         """:attr:`.ActiveList.best_seen` (the engine's protocol)."""
         return self.active.best_seen
 
+    @property
+    def seen_factor(self):
+        """:attr:`.ActiveList.seen_factor`: the factor of ``best_seen``'s point, if given
+        (:class:`~convexmetric.optim.factor.Factored` returns it, not a square root)."""
+        return self.active.seen_factor
+
     def check(self, M, components=None):
         """:meth:`.ActiveList.check`: the final check of App. A.1."""
         return self.active.check(M, components)
