@@ -108,6 +108,7 @@ class ActiveList:
         self._new_terms = 0  #: triplets the last full check added to the list
         self.handover = 0.0  #: see :meth:`check`
         self.calls = 0
+        self.switched_at = None  #: :attr:`calls` when the list switched to streaming
         # the interval ramps up 1, 2, 4, ... at the start (a collapsed step is costly on
         # large data), then doubles and halves (see hinge_arguments)
         self.schedule = CheckSchedule(check_every, adaptive=True)

@@ -235,7 +235,7 @@ class ActiveSetOracle(Oracle, StageHooks):
             info.update(
                 stream_evaluations=stream.evaluations,
                 stream_block_rows=stream.block_rows,
-                switched_after_calls=getattr(a, "switched_at", None),
+                switched_after_calls=a.switched_at,
             )
         if stream is not None:  # the block work's wall time (full checks, streamed sums)
             info.update(
