@@ -2,38 +2,48 @@
 fitted to; then its prediction for 10⁶ × 164 on 8, 32 and 128 workers.
 
     python benchmarks/model_dask.py --table benchmarks/results/model_dask.md
-    python benchmarks/model_dask.py --sizes 3000,6000 --held-out 12000   # a dry run
+    python benchmarks/model_dask.py --sizes 3000,6000 --held-out 1500,12000   # a dry run
 
 Every run is ``LMNN(backend="dask")`` (k = 3, μ = 0.5, default tolerance) on a
 ``LocalCluster`` of ``w`` single-threaded worker processes, on a subsample of the
 augmented-MNIST row of ``bench_gpu.py`` (``--row``). A fit's wall time is modelled from
-its counts and three unit costs:
+its work counts and four unit costs:
 
-    T(n, w) = a·E·n + R·(ℓ + c(n)/w),    c(n) = c₀·(n/n₀)^p
+    T = a·Λ + b·E·n + R·ℓ + κ·n·N/min(w, t)
 
-* ``a·E·n``: the client's own seconds, ``T − B`` with ``B`` the seconds it waited for
-  the cluster (``result_.info["block_seconds"]``); ``E`` its evaluations over the active
-  list (phase 1's and the refinement's), each costing ``a`` per point (the list grows with
-  ``n``); target neighbours and the certificate are folded into ``a``;
-* ``R``: round trips to the cluster (``info["cluster_evaluations"]``,
-  ``info["cluster_checks"]``: every search over all triplets, and
-  ``info["cluster_partial_checks"]``: searches of the stale rows), ``ℓ`` what each costs
-  beyond its compute (task latency, payload: the bytes per round trip are in the table);
-* ``c(n)``: a search's compute in worker-seconds, split over the ``w`` workers.
+* the client's own seconds ``T − B`` (``B``: the seconds it waited for the cluster,
+  ``result_.info["block_seconds"]``) are ``a·Λ + b·E·n``: ``Λ`` the listed terms its
+  evaluations went through (``info["list_terms_evaluated"]``: the list's length summed
+  over the evaluations and bounds: it follows the data, not ``n`` alone; the 15,000- and
+  60,000-point fits went through about as many), ``E`` its evaluations (phase 1's and
+  the refinement's), each projecting the ``n`` points (``Z = X Lᵀ``); target neighbours
+  and the certificate's other work are folded in;
+* the workers' compute ``W`` (the sum of the tasks' compute intervals in Dask's task
+  stream) is ``κ·n·N``: ``N`` the rows the searches took (``info["rows_searched"]``:
+  ``n`` a full search, the stale rows a partial one), each against the ``n`` points,
+  split over the workers a check keeps busy: ``w``, but no more than its ``t`` tasks
+  (``info["tasks_per_check"]``; a task holds at least
+  :data:`~convexmetric.lmnn.constants.TASK_CELLS` cells, so up to about 16,000 points a
+  check is one task, and a second worker cannot help it);
+* the rest of the wait, ``B − W/min(w, t)``, is ``R·ℓ``: ``R`` the round trips to the cluster
+  (``info["cluster_evaluations"]``, ``["cluster_checks"]``, ``["cluster_partial_checks"]``)
+  and ``ℓ`` what each costs beyond the compute: task latency and payload (the bytes per
+  round trip are in the table), the workers' imbalance, and on a machine the workers
+  share with the client, the client's own work competing for the cores.
 
-At each fitted size the runs on 1 and 2 workers give ``B_w = R_w·(ℓ + c/w)``, two
-equations for ``ℓ`` and ``c``; ``p`` comes from the two sizes, ``a`` and ``ℓ`` are
-means. The held-out run (``--held-out`` points on 2 workers, outside or between the fitted
-sizes) is predicted from those constants and its own counts ``E`` and ``R`` (the counts
-follow the solver's convergence, not a law in ``n``). The rows for 10⁶ points take the
-fitted runs' mean counts and assume data as hard as the row's: a model, not a
-measurement, and the table says so.
+``a`` and ``b`` are a non-negative least-squares fit of the client seconds of the fitted
+runs (two sizes, each on 1 and 2 workers), ``κ`` and ``ℓ`` the ratios of their sums. A
+held-out run (``--held-out`` points on 2 workers, between or outside the fitted sizes) is
+predicted from those costs and its own counts: the counts follow the solver's
+convergence, not a law in ``n``. The rows for 10⁶ points take the fitted runs' mean ``E``
+and ``R``, the largest fitted size's ``Λ/(E·n)`` and ``N/(R·n)``, and the tasks the
+default blocks give (:func:`tasks_per_check`), and assume data as
+hard as the row's: a model, not a measurement, and the table says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 import time
@@ -42,37 +52,59 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_gpu import ROWS, _subsample
+from distributed import get_task_stream
 from results_table import write_table
+from scipy.optimize import nnls
 
 from convexmetric import LMNN
 from convexmetric.lmnn.blocks.dask_executor import dask_client
+from convexmetric.lmnn.blocks.data import plan_blocks
+from convexmetric.lmnn.constants import DEFAULT_MEMORY_LIMIT, MAX_TASKS, TASK_CELLS
 
-COLUMNS = ["run", "n", "workers", "fit_s", "client_s", "cluster_s", "evaluations", "round_trips",
-           "bytes_per_evaluation", "bytes_per_check", "status", "certified_gap",
-           "predicted_s", "measured/predicted"]  # fmt: skip
+COLUMNS = (
+    "run n workers fit_s client_s cluster_s worker_s evaluations list_terms rows_searched "
+    "round_trips tasks bytes_per_evaluation bytes_per_check status certified_gap predicted_s "
+    "measured/predicted"
+).split()
 
 
 def measure(X, y, workers):
     """One Dask fit: its wall time and the model's inputs from ``result_.info``."""
     with dask_client(f"local:{workers}") as client:
         client.wait_for_workers(workers)
-        t0 = time.perf_counter()
-        res = LMNN(backend="dask").fit(X, y).result_
-        fit = time.perf_counter() - t0
+        with get_task_stream(client) as stream:
+            t0 = time.perf_counter()
+            res = LMNN(backend="dask").fit(X, y).result_
+            fit = time.perf_counter() - t0
+    computed = sum(
+        part["stop"] - part["start"]
+        for task in stream.data
+        for part in task["startstops"]
+        if part["action"] == "compute"
+    )
     info = res.info
     block = info.get("block_seconds", 0.0)
     return {
-        "n": len(y), "workers": workers, "fit_s": fit, "client_s": fit - block,
+        "n": len(y),
+        "workers": workers,
+        "fit_s": fit,
+        "client_s": fit - block,
         "cluster_s": block,
-        "round_trips": sum(info.get(f"cluster_{kind}s", 0)
-                           for kind in ("evaluation", "check", "partial_check")),
+        "worker_s": computed,
+        "round_trips": sum(
+            info.get(f"cluster_{kind}s", 0) for kind in ("evaluation", "check", "partial_check")
+        ),
         "bytes_per_evaluation": info.get("bytes_sent_per_evaluation", 0.0)
         + info.get("bytes_received_per_evaluation", 0.0),
         "bytes_per_check": info.get("bytes_sent_per_check", 0.0)
         + info.get("bytes_received_per_check", 0.0),
-        "evaluations": evaluations(info), "status": res.status,
+        "evaluations": evaluations(info),
+        "list_terms": info["list_terms_evaluated"],
+        "rows_searched": info.get("rows_searched", 0),
+        "tasks": info.get("tasks_per_check", 1.0),
+        "status": res.status,
         "certified_gap": res.certified_gap,
-    }  # fmt: skip
+    }
 
 
 def evaluations(info):
@@ -80,81 +112,106 @@ def evaluations(info):
     return info.get("phase1_iterations", 0) + info.get("refine_evaluations", 0)
 
 
-def at_size(one, two):
-    """``(n, a, ℓ, per-search work)`` at one size from its runs on 1 and 2 workers:
-    ``B_w = R_w·ℓ + R_w·c/w`` gives ``ℓ`` and ``c`` (a search's worker-seconds)."""
-    A = np.array(
-        [[one["round_trips"], one["round_trips"]], [two["round_trips"], 0.5 * two["round_trips"]]]
-    )
-    latency, work = (float(v) for v in np.linalg.solve(A, [one["cluster_s"], two["cluster_s"]]))
-    per_eval = [r["client_s"] / (r["evaluations"] * r["n"]) for r in (one, two)]
-    return one["n"], float(np.mean(per_eval)), latency, work
-
-
 class Model:
-    """``T = a·E·n + R·(ℓ + c(n)/w)``, ``c(n) = c₀(n/n₀)^p`` (module docstring)."""
+    """``T = a·Λ + b·E·n + R·ℓ + κ·n·N/min(w, t)`` fitted on ``runs`` (module docstring)."""
 
-    def __init__(self, small, large, counts):
-        (self.n0, a0, l0, self.c0), (n1, a1, l1, c1) = small, large
-        self.a, self.latency = 0.5 * (a0 + a1), 0.5 * (l0 + l1)
-        self.p = math.log(max(c1, 1e-9) / max(self.c0, 1e-9)) / math.log(n1 / self.n0)
+    def __init__(self, runs):
+        A = np.array([[r["list_terms"], r["evaluations"] * r["n"]] for r in runs], float)
+        self.a, self.b = nnls(A, np.array([r["client_s"] for r in runs]))[0]
+        cells = sum(r["n"] * r["rows_searched"] for r in runs)
+        self.kappa = sum(r["worker_s"] for r in runs) / cells
+        rest = sum(r["cluster_s"] - r["worker_s"] / busy(r, r["workers"]) for r in runs)
+        self.latency = rest / sum(r["round_trips"] for r in runs)
+        largest = [r for r in runs if r["n"] == max(r["n"] for r in runs)]
         self.E, self.R = (
-            float(np.mean([r[k] for r in counts])) for k in ("evaluations", "round_trips")
+            float(np.mean([r[k] for r in runs])) for k in ("evaluations", "round_trips")
         )
+        self.per_eval = np.mean([r["list_terms"] / (r["evaluations"] * r["n"]) for r in largest])
+        self.per_trip = np.mean([r["rows_searched"] / (r["round_trips"] * r["n"]) for r in largest])
 
-    def seconds(self, n, workers, E=None, R=None):
-        """``(client seconds, cluster seconds)``; ``E``, ``R`` default to the fitted means."""
-        E, R = self.E if E is None else E, self.R if R is None else R
-        return self.a * E * n, R * (self.latency + self.c0 * (n / self.n0) ** self.p / workers)
+    def seconds(self, run, workers):
+        """``(client seconds, cluster seconds, worker seconds)`` of a run's counts."""
+        n = run["n"]
+        client = self.a * run["list_terms"] + self.b * run["evaluations"] * n
+        work = self.kappa * n * run["rows_searched"]
+        return client, run["round_trips"] * self.latency + work / busy(run, workers), work
+
+    def counts(self, n):
+        """The counts assumed for ``n`` points (module docstring)."""
+        return {
+            "n": n,
+            "evaluations": self.E,
+            "round_trips": self.R,
+            "list_terms": self.per_eval * self.E * n,
+            "rows_searched": self.per_trip * self.R * n,
+            "tasks": tasks_per_check(n),
+        }
+
+
+def busy(run, workers):
+    """The workers a run's round trips keep busy: no more than a check's tasks."""
+    return max(min(workers, run["tasks"]), 1.0)
+
+
+def tasks_per_check(n, d=164, k=3):
+    """A full check's tasks for ``n`` points (:class:`.DaskExecutor`'s grouping of the
+    blocks planned under the default memory limit)."""
+    rows = plan_blocks(n, d, k, DEFAULT_MEMORY_LIMIT)[0]
+    blocks = -(-n // rows)
+    size = max(-(-blocks // MAX_TASKS), TASK_CELLS // (rows * n), 1)
+    return -(-blocks // size)
 
 
 def parse(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--row", default="60k", choices=["60k", "240k"])
-    ap.add_argument("--sizes", default="15000,30000", help="the two fitted sizes")
-    ap.add_argument("--held-out", type=int, default=60000, help="points of the held-out run")
+    ap.add_argument("--sizes", default="15000,60000", help="the fitted sizes")
+    ap.add_argument("--held-out", default="7500,40000", help="points of the held-out runs")
     ap.add_argument("--table", default=None, help="write the markdown table here")
     a = ap.parse_args(argv)
     a.sizes = [int(v) for v in a.sizes.split(",")]
-    if len(a.sizes) != 2 or not a.sizes[0] < a.sizes[1]:
-        ap.error("--sizes: two sizes, smaller first")
+    a.held_out = [int(v) for v in a.held_out.split(",")]
+    if len(set(a.sizes)) < 2:
+        ap.error("--sizes: at least two sizes")
     return a
 
 
 def main(argv=None):
     a = parse(argv)
     data = ROWS[a.row]()
-    runs, fitted = [], []
+    runs = []
     for n in a.sizes:
         Xtr, _, ytr, _ = _subsample(data, n)
-        pair = [measure(Xtr, ytr, w) for w in (1, 2)]
-        runs += [dict(r, run="fitted") for r in pair]
-        fitted.append(at_size(*pair))
+        pair = [dict(measure(Xtr, ytr, w), run="fitted") for w in (1, 2)]
+        runs += pair
         print(*pair, sep="\n", flush=True)
-    model = Model(*fitted, runs)
-    Xtr, _, ytr, _ = _subsample(data, a.held_out)
-    held = measure(Xtr, ytr, 2)
-    predicted = sum(model.seconds(held["n"], 2, held["evaluations"], held["round_trips"]))
-    runs.append(dict(held, run="held out", predicted_s=predicted))
-    runs[-1]["measured/predicted"] = held["fit_s"] / predicted
-    print(runs[-1], flush=True)
+    model = Model(runs)
+    for n in a.held_out:
+        Xtr, _, ytr, _ = _subsample(data, n)
+        held = dict(measure(Xtr, ytr, 2), run="held out")
+        held["predicted_s"] = sum(model.seconds(held, 2)[:2])
+        held["measured/predicted"] = held["fit_s"] / held["predicted_s"]
+        runs.append(held)
+        print(held, flush=True)
     for w in (8, 32, 128):
-        S, B = model.seconds(10**6, w)
-        runs.append({"run": "model (not measured)", "n": 10**6, "workers": w, "client_s": S,
-                     "cluster_s": B, "round_trips": model.R, "evaluations": model.E,
-                     "predicted_s": S + B})  # fmt: skip
+        row = dict(model.counts(10**6), run="model (not measured)", workers=w)
+        row["client_s"], row["cluster_s"], row["worker_s"] = model.seconds(row, w)
+        row["predicted_s"] = row["client_s"] + row["cluster_s"]
+        runs.append(row)
     notes = [
         f"Row {a.row} of bench_gpu.py (augmented MNIST, PCA-164), subsampled; LocalCluster of "
         "single-threaded worker processes; the fitted runs at the two --sizes on 1 and 2 "
         "workers.",
-        f"Fitted: client a = {model.a * 1e6:.3f} µs per evaluation and point; a search "
-        f"c(n) = {model.c0:.2f} worker-s at n = {model.n0}, ∝ n^{model.p:.2f}; "
-        f"ℓ = {model.latency * 1e3:.0f} ms per round trip.",
-        "Held out: predicted from the fitted constants and the run's own counts (evaluations "
-        "E, round trips R); the 10⁶ rows take the fitted runs' mean counts "
-        f"(E = {model.E:.0f}, R = {model.R:.1f}).",
+        f"Fitted: client a = {model.a * 1e9:.3g} ns per listed term evaluated and "
+        f"b = {model.b * 1e9:.3g} ns per evaluation and point; workers κ = "
+        f"{model.kappa * 1e9:.3g} ns per searched row and point; ℓ = {model.latency:.3g} s per "
+        "round trip beyond the compute.",
+        "Held out: predicted from the fitted costs and the run's own counts; the 10⁶ rows "
+        f"take E = {model.E:.0f}, R = {model.R:.1f} (the fitted runs' means), "
+        f"Λ = {model.per_eval:.3g}·E·n and N = {model.per_trip:.3g}·R·n (the largest size's).",
         "client_s: the client's own seconds (fit − cluster wait); cluster_s: its wait for the "
-        "workers; bytes: payload sent plus gathered per round trip (info).",
+        "workers; worker_s: the workers' compute (the task stream's compute intervals); bytes: "
+        "payload sent plus gathered per round trip (info).",
     ]
     if a.table:
         write_table(a.table, "A cost model of LMNN on Dask (model_dask.py)", COLUMNS, runs, notes)

@@ -261,6 +261,12 @@ def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified, monkey
     assert a.info["partial_checks"] == b.info["partial_checks"]
     assert b.info.get("cluster_partial_checks", 0) == b.info["partial_checks"]
     assert name == "wine" or b.info["partial_checks"] > 0
+    # the cost model's work counts (benchmarks/model_dask.py), the same on both executors
+    searched = len(X) * a.info["searches"]
+    assert a.info["rows_searched"] == b.info["rows_searched"] >= searched
+    assert name == "wine" or b.info["rows_searched"] > searched  # (the stale rows)
+    assert a.info["list_terms_evaluated"] == b.info["list_terms_evaluated"] > 0
+    assert b.info["tasks_per_check"] >= 1 and "tasks_per_check" not in a.info
     # the same iterates up to the order of the exact objective's block sums
     assert abs(a.objective - b.objective) <= 1e-6 * a.objective
     assert b.status == "optimal"

@@ -50,6 +50,7 @@ class TermList:
         self.T = targets
         self.n, self.k = targets.shape
         self.index = index_dtype(self.n)  #: the list's index type
+        self.evaluated = 0  #: listed terms over all calls of :meth:`arguments` (the list's work)
         self.clear()
 
     def clear(self):
@@ -143,6 +144,7 @@ class TermList:
     def arguments(self, Dt, d_il):
         """``z = 1 + d(i, j) − d(i, l)`` over the list from the target distances ``Dt`` (n
         × k) and the listed pairs' ``d_il`` (in place: ``(d(i, j) + 1) − d(i, l)``)."""
+        self.evaluated += len(self.I)
         z = Dt[self.I, self.slot]
         z += 1.0
         z -= d_il[self.pair_of]

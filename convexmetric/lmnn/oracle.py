@@ -225,6 +225,7 @@ class ActiveSetOracle(Oracle, StageHooks):
         info = {
             "active_list": len(a.terms),
             "active": int(np.count_nonzero(a.terms.mask["sub"])),
+            "list_terms_evaluated": a.terms.evaluated,
             "full_checks": a.full_checks,
             "search": str(getattr(search, "choice", search)),
             "mode": a.mode,
@@ -245,6 +246,7 @@ class ActiveSetOracle(Oracle, StageHooks):
                 threads=getattr(stream.executor, "threads", 1),
                 searches=stream.checks,
                 partial_checks=stream.partial_checks,
+                rows_searched=stream.rows_searched,
             )
             traffic = getattr(stream.executor, "traffic_info", None)  # (Dask: bytes moved)
             info.update(traffic() if traffic is not None else {})

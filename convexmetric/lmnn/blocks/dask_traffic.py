@@ -20,7 +20,7 @@ class Traffic:
 
     def __init__(self):
         self.counts = {
-            f"{kind}_{what}": 0 for kind in KINDS for what in ("count", "sent", "received")
+            f"{kind}_{what}": 0 for kind in KINDS for what in ("count", "tasks", "sent", "received")
         }
 
     def moved(self, kind, args, tasks, parts, workers):
@@ -31,18 +31,21 @@ class Traffic:
         small = sum(payload(a) for a in args if not is_array(a))
         t = self.counts
         t[f"{kind}_count"] += 1
+        t[f"{kind}_tasks"] += tasks
         t[f"{kind}_sent"] += arrays * copies + tasks * small
         t[f"{kind}_received"] += sum(payload(p) for p in parts)
 
     def info(self):
         """``result_.info``'s round trips (``cluster_evaluations``, ``cluster_checks``,
-        ``cluster_partial_checks``) and the average bytes sent and received per round
-        trip of each kind (``bytes_sent_per_check``, ...)."""
+        ``cluster_partial_checks``), the average tasks (``tasks_per_check``, ...: how many
+        workers a round trip can keep busy) and bytes sent and received per round trip of
+        each kind (``bytes_sent_per_check``, ...)."""
         t, info = self.counts, {}
         for kind in KINDS:
             count = t[f"{kind}_count"]
             info[f"cluster_{kind}s"] = count
             if count:
+                info[f"tasks_per_{kind}"] = t[f"{kind}_tasks"] / count
                 info[f"bytes_sent_per_{kind}"] = t[f"{kind}_sent"] / count
                 info[f"bytes_received_per_{kind}"] = t[f"{kind}_received"] / count
         return info

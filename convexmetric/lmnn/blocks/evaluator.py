@@ -65,6 +65,7 @@ class StreamingEvaluator:
         self.y, self.blocks = y, row_blocks(y, self.block_rows)
         self.data = self.executor.scatter(StreamData(X, y, targets))
         self.evaluations = self.checks = self.partial_checks = 0
+        self.rows_searched = 0  #: rows the searches took: ``n`` a full one, the stale a partial
         self.seconds = 0.0  #: wall time spent in the block functions (all calls)
         self.seconds_by = dict.fromkeys(("terms", "partial", "sums", "multipliers"), 0.0)
 
@@ -74,6 +75,7 @@ class StreamingEvaluator:
         of the active-set mode, by blocks); with ``margin``, those with ``z > −margin``.
         Past ``max_terms`` raises :class:`TooManyTerms`."""
         self.checks += 1
+        self.rows_searched += self.n
         kw = {"margin": margin} if margin else {}
         return self._terms(self.blocks, L, max_terms, kw, "terms")
 
@@ -84,6 +86,7 @@ class StreamingEvaluator:
         executor whose tasks keep their own groups of the fit's blocks (``own_groups``:
         Dask's) gets the fit's blocks and the mask, and each task takes its stale rows."""
         self.partial_checks += 1
+        self.rows_searched += int(np.count_nonzero(stale))
         blocks = self.blocks
         if not self.executor.own_groups:
             blocks = stale_blocks(blocks, stale, self.y, self.block_rows)
