@@ -502,3 +502,39 @@ def test_ctrl_c_in_the_first_second_prints_one_line(tmp_path, delay):
     assert proc.returncode == 130, err.decode()
     assert err.decode().strip() == "Error: interrupted (Ctrl-C).", err.decode()
     assert out == b"" and os.listdir(tmp_path) == []
+
+
+_CTRL_C_IN_SET_NAME = """
+import importlib.abc, importlib.util, os, signal, sys, time
+
+class Hook(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path, target=None):
+        if name == "convexmetric.cli.main":
+            return importlib.util.spec_from_loader(name, self)
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        class Slow:
+            def __set_name__(self, owner, name):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1)
+        class Owner:  # the Ctrl-C reaches the import as a RuntimeError here
+            attribute = Slow()
+
+sys.meta_path.insert(0, Hook())
+from convexmetric.cli.launch import main
+main()
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_ctrl_c_inside_a_set_name_during_the_import_prints_one_line(tmp_path):
+    """A Ctrl-C that Python wraps in another exception is still one line and 130."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", _CTRL_C_IN_SET_NAME], capture_output=True, cwd=tmp_path
+    )
+    assert proc.returncode == 130, proc.stderr.decode()
+    assert proc.stderr.decode().strip() == "Error: interrupted (Ctrl-C).", proc.stderr.decode()

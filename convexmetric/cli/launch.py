@@ -28,25 +28,32 @@ def main():
 
     # a Ctrl-C raised inside a callback that runs during the import (importlib's module
     # locks are released by weakref callbacks) is printed as "Exception ignored" and
-    # lost; the handler records it, so it is acted on after the import all the same
+    # lost, and one raised inside a class body's ``__set_name__`` reaches us as a
+    # RuntimeError; the handler records it, so whatever the import ends in, a recorded
+    # Ctrl-C is acted on
     previous = signal.getsignal(signal.SIGINT)
     if previous is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupted)
     try:
         from .main import main as command
 
-        if hit:
-            raise KeyboardInterrupt
         if previous is signal.default_int_handler:
             signal.signal(signal.SIGINT, previous)
-    except KeyboardInterrupt:
-        sys.stderr.write(INTERRUPTED + "\n")
-        sys.stderr.flush()
-        # not SystemExit: CPython ends a process whose KeyboardInterrupt crossed an
-        # extension's init code by SIGINT, whatever the exit status asked; nothing is
-        # open or written yet, so nothing is lost by skipping the interpreter's shutdown
-        os._exit(130)
+    except BaseException:
+        if not hit:
+            raise
+    if hit:
+        _exit_interrupted()
     return command(prog_name="convexmetric")
+
+
+def _exit_interrupted():
+    sys.stderr.write(INTERRUPTED + "\n")
+    sys.stderr.flush()
+    # not SystemExit: CPython ends a process whose KeyboardInterrupt crossed an
+    # extension's init code by SIGINT, whatever the exit status asked; nothing is
+    # open or written yet, so nothing is lost by skipping the interpreter's shutdown
+    os._exit(130)
 
 
 if __name__ == "__main__":  # pragma: no cover
