@@ -100,7 +100,7 @@ def _fit(Xtr, ytr, device, time_limit, n_jobs, scheduler):
 
     with dask_client(scheduler) as client:
         t0 = time.perf_counter()
-        model = LMNN(backend="dask", time_limit=time_limit).fit(Xtr, ytr)
+        model = LMNN(backend="dask", time_limit=time_limit, n_jobs=n_jobs).fit(Xtr, ytr)
         fit = time.perf_counter() - t0
         workers = sorted(client.run(_peak_rss_gib).values())
     return model, fit, workers

@@ -4,7 +4,8 @@ fitted to; then its prediction for 10⁶ × 164 on 8, 32 and 128 workers.
     python benchmarks/model_dask.py --table benchmarks/results/model_dask.md
     python benchmarks/model_dask.py --sizes 3000,6000 --held-out 1500,12000   # a dry run
 
-Every run is ``LMNN(backend="dask")`` (k = 3, μ = 0.5, default tolerance) on a
+Every run is ``LMNN(backend="dask", n_jobs=1)`` (k = 3, μ = 0.5, default tolerance; the
+client's list work in one thread, as ``a`` and ``b`` below assume) on a
 ``LocalCluster`` of ``w`` single-threaded worker processes, on a subsample of the
 augmented-MNIST row of ``bench_gpu.py`` (``--row``). A fit's wall time is modelled from
 its work counts and four unit costs:
@@ -74,7 +75,7 @@ def measure(X, y, workers):
         client.wait_for_workers(workers)
         with get_task_stream(client) as stream:
             t0 = time.perf_counter()
-            res = LMNN(backend="dask").fit(X, y).result_
+            res = LMNN(backend="dask", n_jobs=1).fit(X, y).result_  # the client: one thread
             fit = time.perf_counter() - t0
     computed = sum(
         part["stop"] - part["start"]

@@ -276,6 +276,17 @@ def test_lmnn_dask_runs_the_local_algorithm(client, wine, name, verified, monkey
     np.testing.assert_allclose(dask_fit.metric_, local.metric_, rtol=0, atol=1e-6 * scale)
 
 
+def test_lmnn_dask_client_lanes_are_the_same_fit(client, wine):
+    """``n_jobs`` on Dask: the lanes of the client's list work, the fit unchanged."""
+    X, y = wine[0], wine[1]
+    one = LMNN(backend="dask", n_jobs=1).fit(X, y)
+    two = LMNN(backend="dask", n_jobs=2).fit(X, y)
+    assert (one.result_.info["threads"], two.result_.info["threads"]) == (1, 2)
+    assert one.result_.status == two.result_.status == "optimal"
+    assert one.objective_ == two.objective_
+    np.testing.assert_array_equal(one.metric_, two.metric_)
+
+
 def test_dask_certificate_is_below_the_exact_optimum(client, iris60_exact):
     X, y, T, value = iris60_exact
     res = S.solve(X, y, T, 0.5, executor=DaskExecutor(client))

@@ -161,7 +161,7 @@ def test_lmnn_with_lanes_is_the_same_fit(wine):
         np.testing.assert_array_equal(one.predict(X), two.predict(X))
         assert two.result_.info["threads"] == (2 if lanes else default_lanes(*X.shape, 3, 2**31))
     with pytest.raises(ValueError, match="'n_jobs' parameter of LMNN sets the threads"):
-        LMNN(n_jobs=2, backend="dask").fit(X, y)
+        LMNN(n_jobs=2, device="torch:cpu").fit(X, y)
 
 
 def test_lanes_in_the_streaming_mode_certify_the_same_optimum(wine):

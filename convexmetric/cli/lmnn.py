@@ -68,9 +68,10 @@ from .options import OUT_DIR_OPTION, TIME_LIMIT_OPTION, TOL_OPTION, estimator_li
     "--n-jobs",
     type=int,
     default=None,
-    help="Threads of the block work in this process (full checks, streaming sums, "
-    "gradients); -1: every core [default: from 30,000 points, the cores whose share "
-    "of --memory-limit keeps one thread's block size]. The result does not depend on it.",
+    help="Threads of the work in this process (full checks and streaming sums, on the "
+    "workers with --scheduler; the list's distances and gradients); -1: every core "
+    "[default: from 30,000 points, the cores whose share of --memory-limit keeps one "
+    "thread's block size]. The result does not depend on it.",
 )
 @apply_options(EXTENSIONS)
 def SOLVE(**opts):

@@ -139,10 +139,10 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         The full checks, exact objectives and streaming sums run on the device's arrays,
         the solver and the certificate in NumPy float64; the triplets are the CPU's.
     n_jobs : int or None, default=None
-        Threads of the block work in this process (``backend="local"``, no device): the
-        full checks, exact objectives, streaming sums, the list's distances and
-        gradients, the target search and :meth:`predict`; -1: every core. None: the fit
-        in ``lmnn.blocks.local.default_lanes`` threads (one below
+        Threads of the work in this process (no device): the full checks, exact
+        objectives and streaming sums (``backend="local"``; on Dask the workers run them),
+        the list's distances and gradients, the target search and :meth:`predict`; -1:
+        every core. None: the fit in ``lmnn.blocks.local.default_lanes`` threads (one below
         30,000 points; above, the cores whose share of ``memory_limit`` keeps one
         thread's block size: two at 240,000 × 164), :meth:`predict` in one. The results
         do not depend on it (the streaming sums round as an explicit ``n_jobs``'s
@@ -381,10 +381,11 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         return self._X @ self.components_.T
 
     def _lanes(self, device, plan):
-        """``n_jobs``; None with the blocks run here: ``default_lanes(*plan, memory_limit)``."""
+        """``n_jobs``; None without a device: ``default_lanes(*plan, memory_limit)`` (on
+        Dask the client's lanes, whose list work the budget does not plan)."""
         n_jobs, local = getattr(self, "n_jobs", None), getattr(self, "backend", "local") == "local"
-        if n_jobs is None and local and device in (None, "cpu"):
-            return default_lanes(*plan, self.memory_limit)
+        if n_jobs is None and device in (None, "cpu"):
+            return default_lanes(*plan, self.memory_limit if local else None)
         return n_jobs
 
     def _executor(self, device=None, plan=None):

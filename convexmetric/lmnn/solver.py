@@ -78,7 +78,8 @@ def solve(X, y, targets, mu, settings=None, *, M0=None, **overrides):
     s = replace(settings or LMNNSettings(), **overrides)
     s.memory_limit = check_memory_limit(s.memory_limit, owner="solve")
     (n, d), k = X.shape, targets.shape[1]
-    check_budget(s.memory_limit, n, d, k, getattr(s.executor, "threads", 1))
+    local = getattr(s.executor, "name", "local") == "local"  # (lanes share its blocks' budget)
+    check_budget(s.memory_limit, n, d, k, getattr(s.executor, "threads", 1) if local else 1)
     res = _dispatch(X, y, targets, mu, s, M0)
     if s.memory_limit is not None:  # what the fit allocates, at most
         res.info["memory_bound"] = s.memory_limit + data_share(n, d, k)

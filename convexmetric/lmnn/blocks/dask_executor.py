@@ -77,6 +77,9 @@ class DaskExecutor:
     timeout : float, default=3600
         Seconds one evaluation may take, its recoveries included, before
         :class:`DaskBackendError` (``LMNN(backend_timeout=...)``).
+    threads : int, default=1
+        Lanes of the client's own work on the active list (its distances and sums,
+        ``LMNN(n_jobs=...)``); the blocks run on the workers.
 
     Notes
     -----
@@ -92,8 +95,8 @@ class DaskExecutor:
     own_groups = True  #: tasks keep groups of the fit's blocks (a partial check: the mask)
     alarm = NEVER  #: the fit's time limit, checked while waiting for the workers
 
-    def __init__(self, client, *, retries=5, timeout=3600.0):
-        self.client = client
+    def __init__(self, client, *, retries=5, timeout=3600.0, threads=1):
+        self.client, self.threads = client, int(threads)
         self.retries, self.timeout = retries, timeout
         self.cluster = Cluster(client)
         self.evaluations = self.rescatters = self.keys_moved = self._checks = 0

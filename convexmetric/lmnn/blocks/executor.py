@@ -32,7 +32,9 @@ What every executor promises:
    started may be skipped (a capped evaluation past its cap, :mod:`.evaluator`).
 
 Optional hooks, looked up with ``getattr``: ``list_distances`` (a device computes the
-active list's distances where the data are) and ``threads`` (lanes sharing the budget).
+active list's distances where the data are) and ``threads``: the lanes of this process's
+own work on the active list (its distances and sums; the Dask client's too), and of a
+:class:`~.local.LocalExecutor`'s blocks, which share its memory budget.
 """
 
 from __future__ import annotations
@@ -99,7 +101,8 @@ def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
     ``device`` (not None or "cpu"), a :class:`~.device.DeviceExecutor` in this process.
 
     Raises ValueError naming 'backend' when no Client is running, and naming 'n_jobs'
-    when it asks for lanes beside a device or Dask (their own workers run the blocks)."""
+    when it asks for lanes beside a device (it runs the blocks). With Dask, ``n_jobs``
+    lanes run the client's own work on the active list."""
     threads = check_lanes(n_jobs, check_backend(backend, owner), device, owner)
     if device not in (None, "cpu"):
         if backend != "local":
@@ -123,7 +126,7 @@ def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
             "running; start one first (e.g. `from distributed import Client; "
             "client = Client('tcp://scheduler:8786')`) or use backend='local'."
         ) from None
-    return DaskExecutor(client, **kwargs)
+    return DaskExecutor(client, threads=threads, **kwargs)
 
 
 __all__ = ["BACKENDS", "Executor", "check_backend", "executor_for"]

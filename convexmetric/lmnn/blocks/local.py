@@ -33,15 +33,16 @@ from .full_check import collect_terms, join_terms
 
 
 def check_lanes(n_jobs, backend, device, owner="LMNN"):
-    """The threads ``n_jobs`` asks for (:func:`~convexmetric._input_checks.check_n_jobs`);
-    more than one only with ``backend="local"`` and no device (elsewhere the workers or
-    the device run the blocks): else ValueError naming 'n_jobs'."""
+    """The threads ``n_jobs`` asks for (:func:`~convexmetric._input_checks.check_n_jobs`):
+    the lanes of the block work in this process, or with ``backend="dask"`` of the
+    client's own work on the active list; more than one not beside a device (which runs
+    the blocks and the list's distances): else ValueError naming 'n_jobs'."""
     threads = check_n_jobs(n_jobs, owner)
-    if threads > 1 and (device not in (None, "cpu") or backend != "local"):
+    if threads > 1 and device not in (None, "cpu"):
         raise ValueError(
-            f"The 'n_jobs' parameter of {owner} sets the threads of the in-process block "
-            f"work (backend='local', no device); with backend={backend!r} and "
-            f"device={device!r} it must be None or 1. Got {n_jobs!r} instead."
+            f"The 'n_jobs' parameter of {owner} sets the threads of this process's block "
+            f"or list work (no device); with device={device!r} it must be None or 1. "
+            f"Got {n_jobs!r} instead."
         )
     return threads
 
