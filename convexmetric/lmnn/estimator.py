@@ -246,7 +246,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         timeout = self.backend_timeout
         check_scalar(timeout, "backend_timeout", float, min_val=0, closed="neither", owner=name)
         check_device(self.device, owner=name)
-        check_lanes(self.n_jobs, self.backend, self.device, owner=name)
+        check_lanes(self.n_jobs, self.device, owner=name)
 
     def fit(self, X, y, targets=None):
         """Learn the metric from labelled data.

@@ -103,7 +103,8 @@ def executor_for(backend, owner="LMNN", device=None, n_jobs=None, **kwargs):
     Raises ValueError naming 'backend' when no Client is running, and naming 'n_jobs'
     when it asks for lanes beside a device (it runs the blocks). With Dask, ``n_jobs``
     lanes run the client's own work on the active list."""
-    threads = check_lanes(n_jobs, check_backend(backend, owner), device, owner)
+    check_backend(backend, owner)
+    threads = check_lanes(n_jobs, device, owner)
     if device not in (None, "cpu"):
         if backend != "local":
             raise ValueError(

@@ -32,10 +32,10 @@ from .data import Workspace, least_budget, plan_blocks
 from .full_check import collect_terms, join_terms
 
 
-def check_lanes(n_jobs, backend, device, owner="LMNN"):
+def check_lanes(n_jobs, device, owner="LMNN"):
     """The threads ``n_jobs`` asks for (:func:`~convexmetric._input_checks.check_n_jobs`):
-    the lanes of the block work in this process, or with ``backend="dask"`` of the
-    client's own work on the active list; more than one not beside a device (which runs
+    the lanes of the block work in this process, or on Dask of the client's own work on
+    the active list; more than one not beside a device (which runs
     the blocks and the list's distances): else ValueError naming 'n_jobs'."""
     threads = check_n_jobs(n_jobs, owner)
     if threads > 1 and device not in (None, "cpu"):
