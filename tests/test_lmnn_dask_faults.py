@@ -242,7 +242,7 @@ def child(kind, cases):
             thread = threading.Thread(target=inject, daemon=True)
             thread.start()
             fits, start = [], time.monotonic()
-            while not fits or (thread.is_alive() and fits[-1]["outcome"] == "fit"):
+            while not fits or (fits[-1]["outcome"] == "fit" and _more(case, thread, fits, faults)):
                 fits.append(_fit(LMNN(backend="dask", **kw), X, y, ref))
                 if time.monotonic() - start > AFTER:  # the faults outlast the bound
                     break
@@ -251,6 +251,14 @@ def child(kind, cases):
             result = {"case": case, "faults": faults, "fits": fits,
                       "workers_after": _listed_workers(client)}  # fmt: skip
             print("RESULT " + json.dumps(result), flush=True)
+
+
+def _more(case, thread, fits, faults):
+    """Whether to fit again: while faults are coming; after a closed Client or a killed
+    scheduler also once the fault fell in a fit's tail, past its last call to the cluster
+    (that fit ends well; the next one meets the fault)."""
+    terminal = case in ("client_closed", "scheduler_killed")
+    return thread.is_alive() or (terminal and bool(faults) and fits[-1]["start"] < faults[-1])
 
 
 def _listed_workers(client):
