@@ -381,8 +381,7 @@ class LMNN(MahalanobisMixin, TransformerMixin, LMNNBaseEstimator):
         return self._X @ self.components_.T
 
     def _lanes(self, device, plan):
-        """``n_jobs``; None without a device: ``default_lanes(*plan, memory_limit)`` (on
-        Dask the client's lanes, whose list work the budget does not plan)."""
+        """``n_jobs``; None: ``default_lanes`` (on Dask, for the client's list work: no budget)."""
         n_jobs, local = getattr(self, "n_jobs", None), getattr(self, "backend", "local") == "local"
         if n_jobs is None and device in (None, "cpu"):
             return default_lanes(*plan, self.memory_limit if local else None)
