@@ -30,6 +30,7 @@ from results_table import write_table
 
 from convexmetric import LMNN
 from convexmetric.lmnn.blocks import dask_executor
+from convexmetric.lmnn.blocks import data as block_data
 from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
 from convexmetric.neighbors import target_neighbors
 from convexmetric.problems.lmnn import pull_matrix
@@ -72,7 +73,7 @@ def on_cluster(X, y, T, L, pull):
         workers = [psutil.Process(pid) for pid in client.run(os.getpid).values()]
         processes = [psutil.Process(), *workers]
         for cells in SETTINGS:
-            dask_executor.TASK_CELLS = cells
+            block_data.TASK_CELLS = cells
             ex = dask_executor.DaskExecutor(client)
             ev = StreamingEvaluator(X, y, T, 0.5, pull, memory_limit=MEMORY, executor=ex)
             ev.terms(L)  # the data on the workers, the grouping set

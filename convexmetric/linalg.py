@@ -71,18 +71,25 @@ def target_distances(Z, T, chunk=None, threads=1):
     return out
 
 
-def row_distances(Z, a, b, chunk=None, threads=1):
+def row_distances(Z, a, b, chunk=None, threads=1, scratch=None):
     """``‖z_a − z_b‖²`` for every pair ``(a_t, b_t)`` of rows of ``Z``, in chunks.
 
     A chunk's gathered rows fill :data:`CHUNK_BYTES` (1 MiB: they stay in the core's
     cache, and the temporaries stay small at any list length). Every value is the same
-    whatever the chunk, and whatever the ``threads`` sharing the chunks (:func:`in_lanes`)."""
+    whatever the chunk, and whatever the ``threads`` sharing the chunks (:func:`in_lanes`).
+    ``scratch`` (one thread's, ``threads=1``: a block workspace's
+    :meth:`~convexmetric.lmnn.blocks.data.Workspace.scratch`) keeps the gather buffers
+    from call to call."""
     out = np.empty(len(a))
     step = _chunk_rows(Z, chunk)
     lane = threading.local()
 
     def body(s, e):
-        diff, other = _lane_rows(lane, 2, min(step, len(a)), Z)[:, : e - s]
+        if scratch is not None:
+            buffers = scratch("rows", (2, min(step, len(a)), Z.shape[1]), Z.dtype)
+        else:
+            buffers = _lane_rows(lane, 2, min(step, len(a)), Z)
+        diff, other = buffers[:, : e - s]
         _gather(Z, a[s:e], diff)
         _gather(Z, b[s:e], other)
         np.subtract(diff, other, out=diff)

@@ -19,6 +19,7 @@ from lmnn_verify import verified_solve  # noqa: E402
 
 from convexmetric import LMNN, datasets  # noqa: E402
 from convexmetric.lmnn import solver as S  # noqa: E402
+from convexmetric.lmnn.blocks import data as block_data  # noqa: E402
 from convexmetric.lmnn.blocks.dask_executor import DaskBackendError, DaskExecutor  # noqa: E402
 from convexmetric.lmnn.blocks.data import (  # noqa: E402
     StreamData,
@@ -63,9 +64,8 @@ def client():
 
 @pytest.mark.parametrize("sigma", [None, 0.05])
 def test_block_map_is_the_same_on_dask(client, wine, sigma, monkeypatch):
-    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
 
-    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0)  # a task per block
+    monkeypatch.setattr(block_data, "TASK_CELLS", 0)  # a task per block
     X, _, y, T = wine
     data = StreamData(X, y, T)
     blocks = row_blocks(y, 16)
@@ -88,13 +88,12 @@ def test_block_map_is_the_same_on_dask(client, wine, sigma, monkeypatch):
 
 @pytest.mark.parametrize("limit", ["MAX_TASKS", "TASK_CELLS"])
 def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypatch, limit):
-    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
 
     X, _, y, T = wine
     data, blocks = StreamData(X, y, T), row_blocks(y, 16)
     # three tasks: at most 3, or each at least 4 blocks' cells (4 · 16 rows × n)
-    monkeypatch.setattr(lmnn_dask, "MAX_TASKS", 3 if limit == "MAX_TASKS" else 256)
-    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0 if limit == "MAX_TASKS" else 64 * len(y))
+    monkeypatch.setattr(block_data, "MAX_TASKS", 3 if limit == "MAX_TASKS" else 256)
+    monkeypatch.setattr(block_data, "TASK_CELLS", 0 if limit == "MAX_TASKS" else 64 * len(y))
     assert len(blocks) == 10  # (groups of 4, 4 and 2 blocks)
     ex = DaskExecutor(client)
     L = np.random.default_rng(1).normal(size=(X.shape[1], X.shape[1])) * 0.3
@@ -110,9 +109,8 @@ def test_blocks_grouped_per_task_add_up_to_the_same_sums(client, wine, monkeypat
 def test_only_partial_sums_travel_per_evaluation(client, wine, monkeypatch):
     # the data stays in the workers' stores: Dask's own counter of the bytes workers
     # send (gathered results and worker-to-worker copies) sees only the d×d sums
-    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
 
-    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0)  # a task per block
+    monkeypatch.setattr(block_data, "TASK_CELLS", 0)  # a task per block
     X, _, y, _ = wine
     rng = np.random.default_rng(0)
     X = np.vstack([X + 0.1 * rng.normal(size=X.shape) for _ in range(8)])
@@ -177,9 +175,8 @@ def test_full_check_terms_are_the_same_on_dask(client, wine):
 def test_padded_targets_give_the_same_triplets_and_sums_on_dask(client, wine, monkeypatch):
     """A class cut to two members at k = 3: its rows are padded with the point itself
     (no target); the workers list hinge_terms' triplets and the local sums."""
-    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
 
-    monkeypatch.setattr(lmnn_dask, "TASK_CELLS", 0)  # a task per block: the blocks' sums
+    monkeypatch.setattr(block_data, "TASK_CELLS", 0)  # a task per block: the blocks' sums
     X, _, y, _ = wine
     keep = (y != 2) | (np.cumsum(y == 2) <= 2)
     X, y = X[keep], y[keep]
@@ -204,14 +201,14 @@ def test_padded_targets_give_the_same_triplets_and_sums_on_dask(client, wine, mo
 
 
 def test_partial_check_terms_are_the_same_on_dask(client, wine, monkeypatch):
-    """A partial check (the pairs with a stale end) on the cluster: each task searches
-    the stale rows of its own group of blocks; the triplets are the local executor's,
-    and a full check after it still sends its deltas against the last full one."""
-    from convexmetric.lmnn.blocks import dask_executor as lmnn_dask
+    """A partial check (the pairs with a stale end) on the cluster: the local executor's
+    blocks of stale rows travel with the tasks, at least two tasks a worker; the
+    triplets are the local executor's in its order, and a full check after it still
+    sends its deltas against the last full one."""
     from convexmetric.lmnn.blocks.evaluator import StreamingEvaluator
 
     X, _, y, T = wine
-    monkeypatch.setattr(lmnn_dask, "MAX_TASKS", 3)
+    monkeypatch.setattr(block_data, "MAX_TASKS", 3)
     L = np.random.default_rng(5).normal(size=(X.shape[1], X.shape[1])) * 0.3
     stale = np.random.default_rng(5).uniform(size=len(y)) < 0.3
     pull = P.pull_matrix(X, T)
@@ -221,7 +218,8 @@ def test_partial_check_terms_are_the_same_on_dask(client, wine, monkeypatch):
     full = ev.terms(L)
     want = local.partial_terms(L, stale)
     assert 0 < len(want[0]) < len(full[0]) and np.all(stale[want[0]] | stale[want[2]])
-    np.testing.assert_array_equal(key(*ev.partial_terms(L, stale)), key(*want))
+    for got, expected in zip(ev.partial_terms(L, stale), want):
+        np.testing.assert_array_equal(got, expected)  # in the same order
     with pytest.raises(TooManyTerms):
         ev.partial_terms(L, stale, max_terms=len(want[0]) - 1)
     moved = ev.executor.keys_moved
@@ -230,6 +228,7 @@ def test_partial_check_terms_are_the_same_on_dask(client, wine, monkeypatch):
     info = ev.executor.traffic_info()
     assert info["cluster_partial_checks"] == 1 and info["cluster_checks"] == 2  # (completed)
     assert info["bytes_sent_per_partial_check"] >= len(y)  # the stale mask
+    assert info["tasks_per_partial_check"] >= min(2 * 2, len(local.blocks))  # two workers
 
 
 def _digits_subsample():

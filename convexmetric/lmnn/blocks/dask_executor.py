@@ -46,19 +46,19 @@ import uuid
 import numpy as np
 
 from ...optim.deadline import NEVER
-from ..constants import INLINE_BYTES, MAX_TASKS, TASK_CELLS
+from ..constants import INLINE_BYTES, MAX_TASKS
 from .dask_faults import CALL, Cluster, DaskBackendError, Watch, require_distributed
 from .dask_traffic import Traffic, is_array
 from .dask_worker import (
+    blocks_terms,
     chunk_task,
     drop,
-    group_partial,
     group_sums,
     group_terms,
     rebuild,
     small_part,
 )
-from .data import plan_blocks
+from .data import group_blocks, plan_blocks
 
 __all__ = ["MAX_TASKS", "DaskBackendError", "DaskExecutor", "dask_client"]
 
@@ -92,7 +92,6 @@ class DaskExecutor:
     """
 
     name = "dask"
-    own_groups = True  #: tasks keep groups of the fit's blocks (a partial check: the mask)
     alarm = NEVER  #: the fit's time limit, checked while waiting for the workers
 
     def __init__(self, client, *, retries=5, timeout=3600.0, threads=1):
@@ -123,11 +122,8 @@ class DaskExecutor:
         return handle
 
     def _set_blocks(self, handle, blocks):
-        # consecutive blocks per task: at most MAX_TASKS tasks, at least TASK_CELLS cells each
-        cells = max(len(b) for b in blocks) * sum(len(b) for b in blocks)
-        size = max(-(-len(blocks) // MAX_TASKS), TASK_CELLS // max(cells, 1), 1)
         self._blocks, self._known = blocks, {}
-        self._groups = [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
+        self._groups = group_blocks(blocks, len(self._data.y))
         self.cluster.put(handle.token, "groups", self._groups)
 
     # -- one evaluation -----------------------------------------------------------
@@ -179,8 +175,8 @@ class DaskExecutor:
         violated triplets in all, it raises
         :class:`~convexmetric.problems.lmnn.TooManyTerms` and nothing more travels.
 
-        With ``stale`` (a partial check; ``blocks`` the fit's), each task searches the stale
-        rows of its group (:func:`~.dask_worker.group_partial`) and sends its triplets."""
+        With ``stale`` (a partial check; ``blocks`` the stale rows'), the blocks travel with
+        their tasks (:func:`~.dask_worker.blocks_terms`), and each sends its triplets."""
         from ..terms import TooManyTerms
 
         if kwargs.get("stale") is not None:
@@ -210,30 +206,31 @@ class DaskExecutor:
         return self._retrying(data, blocks, run)
 
     def _partial_terms(self, fn, blocks, data, args, max_terms, kwargs):
-        """:meth:`map_terms` of a partial check: the stale mask travels as ``L`` does, each
-        task's triplets come back whole (the delta reports are the full checks')."""
+        """:meth:`map_terms` of a partial check: ``blocks`` (the stale rows', as the local
+        executor gets them) travel grouped as the fit's are, the stale mask as ``L`` does;
+        the tasks' triplets come back whole, in block order (the delta reports are the
+        full checks')."""
         from ..terms import TooManyTerms
 
         stale = kwargs.pop("stale")
+        # (a task per worker at least: the stale rows are few, their blocks small)
+        groups = group_blocks(blocks, len(stale), least=max(2 * len(self.cluster.ready()), 1))
 
         def run(watch):
             args_ = self._inline((*args, stale), watch)
-            rows = max(len(b) for b in self._blocks)
-            task = (group_partial, fn, data.token)
+            task = (blocks_terms, fn, data.token)
             futures = [
-                self.client.submit(
-                    *task, g, *args_, pure=False, block_rows=rows, max_terms=max_terms, **kwargs
-                )
-                for g in range(len(self._groups))
+                self.client.submit(*task, group, *args_, pure=False, max_terms=max_terms, **kwargs)
+                for group in groups
             ]
             size = float("inf") if max_terms is None else 12 * max_terms  # three int32
             parts = self.cluster.collect(futures, watch, size=size)
             if _over(parts, max_terms):
                 raise TooManyTerms(f"more than {max_terms} hinge terms")
-            self._moved("partial_check", (*args, stale), len(futures), parts)
+            self._moved("partial_check", (*args, stale), len(futures), parts, blocks)
             return parts
 
-        return self._retrying(data, blocks, run)
+        return self._retrying(data, None, run)
 
     def _submit_terms(self, fn, data, args, kwargs, max_terms, watch):
         """One task per group; each goes back to the worker that holds its last report
@@ -276,9 +273,9 @@ class DaskExecutor:
             out.append({"I": i, "J": T[i, slot], "L": l_, "count": len(keys), "overflow": False})
         return out
 
-    def _moved(self, kind, args, tasks, parts):
+    def _moved(self, kind, args, tasks, parts, once=()):
         """Count one map's payload (:meth:`.dask_traffic.Traffic.moved`)."""
-        self.traffic.moved(kind, args, tasks, parts, len(self.cluster.ready()))
+        self.traffic.moved(kind, args, tasks, parts, len(self.cluster.ready()), once)
 
     def traffic_info(self):
         """``result_.info``'s round trips and bytes (:meth:`.dask_traffic.Traffic.info`)."""

@@ -23,16 +23,17 @@ class Traffic:
             f"{kind}_{what}": 0 for kind in KINDS for what in ("count", "tasks", "sent", "received")
         }
 
-    def moved(self, kind, args, tasks, parts, workers):
+    def moved(self, kind, args, tasks, parts, workers, once=()):
         """Count one map: ``args`` inline in each of ``tasks`` tasks, or broadcast once to
-        each of ``workers``, and the ``parts`` gathered."""
+        each of ``workers``, ``once`` in one task each (a partial check's blocks), and
+        the ``parts`` gathered."""
         arrays = sum(payload(a) for a in args if is_array(a))
         copies = tasks if arrays * tasks <= INLINE_BYTES else max(workers, 1)
         small = sum(payload(a) for a in args if not is_array(a))
         t = self.counts
         t[f"{kind}_count"] += 1
         t[f"{kind}_tasks"] += tasks
-        t[f"{kind}_sent"] += arrays * copies + tasks * small
+        t[f"{kind}_sent"] += arrays * copies + tasks * small + payload(once)
         t[f"{kind}_received"] += sum(payload(p) for p in parts)
 
     def info(self):

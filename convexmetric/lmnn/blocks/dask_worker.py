@@ -20,7 +20,7 @@ import numpy as np
 
 from .._sets import member, union
 from ..constants import STORE_FITS
-from .data import Workspace, stale_blocks
+from .data import Workspace
 
 
 class WorkerDataMissing(RuntimeError):
@@ -60,14 +60,22 @@ def drop(token):
     STORE.pop(token, None)
 
 
-def _entry(token, g):
-    """``(data, group g's blocks, this thread's workspace)`` of fit ``token``."""
+def _space(token):
+    """``(data, this thread's workspace)`` of fit ``token``."""
     entry = STORE.get(token, {})
-    if "data" not in entry or "groups" not in entry:
+    if "data" not in entry:
         raise _missing(token)
     spaces = entry.setdefault("workspaces", {})
     ws = spaces.setdefault(threading.get_ident(), Workspace())  # atomic under the GIL
-    return entry["data"], entry["groups"][g], ws
+    return entry["data"], ws
+
+
+def _entry(token, g):
+    """``(data, group g's blocks, this thread's workspace)`` of fit ``token``."""
+    if "groups" not in STORE.get(token, {}):
+        raise _missing(token)
+    data, ws = _space(token)
+    return data, STORE[token]["groups"][g], ws
 
 
 def group_sums(fn, token, g, *args, **kwargs):
@@ -125,13 +133,13 @@ def group_terms(fn, token, g, *args, base=None, epoch=None, **kwargs):
     }
 
 
-def group_partial(fn, token, g, L, stale, *, block_rows, **kwargs):
-    """``fn`` (:func:`~.full_check.terms_block`) over the rows of group ``g`` in ``stale``
-    (a partial check; :func:`~.data.stale_blocks`), its triplets joined in block order."""
+def blocks_terms(fn, token, blocks, L, stale, **kwargs):
+    """``fn`` (:func:`~.full_check.terms_block`) over ``blocks`` (a partial check's blocks of
+    stale rows, :func:`~.data.stale_blocks`: they travel with the task), its triplets
+    joined in block order."""
     from .full_check import collect_terms
 
-    data, group, ws = _entry(token, g)
-    blocks = stale_blocks(group, stale, data.y, block_rows)
+    data, ws = _space(token)
     try:
         return collect_terms(fn, blocks, data, L, ws=ws, stale=stale, **kwargs)
     finally:

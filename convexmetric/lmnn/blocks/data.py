@@ -22,7 +22,9 @@ from ..constants import (
     LEAST_CHUNK,
     LEAST_ROWS,
     MAX_BLOCK_ROWS,
+    MAX_TASKS,
     SQUARE_STATE,
+    TASK_CELLS,
 )
 from .screen import screen
 from .xp import (
@@ -116,6 +118,18 @@ def stale_blocks(blocks, stale, y, block_rows):
     return [rows[b] for b in row_blocks(np.asarray(y)[rows], block_rows)]
 
 
+def group_blocks(blocks, n, least=1):
+    """Consecutive ``blocks`` per task: at most :data:`MAX_TASKS` tasks, each of at least
+    :data:`TASK_CELLS` cells (a block's rows × the ``n`` points it is compared with), but
+    at least ``least`` tasks where there are as many blocks."""
+    if not blocks:
+        return []
+    cells = max(len(b) for b in blocks) * n
+    size = max(-(-len(blocks) // MAX_TASKS), TASK_CELLS // max(cells, 1), 1)
+    size = min(size, -(-len(blocks) // least))
+    return [list(blocks[s : s + size]) for s in range(0, len(blocks), size)]
+
+
 class Projection(NamedTuple):
     """``Z = X Lᵀ`` and what the candidate steps read from it, shared by all blocks.
 
@@ -151,7 +165,7 @@ class Workspace:
     def __init__(self, parent=None):
         self.last = None
         self.buffers = {}
-        self._screen = (None, None)
+        self._memo = (None, {})  #: (projection, {name: value computed from it})
         self._parent = parent  #: the workspace whose projection a fork reads
         self._lock = threading.Lock()
 
@@ -164,12 +178,22 @@ class Workspace:
     def screen(self, P):
         """The search coordinates of projection ``P`` (:func:`.screen.screen`), computed
         once per projection (by the first block of a check or streamed sum that asks)."""
+        return self.of_projection("screen", P, lambda: screen(P))
+
+    def of_projection(self, name, P, make):
+        """``make()``, computed once per projection ``P`` and ``name`` by whichever thread
+        asks first (a fork asks its parent): the arrays every block of an evaluation
+        reads, made once instead of once per block (on a Dask worker, whose allocator
+        returns freed memory at once, each fresh array costs its page faults again)."""
         if self._parent is not None:
-            return self._parent.screen(P)
+            return self._parent.of_projection(name, P, make)
         with self._lock:
-            if self._screen[0] is not P:
-                self._screen = (P, screen(P))
-            return self._screen[1]
+            if self._memo[0] is not P:
+                self._memo = (P, {})
+            memo = self._memo[1]
+            if name not in memo:
+                memo[name] = make()
+            return memo[name]
 
     def project(self, data, L):
         """The :class:`Projection` of ``data`` under ``L``, computed once per (data, L).

@@ -82,14 +82,10 @@ class StreamingEvaluator:
     def partial_terms(self, L, stale, max_terms=None):
         """The violated triplets of the pairs with an end in ``stale`` (a bool mask over
         the points), each pair once: a full check's block work over the stale rows alone
-        (:func:`~.full_check.terms_block`, blocks of :func:`~.data.stale_blocks`). An
-        executor whose tasks keep their own groups of the fit's blocks (``own_groups``:
-        Dask's) gets the fit's blocks and the mask, and each task takes its stale rows."""
+        (:func:`~.full_check.terms_block`, blocks of :func:`~.data.stale_blocks`)."""
         self.partial_checks += 1
         self.rows_searched += int(np.count_nonzero(stale))
-        blocks = self.blocks
-        if not self.executor.own_groups:
-            blocks = stale_blocks(blocks, stale, self.y, self.block_rows)
+        blocks = stale_blocks(self.blocks, stale, self.y, self.block_rows)
         return self._terms(blocks, L, max_terms, {"stale": stale}, "partial")
 
     def _timed(self, kind, start):

@@ -52,9 +52,6 @@ class Executor(Protocol):
     """What :class:`~.stream.StreamingEvaluator` and the active list call (module docstring)."""
 
     name: str  #: "local", "dask" or "device" (reported in ``result_.info``)
-    #: whether its tasks keep their own groups of the fit's blocks (Dask): a partial check
-    #: then passes the fit's blocks and a ``stale`` mask, and each task takes its stale rows
-    own_groups: bool
 
     def scatter(self, data):
         """Make the :class:`~.data.StreamData` available to the block functions once;

@@ -58,25 +58,44 @@ def _pairs(rows, data, L, rtol, margin, ws, stale=None):
     xp = namespace(P.Z)
     c0, c1 = P.ranges[P.labels[rows[0]].item()]
     S = ws.screen(P)
-    B, cols = S.B[c1:, :], P.order[c1:]
+    wide, half, half_o = ws.of_projection(
+        ("radii", margin, rtol), P, lambda: _radii(P, S, margin, rtol)
+    )
+    B, cols, hc = S.B[c1:, :], P.order[c1:], half_o[c1:]
     if stale is not None:
         order = to_numpy(P.order)
         pos = to_device(np.r_[np.flatnonzero(~stale[order[:c0]]), np.arange(c1, len(order))], P.Z)
-        B, cols = take(xp, S.B, pos), take(xp, P.order, pos)
+        B, cols, hc = _rows_of(xp, S.B, pos, ws), take(xp, P.order, pos), take(xp, half_o, pos)
     if cols.shape[0] == 0:
         e = empty_int(xp, P.Z)
         return e, e
-    wide = (P.reach + (1.0 + margin)) * (1 + rtol) + rtol * S.scale
     rows = to_device(rows, P.Z)
     rows = take(xp, rows, argsort_stable(xp, take(xp, wide, rows)))
-    half = astype(xp, -0.5 * wide, xp.float32)
     A = _row_matrix(xp, take(xp, S.W, rows), take(xp, S.sq, rows), S.W.shape[1])
     if is_numpy(xp):
         G = np.matmul(A, B.T, out=ws.scratch("G", (len(rows), len(cols)), np.float32))
     else:
         G = A @ B.T
-    ii, ll = _hits(xp, G, take(xp, half, rows), take(xp, half, cols), ws)
+    ii, ll = _hits(xp, G, take(xp, half, rows), hc, ws)
     return take(xp, rows, ii), take(xp, cols, ll)
+
+
+def _radii(P, S, margin, rtol):
+    """``(wide, half, half in class order)``: each point's radius ``r = 1 + margin +
+    max_j ‖z − z_j‖²`` widened by the float32 band, and ``−wide/2`` in float32, by point
+    and in the projection's ``order`` (one block's columns are a slice of it)."""
+    xp = namespace(P.Z)
+    wide = (P.reach + (1.0 + margin)) * (1 + rtol) + rtol * S.scale
+    half = astype(xp, -0.5 * wide, xp.float32)
+    return wide, half, take(xp, half, P.order)
+
+
+def _rows_of(xp, B, pos, ws):
+    """``B[pos]`` (NumPy: into a scratch buffer, one per check)."""
+    if not is_numpy(xp):
+        return take(xp, B, pos)
+    out = ws.scratch("B", (len(pos), B.shape[1]), B.dtype)
+    return np.take(B, pos, axis=0, out=out)
 
 
 def _row_matrix(xp, Zr, sr, r):
@@ -103,9 +122,10 @@ def _hits(xp, G, hr, hc, ws):
     if not is_numpy(xp):
         return xp.nonzero(G > xp.minimum(hr[:, None], hc[None, :]))
     hit = ws.scratch("hit", G.shape, bool)
+    bound = ws.scratch("bound", hc.shape, hc.dtype)
     for s in range(0, len(hr), GROUP_ROWS):
         g = slice(s, s + GROUP_ROWS)
-        np.greater(G[g], np.minimum(hr[g].min(), hc), out=hit[g])
+        np.greater(G[g], np.minimum(hr[g].min(), hc, out=bound), out=hit[g])
     flat = np.flatnonzero(hit)
     ii, ll = np.divmod(flat, G.shape[1])
     keep = G.ravel()[flat] > np.minimum(hr[ii], hc[ll])
@@ -135,7 +155,7 @@ def terms_block(
     for s in range(0, aa.shape[0], chunk):
         e = min(s + chunk, aa.shape[0])  # (in bounds: the standard leaves the rest open)
         a, b = aa[s:e], bb[s:e]
-        dist = row_distances(xp, P.Z, a, b)
+        dist = row_distances(xp, P.Z, a, b, ws)
         for i, l in ((a, b), (b, a)):
             p, q = xp.nonzero((1.0 + margin) + take(xp, P.Dt, i) - dist[:, None] > 0)  # (c, k)
             count += int(p.shape[0])

@@ -91,7 +91,6 @@ class LocalExecutor:
     """
 
     name = "local"
-    own_groups = False  #: maps the blocks it is given (a partial check's own, too)
     alarm = NEVER  #: checked before each block (:class:`convexmetric.optim.deadline.Alarm`)
 
     def __init__(self, threads=1):

@@ -99,11 +99,12 @@ def take(xp, a, idx):
     return xp.take(a, idx, axis=0)
 
 
-def row_distances(xp, Z, a, b):
+def row_distances(xp, Z, a, b, ws=None):
     """``‖z_a − z_b‖²`` for the pairs ``(a_t, b_t)`` (NumPy: the chunked kernel of
-    :func:`convexmetric.linalg.row_distances`, the same values as the active list's)."""
+    :func:`convexmetric.linalg.row_distances`, the same values as the active list's, its
+    buffers the workspace ``ws``'s if given)."""
     if is_numpy(xp):
-        return _np_row_distances(Z, a, b)
+        return _np_row_distances(Z, a, b, scratch=None if ws is None else ws.scratch)
     D = take(xp, Z, a) - take(xp, Z, b)
     return xp.sum(D * D, axis=1)
 
